@@ -1,0 +1,105 @@
+"""The Apache Kafka distribution, assembled from Maven Central with `brokerconf/kafka/pom.xml`.
+
+`install()` runs `mvn dependency:copy-dependencies` into `<cache>/kafka-<version>/libs` once; a stamp
+file holding the pom's hash makes later calls a no-op, so a cached install works offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkatune import paths
+from kafkatune.errors import EnvironmentProblem
+
+POM = Path(__file__).with_name("kafka") / "pom.xml"
+
+
+def _pom_property(name: str) -> str:
+    m = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", POM.read_text())
+    if not m:
+        raise RuntimeError(f"{POM} has no <{name}> property")
+    return m.group(1).strip()
+
+
+KAFKA_VERSION = _pom_property("kafka.version")
+JMX_EXPORTER_VERSION = _pom_property("jmx.exporter.version")
+
+
+def java_home() -> Path:
+    """Java 17: Kafka 4.x brokers need >= 17, and the machine's newer JDK is not the tested one.
+
+    `KAFKATUNE_JAVA_HOME` overrides; otherwise the Debian OpenJDK 17, then JAVA_HOME if it is a 17.
+    """
+    candidates = [os.environ.get("KAFKATUNE_JAVA_HOME"), "/usr/lib/jvm/java-17-openjdk-amd64",
+                  "/usr/lib/jvm/java-17-openjdk-arm64", os.environ.get("JAVA_HOME")]
+    for c in candidates:
+        if c and (Path(c) / "bin" / "java").exists():
+            return Path(c)
+    raise EnvironmentProblem("no Java 17 found: install openjdk-17-jre-headless or set KAFKATUNE_JAVA_HOME")
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    root: Path
+
+    @property
+    def version(self) -> str:
+        return KAFKA_VERSION
+
+    @property
+    def libs(self) -> Path:
+        return self.root / "libs"
+
+    @property
+    def classpath(self) -> str:
+        return str(self.libs / "*")
+
+    @property
+    def jmx_agent(self) -> Path:
+        return self.libs / f"jmx_prometheus_javaagent-{JMX_EXPORTER_VERSION}.jar"
+
+    @property
+    def java(self) -> Path:
+        return java_home() / "bin" / "java"
+
+    def installed(self) -> bool:
+        stamp = self.root / ".installed"
+        return stamp.exists() and stamp.read_text().strip() == _pom_hash()
+
+
+def _pom_hash() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()
+
+
+def default_dist(cache: Path | None = None) -> KafkaDist:
+    return KafkaDist((cache or paths.cache_dir()) / f"kafka-{KAFKA_VERSION}")
+
+
+def install(cache: Path | None = None, *, quiet: bool = True) -> KafkaDist:
+    """Resolve the jars into the cache unless they are there already. Idempotent."""
+    dist = default_dist(cache)
+    if dist.installed():
+        return dist
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentProblem("Maven (mvn) is needed once to fetch the Kafka jars: apt-get install maven")
+    tmp = dist.root.with_name(dist.root.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    cmd = [mvn, "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}"]
+    if quiet:
+        cmd.insert(1, "-q")
+    env = dict(os.environ, JAVA_HOME=str(java_home()))
+    proc = subprocess.run(cmd, env=env, capture_output=quiet, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout or "").splitlines()[-15:])
+        raise EnvironmentProblem(f"mvn could not resolve Kafka {KAFKA_VERSION}:\n{tail}")
+    (tmp / ".installed").write_text(_pom_hash() + "\n")
+    shutil.rmtree(dist.root, ignore_errors=True)
+    tmp.rename(dist.root)
+    return dist

@@ -1,0 +1,164 @@
+"""A shaped network of hosts on one machine: one network namespace per host on a Linux bridge.
+
+Each host has a veth pair; the host end (inside the namespace, `eth0`) has a `tbf` qdisc that caps what
+the host sends, the bridge end one that caps what the host receives, so two senders into one host share
+its receive rate, as on a real switch port. Needs root and iproute2. Addresses are from the benchmarking
+block (RFC 2544, 198.18.0.0/15) and live only inside the namespaces and on the bridge.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kafkatune.errors import EnvironmentProblem
+
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass(frozen=True)
+class NetHost:
+    name: str  # e.g. "b1", "c1"
+    netns: str  # e.g. "kt-b1"
+    ip: str
+
+
+@dataclass(frozen=True)
+class ShapedNetwork:
+    prefix: str
+    subnet: str  # "198.18.0" (a /24)
+    bridge: str
+    bridge_ip: str
+    hosts: tuple[NetHost, ...]
+    rate_mb_s: float
+
+    def host(self, name: str) -> NetHost:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+
+def can_shape() -> tuple[bool, str]:
+    """Whether this process can build a shaped network, and if not, why."""
+    if os.geteuid() != 0:
+        return False, "not root"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return False, "iproute2 (ip, tc) not installed"
+    return True, ""
+
+
+def _run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(args), capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise EnvironmentProblem(f"`{' '.join(args)}` failed: {proc.stderr.strip()}")
+    return proc
+
+
+def _tbf(dev: str, rate_mb_s: float, netns: str | None = None) -> None:
+    rate_bit = int(rate_mb_s * 8e6)
+    # tbf needs a bucket at least one GSO super-packet (64 KiB) deep or it drops them whole; 10 ms of
+    # traffic keeps short bursts honest at higher rates.
+    burst = max(256 * 1024, int(rate_mb_s * 1e6 / 100))
+    pre = ["ip", "netns", "exec", netns] if netns else []
+    _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_bit}bit",
+         "burst", str(burst), "latency", "100ms")
+
+
+def plan(prefix: str, subnet: str, brokers: int, clients: int, rate_mb_s: float) -> ShapedNetwork:
+    hosts = [NetHost(f"b{i}", f"{prefix}-b{i}", f"{subnet}.{10 + i}") for i in range(1, brokers + 1)]
+    hosts += [NetHost(f"c{i}", f"{prefix}-c{i}", f"{subnet}.{100 + i}") for i in range(1, clients + 1)]
+    return ShapedNetwork(prefix, subnet, f"{prefix}br0", f"{subnet}.254", tuple(hosts), rate_mb_s)
+
+
+def create(net: ShapedNetwork) -> None:
+    """Build the bridge, namespaces, veths and qdiscs. Tears down a half-built one on failure."""
+    ok, why = can_shape()
+    if not ok:
+        raise EnvironmentProblem(f"shaped network needs root with iproute2: {why}")
+    destroy(net)
+    try:
+        _run("ip", "link", "add", net.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{net.bridge_ip}/24", "dev", net.bridge)
+        _run("ip", "link", "set", net.bridge, "up")
+        for h in net.hosts:
+            outer = f"{net.prefix}{h.name}"
+            _run("ip", "netns", "add", h.netns)
+            _run("ip", "link", "add", outer, "type", "veth", "peer", "name", "eth0", "netns", h.netns)
+            _run("ip", "link", "set", outer, "master", net.bridge)
+            _run("ip", "link", "set", outer, "up")
+            _run("ip", "netns", "exec", h.netns, "ip", "addr", "add", f"{h.ip}/24", "dev", "eth0")
+            _run("ip", "netns", "exec", h.netns, "ip", "link", "set", "eth0", "up")
+            _run("ip", "netns", "exec", h.netns, "ip", "link", "set", "lo", "up")
+            _tbf("eth0", net.rate_mb_s, h.netns)  # what the host sends
+            _tbf(outer, net.rate_mb_s)  # what the host receives
+    except BaseException:
+        destroy(net)
+        raise
+
+
+def destroy(net: ShapedNetwork) -> None:
+    """Remove everything `create` made; safe to call on a partly built or absent network."""
+    for h in net.hosts:
+        _run("ip", "link", "del", f"{net.prefix}{h.name}", check=False)
+        _run("ip", "netns", "del", h.netns, check=False)
+    _run("ip", "link", "del", net.bridge, check=False)
+
+
+def exists(net: ShapedNetwork) -> bool:
+    return all(os.path.exists(f"/var/run/netns/{h.netns}") for h in net.hosts)
+
+
+def enter(netns: str) -> None:
+    """Move the calling (single-threaded) process into a network namespace, before it opens sockets."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(f"/var/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"setns({netns}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def exec_prefix(netns: str | None) -> list[str]:
+    return ["ip", "netns", "exec", netns] if netns else []
+
+
+def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0) -> float:
+    """Host-to-host TCP goodput in MB/s with iperf3 (one stream, client sends)."""
+    if shutil.which("iperf3") is None:
+        raise EnvironmentProblem("iperf3 is needed to measure the shaped link: apt-get install iperf3")
+    port = "5299"
+    srv = subprocess.Popen([*exec_prefix(server.netns), "iperf3", "-s", "-1", "-B", server.ip, "-p", port],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = _iperf_client(client, server.ip, port, seconds)
+    finally:
+        srv.kill()
+        srv.wait()
+    return out
+
+
+def _iperf_client(client: NetHost, ip: str, port: str, seconds: float) -> float:
+    import json
+    import time
+
+    deadline = time.monotonic() + 10
+    while True:
+        proc = _run(*exec_prefix(client.netns), "iperf3", "-c", ip, "-p", port, "-t", str(seconds),
+                    "-O", "1", "-J", check=False)
+        if proc.returncode == 0:
+            data = json.loads(proc.stdout)
+            return float(data["end"]["sum_received"]["bits_per_second"]) / 8e6
+        if time.monotonic() > deadline:
+            raise EnvironmentProblem(f"iperf3 {client.name} -> {ip} failed: {proc.stdout[-300:]}")
+        time.sleep(0.2)
+
+
+def host_names(net: ShapedNetwork, kind: str) -> Sequence[NetHost]:
+    return [h for h in net.hosts if h.name.startswith(kind)]

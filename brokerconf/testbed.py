@@ -1,0 +1,407 @@
+"""The local testbed: three KRaft nodes (broker + controller in one JVM each) on this machine.
+
+Every node has its own data dir, ports and log file under the state folder, and runs the Prometheus JMX
+exporter agent. In loopback mode the nodes listen on 127.0.0.1 with distinct ports; in shaped mode each
+node runs in its own network namespace (see `brokerconf.netns`) and the clients of `bench` run in the
+client namespaces. The state file (`testbed.json`) is what `status`, `kill`, `restart` and `bench` read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from brokerconf import admin as kadmin
+from brokerconf import metrics, netns
+from brokerconf.dist import KafkaDist
+from kafkatune import atomic
+from kafkatune.errors import EnvironmentProblem, UserError
+
+SCHEMA_VERSION = 1
+NODES = 3
+CLIENT_HOSTS = 2
+Progress = Callable[[str], None]
+
+# Broker defaults of the testbed: synchronous replication as the product targets it. Everything else
+# is Kafka's default, so a sweep's baseline is what an untuned cluster does.
+BROKER_DEFAULTS = {
+    "default.replication.factor": "3",
+    "min.insync.replicas": "2",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    # Not a throughput setting: makes a new consumer group start at once instead of after 3 s.
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+LOG4J2 = """<Configuration status="WARN">
+  <Appenders><Console name="out" target="SYSTEM_OUT"><PatternLayout pattern="[%d] %p %m (%c)%n"/></Console>
+  </Appenders>
+  <Loggers><Root level="INFO"><AppenderRef ref="out"/></Root>
+    <Logger name="kafka.request.logger" level="WARN"/></Loggers>
+</Configuration>
+"""
+
+
+@dataclass(frozen=True)
+class Node:
+    id: int
+    host: str
+    port: int
+    controller_port: int
+    metrics_port: int
+    netns: str | None = None
+
+    @property
+    def listener(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
+
+@dataclass
+class TestbedState:
+    schema_version: int
+    network: str  # "loopback" | "shaped"
+    cluster_id: str
+    kafka_version: str
+    nodes: list[Node]
+    nic_mb_s: float | None = None
+    subnet: str | None = None
+    prefix: str = "kt"
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.listener for n in self.nodes)
+
+    @classmethod
+    def load(cls, path: Path) -> TestbedState:
+        d = json.loads(path.read_text())
+        d["nodes"] = [Node(**n) for n in d["nodes"]]
+        return cls(**d)
+
+
+def _kafka_uuid() -> str:
+    while True:
+        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not s.startswith("-"):
+            return s
+
+
+class Testbed:
+    """Start, stop and inspect the local 3-node cluster kept in `state_dir`."""
+
+    def __init__(self, state_dir: Path, dist: KafkaDist, *, base_port: int = 29090, prefix: str = "kt",
+                 heap: str = "1g") -> None:
+        self.state_dir = state_dir
+        self.dist = dist
+        self.base_port = base_port
+        self.prefix = prefix
+        self.heap = heap
+
+    # ---- state -------------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return self.state_dir / "testbed.json"
+
+    @property
+    def profile_file(self) -> Path:
+        return self.state_dir / "profile.json"
+
+    def state(self) -> TestbedState:
+        if not self.state_file.exists():
+            raise UserError(f"no testbed in {self.state_dir}: run `kafkatune testbed up` first")
+        return TestbedState.load(self.state_file)
+
+    def _save(self, st: TestbedState) -> None:
+        atomic.write_json(self.state_file, asdict(st))
+
+    def node_dir(self, node_id: int) -> Path:
+        return self.state_dir / f"node{node_id}"
+
+    def network(self, st: TestbedState) -> netns.ShapedNetwork | None:
+        if st.network != "shaped":
+            return None
+        assert st.subnet and st.nic_mb_s
+        return netns.plan(st.prefix, st.subnet, NODES, CLIENT_HOSTS, st.nic_mb_s)
+
+    # ---- layout ------------------------------------------------------------------------------------
+    def _layout(self, network: str, subnet: str) -> list[Node]:
+        if network == "shaped":
+            net = netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
+            return [Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns)
+                    for i in range(1, NODES + 1)]
+        b = self.base_port
+        return [Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i) for i in range(1, NODES + 1)]
+
+    def _write_node_files(self, st: TestbedState, node: Node) -> Path:
+        d = self.node_dir(node.id)
+        d.mkdir(parents=True, exist_ok=True)
+        voters = ",".join(f"{n.id}@{n.host}:{n.controller_port}" for n in st.nodes)
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": str(node.id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(d / "data"),
+            **BROKER_DEFAULTS,
+        }
+        path = d / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (d / "log4j2.xml").write_text(LOG4J2)
+        metrics.write_exporter_config(d / "jmx-exporter.yaml")
+        return path
+
+    # ---- processes ---------------------------------------------------------------------------------
+    def _java(self) -> str:
+        return str(self.dist.java)
+
+    def _format(self, st: TestbedState, node: Node, props: Path) -> None:
+        cmd = [self._java(), "-cp", self.dist.classpath,
+               f"-Dlog4j2.configurationFile={self.node_dir(node.id) / 'log4j2.xml'}",
+               "kafka.tools.StorageTool", "format", "-t", st.cluster_id, "-c", str(props), "--ignore-formatted"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise EnvironmentProblem(f"formatting node {node.id} failed: {proc.stdout[-500:]}{proc.stderr[-500:]}")
+
+    def _start(self, st: TestbedState, node: Node) -> int:
+        d = self.node_dir(node.id)
+        agent = f"{self.dist.jmx_agent}={node.host}:{node.metrics_port}:{d / 'jmx-exporter.yaml'}"
+        cmd = [*netns.exec_prefix(node.netns), self._java(), f"-Xms{self.heap}", f"-Xmx{self.heap}",
+               "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}", f"-javaagent:{agent}",
+               "-cp", self.dist.classpath, "kafka.Kafka", str(d / "server.properties")]
+        with open(d / "server.log", "ab") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, cwd=d)
+        return proc.pid
+
+    def _alive(self, st: TestbedState, node: Node) -> int | None:
+        pid = st.pids.get(str(node.id))
+        if not pid:
+            return None
+        try:
+            p = psutil.Process(pid)
+            if p.status() == psutil.STATUS_ZOMBIE:
+                return None
+            if str(self.node_dir(node.id) / "server.properties") in " ".join(p.cmdline()):
+                return pid
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+        return None
+
+    def _wait_serving(self, st: TestbedState, ids: list[int], progress: Progress, timeout_s: float = 180) -> None:
+        admin = kadmin.admin_client(st.bootstrap_servers)
+        deadline = time.monotonic() + timeout_s
+        want = set(ids)
+        last = ""
+        while time.monotonic() < deadline:
+            for n in st.nodes:
+                if n.id in want and self._alive(st, n) is None:
+                    log = self.node_dir(n.id) / "server.log"
+                    raise EnvironmentProblem(f"node {n.id} exited while starting; see {log}")
+            try:
+                brokers = set(kadmin.live_brokers(admin, timeout_s=3))
+            except Exception:
+                brokers = set()
+            msg = f"brokers serving: {len(brokers & {n.id for n in st.nodes})}/{NODES}"
+            if msg != last:
+                progress(msg)
+                last = msg
+            if want <= brokers and self._metrics_ok(st, want):
+                return
+            time.sleep(0.5)
+        raise EnvironmentProblem(f"brokers {sorted(want)} not serving after {timeout_s:.0f} s; "
+                                 f"see {self.state_dir}/node*/server.log")
+
+    def _metrics_ok(self, st: TestbedState, ids: set[int]) -> bool:
+        for n in st.nodes:
+            if n.id in ids:
+                try:
+                    metrics.scrape(n.metrics_url, timeout_s=2)
+                except OSError:
+                    return False
+        return True
+
+    # ---- commands ----------------------------------------------------------------------------------
+    def up(self, *, network: str = "loopback", nic_mb_s: float | None = None, subnet: str = "198.18.0",
+           progress: Progress = print) -> TestbedState:
+        """Start every node that is not running; format a new cluster when there is none."""
+        if not self.dist.installed():
+            raise EnvironmentProblem("Kafka jars not installed: run `kafkatune testbed install`")
+        if network == "shaped":
+            ok, why = netns.can_shape()
+            if not ok:
+                raise EnvironmentProblem(f"--network shaped needs root and iproute2 ({why}); "
+                                         "use --network loopback")
+            if not nic_mb_s or nic_mb_s <= 0:
+                raise UserError("--nic-mbps must be a positive number of MB/s with --network shaped")
+        st: TestbedState | None = None
+        if self.state_file.exists():
+            st = self.state()
+            if st.network != network or (network == "shaped" and (st.nic_mb_s != nic_mb_s
+                                                                  or st.subnet != subnet)):
+                progress(f"network changed ({st.network} -> {network}): recreating the testbed")
+                self.down(wipe=True, progress=progress)
+                st = None
+        if st is None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            st = TestbedState(SCHEMA_VERSION, network, _kafka_uuid(), self.dist.version,
+                              self._layout(network, subnet), nic_mb_s if network == "shaped" else None,
+                              subnet if network == "shaped" else None, self.prefix)
+            self._save(st)
+        net = self.network(st)
+        if net is not None and not netns.exists(net):
+            progress(f"building the shaped network: {len(net.hosts)} hosts at {net.rate_mb_s:g} MB/s each way")
+            netns.create(net)
+        to_start = [n for n in st.nodes if self._alive(st, n) is None]
+        for n in to_start:
+            props = self._write_node_files(st, n)
+            self._format(st, n, props)
+            progress(f"starting node {n.id} on {n.listener}")
+            st.pids[str(n.id)] = self._start(st, n)
+            self._save(st)
+        self._wait_serving(st, [n.id for n in st.nodes], progress)
+        if to_start and len(to_start) < NODES:
+            kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+        self.write_profile(st, progress)
+        return st
+
+    def _stop_node(self, st: TestbedState, node: Node, timeout_s: float = 60) -> None:
+        pid = self._alive(st, node)
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)  # controlled shutdown: leadership moves away first
+        try:
+            psutil.Process(pid).wait(timeout=timeout_s)
+        except psutil.TimeoutExpired:
+            os.kill(pid, signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+
+    def down(self, *, wipe: bool = False, progress: Progress = print) -> None:
+        if not self.state_file.exists():
+            progress("no testbed running")
+            return
+        st = self.state()
+        for n in reversed(st.nodes):
+            if self._alive(st, n):
+                progress(f"stopping node {n.id}")
+            self._stop_node(st, n)
+        st.pids.clear()
+        self._save(st)
+        net = self.network(st)
+        if net is not None:
+            netns.destroy(net)
+        if wipe:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            progress(f"removed {self.state_dir}")
+
+    def kill(self, node_id: int) -> int:
+        st = self.state()
+        node = self._node(st, node_id)
+        pid = self._alive(st, node)
+        if pid is None:
+            raise UserError(f"node {node_id} is not running")
+        os.kill(pid, signal.SIGKILL)
+        psutil.Process(pid).wait(timeout=30) if psutil.pid_exists(pid) else None
+        return pid
+
+    def restart(self, node_id: int, progress: Progress = print) -> None:
+        """Clean restart of one node; returns once it serves and every partition has a full ISR."""
+        st = self.state()
+        node = self._node(st, node_id)
+        progress(f"stopping node {node_id}")
+        self._stop_node(st, node)
+        self._write_node_files(st, node)
+        progress(f"starting node {node_id}")
+        st.pids[str(node_id)] = self._start(st, node)
+        self._save(st)
+        self._wait_serving(st, [node_id], progress)
+        kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+
+    @staticmethod
+    def _node(st: TestbedState, node_id: int) -> Node:
+        for n in st.nodes:
+            if n.id == node_id:
+                return n
+        raise UserError(f"no node {node_id}: the testbed has nodes {[n.id for n in st.nodes]}")
+
+    def status(self) -> dict[str, Any]:
+        st = self.state()
+        nodes = []
+        controller = None
+        for n in st.nodes:
+            pid = self._alive(st, n)
+            row: dict[str, Any] = {"id": n.id, "pid": pid, "alive": pid is not None, "listener": n.listener,
+                                   "metrics_url": n.metrics_url, "netns": n.netns,
+                                   "log": str(self.node_dir(n.id) / "server.log")}
+            if pid is not None:
+                try:
+                    m = metrics.scrape(n.metrics_url)
+                    row["under_replicated_partitions"] = int(m.get("under_replicated", 0))
+                    if m.get("active_controller") == 1.0:
+                        controller = n.id
+                except OSError:
+                    row["metrics_error"] = "exporter not answering"
+            nodes.append(row)
+        under: list[str] | None = None
+        if any(r["alive"] for r in nodes):
+            try:
+                ur = kadmin.under_replicated(kadmin.admin_client(st.bootstrap_servers), timeout_s=5)
+                under = [f"{p.topic}-{p.partition}" for p in ur]
+            except Exception:
+                under = None
+        return {"bootstrap_servers": st.bootstrap_servers, "network": st.network,
+                "kafka_version": st.kafka_version, "cluster_id": st.cluster_id, "controller": controller,
+                "under_replicated_partitions": under, "nodes": nodes, "profile": str(self.profile_file)}
+
+    # ---- profile -----------------------------------------------------------------------------------
+    def write_profile(self, st: TestbedState, progress: Progress = print) -> dict[str, Any]:
+        """The cluster profile a run records: brokers, listeners, network (measured when shaped), disk."""
+        net = self.network(st)
+        network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
+        if net is not None:
+            progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
+            measured = netns.measure_rate(net.host("b1"), net.host("b2"))
+            network.update(nic_mb_s_configured=st.nic_mb_s, nic_mb_s_measured=round(measured, 2),
+                           client_hosts=[asdict(h) for h in netns.host_names(net, "c")])
+            progress(f"measured {measured:.1f} MB/s per link (configured {st.nic_mb_s:g} MB/s)")
+        else:
+            network.update(nic_mb_s_configured=None, nic_mb_s_measured=None,
+                           note="unshaped loopback: no network ceiling is known")
+        log_dir = self.node_dir(st.nodes[0].id) / "data"
+        du = shutil.disk_usage(log_dir) if log_dir.exists() else None
+        profile = {
+            "schema_version": SCHEMA_VERSION,
+            "kafka_version": st.kafka_version,
+            "brokers": [{"id": n.id, "listener": n.listener, "host": n.host, "netns": n.netns} for n in st.nodes],
+            "bootstrap_servers": st.bootstrap_servers,
+            "network": network,
+            "disk": {"log_dirs": [str(self.node_dir(n.id) / "data") for n in st.nodes],
+                     "free_bytes": du.free if du else None, "write_mb_s_measured": None},
+            "machine": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
+                        "kernel": platform.release()},
+        }
+        atomic.write_json(self.profile_file, profile)
+        return profile

@@ -1,9 +1,121 @@
-"""`kafkatune bench` (filled in below)."""
+"""`kafkatune bench WORKLOAD.yaml`: one measured run against the testbed or any cluster."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
+
+from kafkatune import paths
+from kafkatune.errors import EnvironmentProblem, RunFailed, UserError
+from kafkatune.workload import load_workload
+
+
+def _out_dir(runs: Path, name: str) -> Path:
+    d = runs / name
+    i = 2
+    while d.exists() and any(d.iterdir()):
+        d = runs / f"{name}-{i}"
+        i += 1
+    return d
+
+
+def _target(bootstrap: str | None, state_dir: Path | None) -> tuple[str, list[str | None], dict[int, str], Any]:
+    """Bootstrap servers, client hosts (network namespaces) and broker metrics URLs of the target."""
+    if bootstrap:
+        return bootstrap, [None], {}, None
+    from brokerconf.dist import default_dist
+    from brokerconf.testbed import Testbed
+
+    tb = Testbed(state_dir or paths.state_dir(), default_dist())
+    st = tb.state()
+    alive = [n for n in tb.status()["nodes"] if n["alive"]]
+    if not alive:
+        raise EnvironmentProblem("the testbed is not running: `kafkatune testbed up` (or pass --bootstrap)")
+    net = tb.network(st)
+    client_ns: list[str | None] = [h.netns for h in net.hosts if h.name.startswith("c")] if net else [None]
+    profile = json.loads(tb.profile_file.read_text()) if tb.profile_file.exists() else None
+    return st.bootstrap_servers, client_ns, {n.id: n.metrics_url for n in st.nodes}, profile
 
 
 def register(cli: click.Group) -> None:
-    return None
+    @cli.command("bench")
+    @click.argument("workload", type=click.Path(path_type=Path))
+    @click.option("--bootstrap", default=None, help="Bootstrap servers of any cluster (default: the testbed).")
+    @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="Testbed state folder.")
+    @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
+                  help="Run folder (default runs/<workload name>, or -2, -3… if it holds a run).")
+    @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
+    @click.option("--keep-topics", is_flag=True, help="Do not delete the run's topics afterwards.")
+    @click.option("--json", "as_json", is_flag=True, help="Print the result summary as JSON on stdout.")
+    def bench(workload: Path, bootstrap: str | None, state_dir: Path | None, out: Path | None, runs_dir: Path,
+              keep_topics: bool, as_json: bool) -> None:
+        """Run one workload (OpenMessaging Benchmark field names) and write runs/<name>/.
+
+        \b
+        Max-rate mode when producerRate is 0, fixed-rate otherwise (publish delay recorded).
+        Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
+        4 the run did not complete, or acknowledged messages were lost.
+        """
+        from drivers import result as res
+        from drivers import runner
+        from kafkatune.live import LiveView
+
+        w = load_workload(workload)
+        boot, client_ns, metric_urls, profile = _target(bootstrap, state_dir)
+        say = lambda m: click.echo(m, err=True)  # noqa: E731
+        say(f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
+            f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), "
+            f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
+            f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}")
+        try:
+            with LiveView(w.warmup_seconds + w.test_seconds) as view:
+                raw = runner.run(w, {"bootstrap.servers": boot}, client_netns=client_ns,
+                                 metrics_urls=metric_urls, on_tick=view, say=say, keep_topics=keep_topics)
+        except UserError:
+            raise
+        except RunFailed:
+            raise
+        import confluent_kafka
+
+        result, samples, brokers = res.build(raw, profile, {"client": "confluent-kafka",
+                                                            "version": confluent_kafka.version()[0],
+                                                            "librdkafka": confluent_kafka.libversion()[0]})
+        d = out or _out_dir(runs_dir, w.name)
+        res.write(d, result, samples, brokers)
+        shutil.copyfile(workload, d / "workload.yaml")
+        s = result["summary"]
+        if as_json:
+            click.echo(json.dumps({"out": str(d), **{k: v for k, v in s.items() if k != "per_producer"}}))
+        else:
+            _print_summary(s, d)
+        if s["lost"]:
+            raise RunFailed(f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json)")
+        if s["acknowledged"] == 0:
+            raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
+
+
+def _print_summary(s: dict[str, Any], d: Path) -> None:
+    pl, e2e = s["publish_latency_ms"], s["end_to_end_latency_ms"]
+    lines = [
+        f"publish  {s['publish_msg_s']:>12,.0f} msg/s {s['publish_mb_s']:>9.2f} MB/s "
+        f"{s['publish_bit_s'] / 1e9:.3f} Gbit/s",
+        f"consume  {s['consume_msg_s']:>12,.0f} msg/s {s['consume_mb_s']:>9.2f} MB/s",
+        f"publish latency ms  p50 {pl['p50']:.2f}  p99 {pl['p99']:.2f}  p99.9 {pl['p99.9']:.2f}  max {pl['max']:.2f}",
+        f"end-to-end ms       p50 {e2e['p50']:.2f}  p99 {e2e['p99']:.2f}  p99.9 {e2e['p99.9']:.2f}  "
+        f"max {e2e['max']:.2f}",
+        f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
+        f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
+    ]
+    b = s["broker_rates"]
+    if b:
+        lines.append(f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
+                     f"consume {b['consume_mb_s']:.2f} MB/s")
+    for wmsg in s["warnings"]:
+        lines.append(f"WARNING: {wmsg}")
+    lines.append(f"results: {d}/result.json")
+    print("\n".join(lines), file=sys.stderr)

@@ -1,0 +1,112 @@
+"""The driver contract, in the shape of OpenMessaging Benchmark's BenchmarkDriver.
+
+A driver creates topics, producers and consumers for one messaging system and moves bytes. It never
+takes a timestamp that a measurement uses and never touches broker configuration: the load workers
+own the clock, the broker side lives in `brokerconf`. Completion is reported through callbacks, not a
+future per message (a future per message costs too much in Python).
+
+Drivers are found by the `kafkatune.drivers` entry point group and imported lazily, so a system's
+client library is only needed when that system is used.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import ClassVar
+
+from kafkatune.errors import EnvironmentProblem, UserError
+
+# on_done(error, payload): error is None when the system acknowledged the message.
+DeliveryCallback = Callable[[str | None, bytes], None]
+# on_message(payload) for every message a consumer receives.
+MessageCallback = Callable[[bytes], None]
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int | None = None  # None: the cluster's default
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+class Producer(abc.ABC):
+    @abc.abstractmethod
+    def send(self, key: bytes | None, payload: bytes, on_done: DeliveryCallback) -> None:
+        """Queue one message. Raises `BufferFull` when the client's send buffer is full."""
+
+    @abc.abstractmethod
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Serve delivery callbacks; returns how many ran."""
+
+    @abc.abstractmethod
+    def flush(self, timeout_s: float) -> int:
+        """Wait for outstanding messages; returns how many are still outstanding."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class Consumer(abc.ABC):
+    @abc.abstractmethod
+    def poll(self, timeout_s: float) -> int:
+        """Receive what is available within the timeout, calling on_message per message; returns the count."""
+
+    @abc.abstractmethod
+    def ready(self) -> bool:
+        """True once the consumer will receive every message sent to its topic from now on."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class BufferFull(Exception):
+    """The producer's local queue is full: the load generator, not the cluster, is the limit right now."""
+
+
+class Driver(abc.ABC):
+    name: ClassVar[str]
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        self.common = dict(common)
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        """Raise UserError naming the key when a client config is not valid. Touches no server."""
+        return None
+
+    @abc.abstractmethod
+    def create_topics(self, topics: Sequence[TopicSpec], *, validate_only: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def delete_topics(self, names: Sequence[str]) -> None: ...
+
+    @abc.abstractmethod
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> Producer: ...
+
+    @abc.abstractmethod
+    def create_consumer(self, topic: str, subscription: str, on_message: MessageCallback,
+                        overrides: Mapping[str, str] | None = None) -> Consumer: ...
+
+    def close(self) -> None:
+        return None
+
+
+def available_drivers() -> list[str]:
+    return sorted(ep.name for ep in metadata.entry_points(group="kafkatune.drivers"))
+
+
+def load_driver(name: str) -> type[Driver]:
+    eps = {ep.name: ep for ep in metadata.entry_points(group="kafkatune.drivers")}
+    if name not in eps:
+        raise UserError(f"driver: unknown driver {name!r}; installed: {', '.join(sorted(eps)) or 'none'}")
+    try:
+        cls = eps[name].load()
+    except ImportError as e:
+        raise EnvironmentProblem(f"driver {name!r} needs a package that is not installed ({e}); "
+                                 f"install the extra: pip install 'kafkatune[{name}]'") from e
+    if not (isinstance(cls, type) and issubclass(cls, Driver)):
+        raise EnvironmentProblem(f"entry point {name!r} is not a kafkatune Driver")
+    return cls

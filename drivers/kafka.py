@@ -1,0 +1,165 @@
+"""Kafka driver on confluent-kafka (librdkafka).
+
+Config keys are librdkafka's, which accept the Java client's names for the keys both have. Java-only
+keys that kafkatune sweeps are translated (`buffer.memory` -> `queue.buffering.max.kbytes`); any other
+unknown key is an error, never silently ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from confluent_kafka import Consumer as _Consumer
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Producer as _Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from drivers import api
+from kafkatune.errors import UserError
+
+# Java client key -> (librdkafka key, value converter).
+_JAVA_ONLY: Mapping[str, tuple[str, Callable[[str], str]]] = {
+    "buffer.memory": ("queue.buffering.max.kbytes", lambda v: str(max(1, int(v) // 1024))),
+}
+
+
+def translate(conf: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in conf.items():
+        if k in _JAVA_ONLY:
+            nk, conv = _JAVA_ONLY[k]
+            out[nk] = conv(str(v))
+        else:
+            out[k] = str(v)
+    return out
+
+
+class KafkaProducer(api.Producer):
+    def __init__(self, conf: dict[str, Any], topic: str) -> None:
+        self._p = _Producer(conf)
+        self._topic = topic
+        self._adapters: dict[api.DeliveryCallback, Callable[[Any, Any], None]] = {}
+
+    def _adapter(self, on_done: api.DeliveryCallback) -> Callable[[Any, Any], None]:
+        # One adapter per callback, not per message.
+        a = self._adapters.get(on_done)
+        if a is None:
+            def a(err: Any, msg: Any, _cb: api.DeliveryCallback = on_done) -> None:
+                _cb(None if err is None else str(err), msg.value())
+            self._adapters[on_done] = a
+        return a
+
+    def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        try:
+            self._p.produce(self._topic, payload, key, on_delivery=self._adapter(on_done))
+        except BufferError as e:
+            raise api.BufferFull(str(e)) from e
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        return int(self._p.poll(timeout_s))
+
+    def flush(self, timeout_s: float) -> int:
+        return int(self._p.flush(timeout_s))
+
+    def close(self) -> None:
+        self._p.flush(5)
+
+
+class KafkaConsumer(api.Consumer):
+    def __init__(self, conf: dict[str, Any], topic: str, on_message: api.MessageCallback) -> None:
+        self._c = _Consumer(conf)
+        self._on_message = on_message
+        self._assigned = False
+        self.errors = 0
+        self._c.subscribe([topic], on_assign=self._on_assign)
+
+    def _on_assign(self, consumer: Any, partitions: Any) -> None:
+        self._assigned = True
+
+    def ready(self) -> bool:
+        return self._assigned
+
+    def poll(self, timeout_s: float) -> int:
+        msgs = self._c.consume(num_messages=1000, timeout=timeout_s)
+        n = 0
+        cb = self._on_message
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                cb(m.value())
+                n += 1
+            elif err.code() != KafkaError._PARTITION_EOF:
+                self.errors += 1
+        return n
+
+    def close(self) -> None:
+        self._c.close()
+
+
+class KafkaDriver(api.Driver):
+    name: ClassVar[str] = "kafka"
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        super().__init__(common)
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient({**self.common, "log_level": 0})
+        return self._admin
+
+    def _producer_conf(self, overrides: Mapping[str, str] | None) -> dict[str, Any]:
+        return {**self.common, **translate(overrides or {})}
+
+    def _consumer_conf(self, subscription: str, overrides: Mapping[str, str] | None) -> dict[str, Any]:
+        base = {"group.id": subscription, "auto.offset.reset": "earliest", "enable.partition.eof": False}
+        return {**self.common, **base, **translate(overrides or {})}
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        # librdkafka checks every key and value when a client is constructed; nothing is sent before
+        # the first request, and the client is closed at once.
+        for section, conf in (("producerConfig", self._producer_conf(producer_config)),
+                              ("consumerConfig", self._consumer_conf("validate", consumer_config))):
+            try:
+                client: Any = _Producer(conf) if section == "producerConfig" else _Consumer(conf)
+            except (KafkaException, ValueError, TypeError) as e:
+                raise UserError(f"{section}: {_kafka_error_text(e)}") from e
+            if section == "producerConfig":
+                client.flush(0)
+            else:
+                client.close()
+
+    def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
+        new = [NewTopic(t.name, num_partitions=t.partitions,
+                        replication_factor=t.replication_factor or -1, config=dict(t.config)) for t in topics]
+        futures = self.admin.create_topics(new, operation_timeout=30, request_timeout=30,
+                                           validate_only=validate_only)
+        for name, f in futures.items():
+            try:
+                f.result()
+            except KafkaException as e:
+                raise UserError(f"topic {name}: {_kafka_error_text(e)}") from e
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        if not names:
+            return
+        for f in self.admin.delete_topics(list(names), operation_timeout=30).values():
+            try:
+                f.result()
+            except KafkaException:
+                pass  # already gone, or the cluster is down: nothing left to clean
+
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
+        return KafkaProducer(self._producer_conf(overrides), topic)
+
+    def create_consumer(self, topic: str, subscription: str, on_message: api.MessageCallback,
+                        overrides: Mapping[str, str] | None = None) -> api.Consumer:
+        return KafkaConsumer(self._consumer_conf(subscription, overrides), topic, on_message)
+
+
+def _kafka_error_text(e: Exception) -> str:
+    if e.args and isinstance(e.args[0], KafkaError):
+        return str(e.args[0].str())
+    return str(e)

@@ -1,0 +1,257 @@
+"""Turn a `RawRun` into the run record: OMB-named result JSON, per-second Parquet, broker metrics.
+
+Files in the run folder:
+    result.json          schema_version, OMB's TestResult fields, and a `summary` kafkatune reads
+    samples.parquet      one row per worker per second (role, worker, second, phase, msgs, bytes, …)
+    broker_metrics.parquet  one row per broker per second (bytes in/out, replication in/out, idle %)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from brokerconf import metrics
+from drivers import recorder
+from drivers.runner import RawRun
+from kafkatune import atomic
+
+SCHEMA_VERSION = 1
+MB = 1e6
+_OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9),
+             ("9999pct", 99.99))
+
+
+def _phase(raw: RawRun, second: int) -> str:
+    w = raw.workload
+    if second < w.warmup_seconds:
+        return "warmup"
+    if second < w.warmup_seconds + w.test_seconds:
+        return "measure"
+    return "drain"
+
+
+def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, Any]:
+    """OMB's aggregated fields for one histogram; `scale` turns µs into the field's unit."""
+    n = h.get_total_count()
+    out: dict[str, Any] = {f"{prefix}Avg": (h.get_mean_value() * scale) if n else 0.0}
+    for name, p in _OMB_PCTS:
+        out[f"{prefix}{name}"] = h.get_value_at_percentile(p) * scale if n else 0.0
+    out[f"{prefix}Max"] = h.get_max_value() * scale if n else 0.0
+    return out
+
+
+def _quantiles(h: Any, scale: float) -> dict[str, float]:
+    if not h.get_total_count():
+        return {}
+    qs = [50, 75, 90, 95, 99, 99.9, 99.99, 99.999, 100]
+    return {f"{q:g}": h.get_value_at_percentile(q) * scale for q in qs}
+
+
+def _loss(raw: RawRun) -> dict[str, Any]:
+    """Acknowledged-but-never-consumed and consumed-more-than-once, per producer, per subscription."""
+    subs = max(1, raw.workload.subscriptionsPerTopic)
+    per_producer: dict[int, dict[str, int]] = {}
+    lost = dup = unacked_received = 0
+    for pid, rep in raw.producers.items():
+        acked = np.frombuffer(rep["acked_map"], dtype=np.uint8)
+        counts = np.zeros(len(acked), dtype=np.int64)
+        for c in raw.consumers.values():
+            seen = c["seen"].get(pid)
+            if seen is not None:
+                s = np.frombuffer(seen, dtype=np.uint8)[: len(acked)]
+                counts[: len(s)] += s
+        if raw.workload.subscriptionsPerTopic == 0:
+            per_producer[pid] = {"acked": int(acked.sum()), "lost": 0, "duplicated": 0}
+            continue
+        # With S subscriptions every message is due S times; what is short of that is lost.
+        p_lost = int(np.maximum(subs - counts[acked == 1], 0).sum())
+        p_dup = int(np.maximum(counts - subs, 0).sum())
+        unacked_received += int((counts[acked == 0] > 0).sum())
+        per_producer[pid] = {"acked": int(acked.sum()), "lost": p_lost, "duplicated": p_dup}
+        lost += p_lost
+        dup += p_dup
+    return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received,
+            "per_producer": per_producer}
+
+
+def _broker_rows(raw: RawRun) -> list[dict[str, Any]]:
+    rows = metrics.rates(raw.broker_samples)
+    t0 = raw.timing.get("t0_ns", 0)
+    for r in rows:
+        sec = int((r["t_ns"] - t0) // 1_000_000_000)
+        r["second"] = sec
+        r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
+    return rows
+
+
+def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Cluster-wide MB/s over the measure window: produce (bytes in), replicate, consume (bytes out).
+
+    Kafka counts replica fetches apart: BytesIn/OutPerSec are client traffic only and
+    ReplicationBytesIn/OutPerSec the followers' (kafka.server.BrokerTopicStats.updateBytesOut).
+    """
+    meas = [r for r in rows if r["phase"] == "measure"]
+    if not meas:
+        return None
+    by_sec: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in meas:
+        for k in ("bytes_in_per_s", "bytes_out_per_s", "replication_bytes_in_per_s", "replication_bytes_out_per_s"):
+            by_sec[r["second"]][k] += r.get(k, 0.0)
+    secs = list(by_sec.values())
+
+    def mean(k: str) -> float:
+        return float(np.mean([s[k] for s in secs])) / MB
+
+    return {"produce_mb_s": mean("bytes_in_per_s"), "replicate_mb_s": mean("replication_bytes_in_per_s"),
+            "consume_mb_s": mean("bytes_out_per_s"), "replication_out_mb_s": mean("replication_bytes_out_per_s"),
+            "seconds": len(secs)}
+
+
+def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None
+          ) -> tuple[dict[str, Any], pa.Table, pa.Table]:
+    w = raw.workload
+    pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
+    delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
+    e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
+
+    # Per-second series over the whole run (OMB keeps them as lists), merged across workers.
+    seconds = sorted({t.second for t in raw.ticks})
+    by: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    for t in raw.ticks:
+        by[(t.role, t.second)].append(t)
+    series: dict[str, list[float]] = defaultdict(list)
+    for s in seconds:
+        prod, cons = by.get(("producer", s), []), by.get(("consumer", s), [])
+        series["publishRate"].append(float(sum(t.msgs for t in prod)))
+        series["consumeRate"].append(float(sum(t.msgs for t in cons)))
+        series["publishErrorRate"].append(float(sum(t.errors for t in prod)))
+        for prefix, ticks in (("publishLatency", prod), ("endToEndLatency", cons)):
+            h = recorder.merge(t.hist for t in ticks)
+            for k, v in _omb_latency(prefix, h, 1e-3).items():
+                series[k].append(v)
+
+    window_s = w.test_seconds
+    meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
+    pub_msgs = sum(t.msgs for t in meas if t.role == "producer")
+    pub_bytes = sum(t.bytes for t in meas if t.role == "producer")
+    con_msgs = sum(t.msgs for t in meas if t.role == "consumer")
+    con_bytes = sum(t.bytes for t in meas if t.role == "consumer")
+    loss = _loss(raw)
+    acked = sum(p["acked"] for p in raw.producers.values())
+    consumed = sum(c["received"] for c in raw.consumers.values())
+    broker_rows = _broker_rows(raw)
+    warnings, client = _client_bound(raw, meas)
+
+    result: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "workload": w.name,
+        "driver": w.driver,
+        "messageSize": w.messageSize,
+        "topics": w.topics,
+        "partitions": w.partitionsPerTopic,
+        "producersPerTopic": w.producersPerTopic,
+        "consumersPerTopic": w.consumerPerSubscription * w.subscriptionsPerTopic,
+        **series,
+        **_omb_latency("aggregatedPublishLatency", pub, 1e-3),
+        "aggregatedPublishLatencyQuantiles": _quantiles(pub, 1e-3),
+        **_omb_latency("aggregatedPublishDelayLatency", delay, 1.0),  # µs, as OMB
+        "aggregatedPublishDelayLatencyQuantiles": _quantiles(delay, 1.0),
+        **_omb_latency("aggregatedEndToEndLatency", e2e, 1e-3),
+        "aggregatedEndToEndLatencyQuantiles": _quantiles(e2e, 1e-3),
+        "summary": {
+            "window_s": window_s,
+            "warmup_s": w.warmup_seconds,
+            "mode": "fixed-rate" if w.producerRate else "max-rate",
+            "target_rate_msg_s": w.producerRate,
+            "publish_msg_s": pub_msgs / window_s,
+            "publish_mb_s": pub_bytes / window_s / MB,
+            "publish_bit_s": pub_bytes * 8 / window_s,
+            "consume_msg_s": con_msgs / window_s,
+            "consume_mb_s": con_bytes / window_s / MB,
+            "consume_bit_s": con_bytes * 8 / window_s,
+            "sent": sum(p["sent"] for p in raw.producers.values()),
+            "acknowledged": acked,
+            "publish_errors": sum(p["errors"] for p in raw.producers.values()),
+            "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],
+            "consumed": consumed,
+            **loss,
+            "publish_latency_ms": recorder.summary_ms(pub),
+            "publish_delay_ms": recorder.summary_ms(delay),
+            "end_to_end_latency_ms": recorder.summary_ms(e2e),
+            "broker_rates": _broker_summary(broker_rows),
+            "drain_s": raw.drain_s,
+            "client": client,
+            "client_bound": bool(warnings),
+            "warnings": warnings,
+        },
+        "topics_used": raw.topics,
+        "started_ns": raw.started_wall_ns,
+        "timing": raw.timing,
+        "producerConfig": w.str_map("producerConfig"),
+        "consumerConfig": w.str_map("consumerConfig"),
+        "topicConfig": w.str_map("topicConfig"),
+        "profile": profile,
+        "driver_info": driver_info or {},
+    }
+    result["summary"]["per_producer"] = {str(k): v for k, v in loss["per_producer"].items()}
+    samples = pa.Table.from_pylist([
+        {"role": t.role, "worker": t.wid, "second": t.second, "phase": _phase(raw, t.second), "msgs": t.msgs,
+         "bytes": t.bytes, "errors": t.errors, "buffer_full": t.buffer_full,
+         **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist).items()},
+         "thread_cpu_s": t.thread_cpu_s, "process_cpu_s": t.process_cpu_s} for t in raw.ticks])
+    brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
+    return result, samples, brokers
+
+
+def _tick_pcts(enc: bytes | None) -> dict[str, float]:
+    h = recorder.merge([enc])
+    n = h.get_total_count()
+    return {"p50": h.get_value_at_percentile(50) / 1000 if n else 0.0,
+            "p99": h.get_value_at_percentile(99) / 1000 if n else 0.0,
+            "max": h.get_max_value() / 1000 if n else 0.0}
+
+
+def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
+    """Was the load generator, not the cluster, the limit? CPU of each worker's send loop, buffer-full
+    events, and the machine's CPU when the generator shares it with the brokers."""
+    warnings: list[str] = []
+    cpu: dict[str, list[float]] = defaultdict(list)
+    by_worker: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    for t in raw.ticks:
+        by_worker[(t.role, t.wid)].append(t)
+    for (role, wid), ticks in by_worker.items():
+        ticks.sort(key=lambda t: t.second)
+        m = [t for t in ticks if _phase(raw, t.second) == "measure"]
+        if len(m) >= 2:
+            loop_util = (m[-1].thread_cpu_s - m[0].thread_cpu_s) / (m[-1].second - m[0].second)
+            cpu[role].append(loop_util)
+    full = sum(t.buffer_full for t in meas)
+    for role, utils in cpu.items():
+        hot = [u for u in utils if u > 0.85]
+        if hot:
+            warnings.append(f"{len(hot)} {role} process(es) had their main loop at ≥85 % of a core: "
+                            "the load generator may be the limit (add processes)")
+    if full:
+        warnings.append(f"producer buffer full {full} times in the measure window: client-side queueing "
+                        "(raise buffer.memory / queue.buffering.max.kbytes or lower the rate)")
+    if raw.machine_cpu_percent is not None and raw.machine_cpu_percent > 95:
+        warnings.append(f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
+                        "cores; the figure is a machine limit, not the cluster's")
+    client = {"loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
+              "buffer_full_events": full, "machine_cpu_percent": raw.machine_cpu_percent}
+    return warnings, client
+
+
+def write(out_dir: Path, result: dict[str, Any], samples: pa.Table, brokers: pa.Table) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, table in (("samples.parquet", samples), ("broker_metrics.parquet", brokers)):
+        tmp = out_dir / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(out_dir / name)
+    atomic.write_json(out_dir / "result.json", result)

@@ -1,0 +1,225 @@
+"""One benchmark run: topics, worker processes, the time line, the drain, and the raw outcome.
+
+    validate client configs -> create topics (validate-only first) -> start consumers, wait until they
+    are assigned -> start producers, wait until connected -> t0 -> warm-up -> measure -> producers stop
+    and flush -> consumers drain -> collect -> delete topics
+
+Everything started is stopped on every exit path (Ctrl-C included): workers are terminated and the
+run's topics deleted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from brokerconf.metrics import BrokerMetricsSampler, BrokerSample
+from drivers import api
+from drivers.worker import TIMING_FIELDS, WorkerTask, run_consumer, run_producer
+from kafkatune.errors import RunFailed
+from kafkatune.workload import Workload
+
+START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick
+
+
+@dataclass
+class Tick:
+    role: str
+    wid: int
+    second: int
+    msgs: int
+    bytes: int
+    errors: int
+    hist: bytes | None
+    thread_cpu_s: float
+    process_cpu_s: float
+    buffer_full: int
+
+
+@dataclass
+class RawRun:
+    """What the workers and the broker sampler reported, before any aggregation."""
+
+    workload: Workload
+    topics: list[str]
+    timing: dict[str, int]
+    started_wall_ns: int
+    ticks: list[Tick] = field(default_factory=list)
+    producers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    consumers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    broker_samples: list[BrokerSample] = field(default_factory=list)
+    drain_s: float = 0.0
+    machine_cpu_percent: float | None = None
+    consumer_assignment_wait_s: float = 0.0
+
+
+View = Callable[[RawRun, Tick], None]
+
+
+def _topic_names(w: Workload) -> list[str]:
+    tag = uuid.uuid4().hex[:8]
+    return [f"kt-{w.name}-{tag}-{i}" for i in range(w.topics)]
+
+
+def run(w: Workload, common: Mapping[str, str], *, client_netns: Sequence[str | None] = (None,),
+        metrics_urls: Mapping[int, str] | None = None, on_tick: View | None = None,
+        say: Callable[[str], None] = print, keep_topics: bool = False) -> RawRun:
+    import psutil
+
+    drv = api.load_driver(w.driver)(common)
+    pc, cc = w.str_map("producerConfig"), w.str_map("consumerConfig")
+    drv.validate(pc, cc)
+    topics = _topic_names(w)
+    specs = [api.TopicSpec(t, w.partitionsPerTopic, w.replicationFactor, w.str_map("topicConfig")) for t in topics]
+    drv.create_topics(specs, validate_only=True)
+
+    ctx = mp.get_context("spawn")
+    q: Any = ctx.Queue()
+    timing = ctx.Array("q", len(TIMING_FIELDS), lock=False)
+    go, stop_producers, stop_consumers = ctx.Event(), ctx.Event(), ctx.Event()
+    procs: list[Any] = []
+    sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
+    raw = RawRun(w, topics, {}, time.time_ns())
+    created = False
+    n_prod = w.topics * w.producersPerTopic
+    per_rate = w.producerRate / n_prod if w.producerRate else 0.0
+    try:
+        drv.create_topics(specs)
+        created = True
+        say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
+        host = 0
+
+        def place() -> str | None:
+            nonlocal host
+            ns = client_netns[host % len(client_netns)]
+            host += 1
+            return ns
+
+        cid = 0
+        for t in topics:
+            for s in range(w.subscriptionsPerTopic):
+                for _ in range(w.consumerPerSubscription):
+                    task = WorkerTask("consumer", cid, w.driver, dict(common), t, cc, place(),
+                                      subscription=f"kt-sub-{t}-{s}")
+                    procs.append(ctx.Process(target=run_consumer, args=(task, q, timing, go, stop_consumers),
+                                             name=f"consumer-{cid}", daemon=True))
+                    cid += 1
+        pid = 0
+        for t in topics:
+            for _ in range(w.producersPerTopic):
+                task = WorkerTask("producer", pid, w.driver, dict(common), t, pc, place(),
+                                  message_size=w.messageSize, rate=per_rate, key_mode=w.keyDistributor,
+                                  partitions=w.partitionsPerTopic)
+                procs.append(ctx.Process(target=run_producer, args=(task, q, timing, go, stop_producers),
+                                         name=f"producer-{pid}", daemon=True))
+                pid += 1
+        for p in procs:
+            p.start()
+        say(f"started {pid} producer and {cid} consumer processes; waiting for consumer assignment")
+        t_wait = time.monotonic()
+        _await_ready(q, pid, cid, procs, timeout_s=90)
+        raw.consumer_assignment_wait_s = time.monotonic() - t_wait
+
+        now = time.time_ns()
+        t0 = now + int(START_DELAY_S * 1e9)
+        ms = t0 + int(w.warmup_seconds * 1e9)
+        me = ms + int(w.test_seconds * 1e9)
+        values = {"t0_ns": t0, "measure_start_ns": ms, "measure_end_ns": me, "produce_end_ns": me,
+                  "drain_timeout_s": int(w.drainTimeoutSeconds)}
+        for i, k in enumerate(TIMING_FIELDS):
+            timing[i] = values[k]
+        raw.timing = values
+        if sampler:
+            sampler.start()
+        psutil.cpu_percent(None)
+        go.set()
+        _collect(raw, q, procs, pid, cid, stop_consumers, on_tick)
+        raw.machine_cpu_percent = psutil.cpu_percent(None)
+        return raw
+    finally:
+        stop_producers.set()
+        stop_consumers.set()
+        go.set()
+        deadline = time.monotonic() + 15
+        for p in procs:
+            p.join(timeout=max(0.1, deadline - time.monotonic()))
+            if p.is_alive():
+                p.terminate()
+        if sampler:
+            raw.broker_samples = sampler.stop()
+        if created and not keep_topics:
+            drv.delete_topics(topics)
+        drv.close()
+
+
+def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: float) -> None:
+    ready: set[tuple[str, int]] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(ready) < n_prod + n_cons:
+        if time.monotonic() > deadline:
+            missing = n_prod + n_cons - len(ready)
+            raise RunFailed(f"{missing} worker(s) not ready after {timeout_s:.0f} s "
+                            "(consumer group not assigned, or client cannot connect)")
+        try:
+            msg = q.get(timeout=0.5)
+        except queue.Empty:
+            dead = [p.name for p in procs if not p.is_alive()]
+            if dead:
+                raise RunFailed(f"worker(s) exited while starting: {', '.join(dead)}") from None
+            continue
+        if msg[0] == "error":
+            raise RunFailed(f"{msg[1]} {msg[2]} failed while starting:\n{msg[3]}")
+        if msg[0] == "ready":
+            ready.add((msg[1], msg[2]))
+
+
+def _collect(raw: RawRun, q: Any, procs: list[Any], n_prod: int, n_cons: int, stop_consumers: Any,
+             on_tick: View | None) -> None:
+    w = raw.workload
+    produce_end = raw.timing["produce_end_ns"]
+    drain_deadline: float | None = None
+    last_change = time.monotonic()
+    received = 0
+    while True:
+        try:
+            msg = q.get(timeout=0.5)
+        except queue.Empty:
+            msg = None
+        if msg is not None:
+            kind = msg[0]
+            if kind == "error":
+                raise RunFailed(f"{msg[1]} {msg[2]} failed:\n{msg[3]}")
+            if kind == "tick":
+                tk = Tick(*msg[1:])
+                raw.ticks.append(tk)
+                if tk.role == "consumer" and tk.msgs:
+                    received += tk.msgs
+                    last_change = time.monotonic()
+                if on_tick:
+                    on_tick(raw, tk)
+            elif kind == "done":
+                (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
+        if len(raw.consumers) == n_cons and len(raw.producers) == n_prod:
+            return
+        if time.time_ns() > produce_end + 120e9 + w.drainTimeoutSeconds * 1e9 and len(raw.producers) < n_prod:
+            raise RunFailed("producers did not finish flushing in time")
+        if len(raw.producers) == n_prod and not stop_consumers.is_set():
+            now = time.monotonic()
+            if drain_deadline is None:
+                drain_deadline = now + w.drainTimeoutSeconds
+                t_drain = now
+            acked = sum(p["acked"] for p in raw.producers.values())
+            idle = now - last_change
+            subs = max(1, w.subscriptionsPerTopic)
+            if (w.subscriptionsPerTopic == 0 or (received >= acked * subs and idle > 1.5)
+                    or idle > 10 or now > drain_deadline):
+                raw.drain_s = now - t_drain
+                stop_consumers.set()
+        dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+        if dead:
+            raise RunFailed(f"worker {dead[0].name} died with exit code {dead[0].exitcode}")

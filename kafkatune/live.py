@@ -1,0 +1,85 @@
+"""The live view of a run: a rich panel on a terminal, plain progress lines otherwise (cron, CI)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import defaultdict
+from typing import Any
+
+from drivers import recorder
+from drivers.runner import RawRun, Tick
+
+
+class LiveView:
+    """Per-second totals over all workers; shows the last complete second."""
+
+    def __init__(self, total_s: float, plain_every_s: float = 5.0) -> None:
+        self.total_s = total_s
+        self.tty = sys.stderr.isatty()
+        self.plain_every_s = plain_every_s
+        self._last_plain = 0.0
+        self._rows: dict[int, dict[str, Any]] = defaultdict(lambda: {"pm": 0, "pb": 0, "cm": 0, "cb": 0,
+                                                                     "ph": [], "ch": []})
+        self._live: Any = None
+        self._shown = -1
+
+    def __enter__(self) -> LiveView:
+        if self.tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(console=Console(stderr=True), refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def __call__(self, raw: RawRun, t: Tick) -> None:
+        r = self._rows[t.second]
+        if t.role == "producer":
+            r["pm"] += t.msgs
+            r["pb"] += t.bytes
+            r["ph"].append(t.hist)
+        else:
+            r["cm"] += t.msgs
+            r["cb"] += t.bytes
+            r["ch"].append(t.hist)
+        done = t.second - 1
+        if done > self._shown and done in self._rows:
+            self._shown = done
+            self._render(raw, done)
+
+    def _line(self, raw: RawRun, s: int) -> str:
+        r = self._rows[s]
+        w = raw.workload
+        phase = "warmup" if s < w.warmup_seconds else ("measure" if s < w.warmup_seconds + w.test_seconds
+                                                       else "drain")
+        p99p = recorder.merge(r["ph"]).get_value_at_percentile(99) / 1000
+        p99e = recorder.merge(r["ch"]).get_value_at_percentile(99) / 1000
+        return (f"t={s + 1:>4}s/{self.total_s:.0f} {phase:<7} publish {r['pm']:>9,} msg/s "
+                f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
+                f"p99 publish {p99p:8.2f} ms  e2e {p99e:8.2f} ms")
+
+    def _render(self, raw: RawRun, s: int) -> None:
+        if self._live is not None:
+            from rich.table import Table
+
+            tab = Table(title=f"kafkatune bench {raw.workload.name}", expand=False)
+            for c in ("second", "publish msg/s", "publish MB/s", "consume msg/s", "consume MB/s",
+                      "p99 publish ms", "p99 e2e ms"):
+                tab.add_column(c, justify="right")
+            for sec in range(max(0, s - 9), s + 1):
+                r = self._rows.get(sec)
+                if r is None:
+                    continue
+                tab.add_row(str(sec + 1), f"{r['pm']:,}", f"{r['pb'] / 1e6:.2f}", f"{r['cm']:,}",
+                            f"{r['cb'] / 1e6:.2f}",
+                            f"{recorder.merge(r['ph']).get_value_at_percentile(99) / 1000:.2f}",
+                            f"{recorder.merge(r['ch']).get_value_at_percentile(99) / 1000:.2f}")
+            self._live.update(tab)
+        elif time.monotonic() - self._last_plain >= self.plain_every_s:
+            self._last_plain = time.monotonic()
+            print(self._line(raw, s), file=sys.stderr, flush=True)

@@ -1,0 +1,97 @@
+"""The bench workload file: OpenMessaging Benchmark's field names plus client and topic config maps.
+
+Validated at the edge: an unknown field, a wrong type or an out-of-range value is a `UserError` that
+names the field and what is allowed, raised before anything touches a cluster.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kafkatune.errors import UserError
+
+HEADER_BYTES = 20  # producer id (u32), sequence (u64), send timestamp ns (i64): see drivers.payload
+
+ConfigValue = str | int | float | bool
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")] = "bench"
+    driver: str = "kafka"
+    topics: Annotated[int, Field(ge=1, le=1000)] = 1
+    partitionsPerTopic: Annotated[int, Field(ge=1, le=10000)] = 1
+    replicationFactor: Annotated[int, Field(ge=1)] | None = None
+    messageSize: Annotated[int, Field(ge=HEADER_BYTES, le=64 * 1024 * 1024)] = 1024
+    keyDistributor: Literal["NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO"] = "NO_KEY"
+    subscriptionsPerTopic: Annotated[int, Field(ge=0, le=100)] = 1
+    consumerPerSubscription: Annotated[int, Field(ge=1, le=256)] = 1
+    producersPerTopic: Annotated[int, Field(ge=1, le=256)] = 1
+    producerRate: Annotated[float, Field(ge=0)] = 0  # msg/s for the whole workload; 0 = as fast as possible
+    consumerBacklogSizeGB: Annotated[float, Field(ge=0, le=0)] = 0  # backlog runs: not supported yet
+    testDurationMinutes: Annotated[float, Field(gt=0, le=24 * 60)] = 1
+    warmupDurationMinutes: Annotated[float, Field(ge=0, le=60)] = 0
+    drainTimeoutSeconds: Annotated[float, Field(gt=0, le=3600)] = 120
+    producerConfig: dict[str, ConfigValue] = Field(default_factory=dict)
+    consumerConfig: dict[str, ConfigValue] = Field(default_factory=dict)
+    topicConfig: dict[str, ConfigValue] = Field(default_factory=dict)
+
+    @field_validator("producerConfig", "consumerConfig", "topicConfig")
+    @classmethod
+    def _no_bootstrap(cls, v: dict[str, ConfigValue]) -> dict[str, ConfigValue]:
+        for k in v:
+            if k in ("bootstrap.servers", "group.id"):
+                raise ValueError(f"{k!r} is set by kafkatune (use --bootstrap), not in the workload")
+        return v
+
+    def str_map(self, which: Literal["producerConfig", "consumerConfig", "topicConfig"]) -> dict[str, str]:
+        m: dict[str, ConfigValue] = getattr(self, which)
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in m.items()}
+
+    @property
+    def test_seconds(self) -> float:
+        return self.testDurationMinutes * 60
+
+    @property
+    def warmup_seconds(self) -> float:
+        return self.warmupDurationMinutes * 60
+
+
+def format_validation_error(source: str, e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(Workload.model_fields)
+            msg = f"unknown field (allowed: {allowed})"
+        elif "input" in err and err["type"] != "missing":
+            msg += f" (got {err['input']!r})"
+        lines.append(f"{source}: {field}: {msg}")
+    return "\n".join(lines)
+
+
+def parse_workload(data: object, source: str = "workload") -> Workload:
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping of OMB workload fields, got {type(data).__name__}")
+    try:
+        return Workload.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_validation_error(source, e)) from None
+
+
+def load_workload(path: Path) -> Workload:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: not valid YAML: {e}") from None
+    return parse_workload(data, str(path))

@@ -10,7 +10,11 @@ from confluent_kafka.admin import AdminClient
 
 
 def admin_client(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
-    conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000, "log_level": 0}
+    conf: dict[str, str | int | float | bool] = {
+        "bootstrap.servers": bootstrap,
+        "socket.timeout.ms": 10000,
+        "log_level": 0,
+    }
     conf.update(extra or {})
     return AdminClient(conf)
 
@@ -31,7 +35,7 @@ def partitions(admin: AdminClient, topic: str | None = None, timeout_s: float = 
         if t.error is not None:
             continue
         for p in t.partitions.values():
-            out.append(PartitionState(t.topic, p.id, p.leader, tuple(p.replicas), tuple(p.isrs)))
+            out.append(PartitionState(str(t.topic), p.id, p.leader, tuple(p.replicas), tuple(p.isrs)))
     return out
 
 
@@ -43,8 +47,7 @@ def under_replicated(admin: AdminClient, timeout_s: float = 10) -> list[Partitio
     return [p for p in partitions(admin, timeout_s=timeout_s) if len(p.isr) < len(p.replicas)]
 
 
-def wait_full_isr(admin: AdminClient, timeout_s: float = 120,
-                  progress: Callable[[str], None] | None = None) -> None:
+def wait_full_isr(admin: AdminClient, timeout_s: float = 120, progress: Callable[[str], None] | None = None) -> None:
     """Block until no partition of any topic is under-replicated; TimeoutError names what still lags."""
     deadline = time.monotonic() + timeout_s
     lagging: list[PartitionState] = []

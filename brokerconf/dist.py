@@ -36,8 +36,12 @@ def java_home() -> Path:
 
     `KAFKATUNE_JAVA_HOME` overrides; otherwise the Debian OpenJDK 17, then JAVA_HOME if it is a 17.
     """
-    candidates = [os.environ.get("KAFKATUNE_JAVA_HOME"), "/usr/lib/jvm/java-17-openjdk-amd64",
-                  "/usr/lib/jvm/java-17-openjdk-arm64", os.environ.get("JAVA_HOME")]
+    candidates = [
+        os.environ.get("KAFKATUNE_JAVA_HOME"),
+        "/usr/lib/jvm/java-17-openjdk-amd64",
+        "/usr/lib/jvm/java-17-openjdk-arm64",
+        os.environ.get("JAVA_HOME"),
+    ]
     for c in candidates:
         if c and (Path(c) / "bin" / "java").exists():
             return Path(c)

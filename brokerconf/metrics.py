@@ -7,6 +7,7 @@ widens one interval instead of losing bytes.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -14,6 +15,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 # What the agent exports. Meters are read through their cumulative Count.
 EXPORTER_CONFIG = """\
@@ -34,15 +36,14 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "replication_bytes_out": ("kafka_server_BrokerTopicMetrics_Count", "ReplicationBytesOutPerSec"),
     "messages_in": ("kafka_server_BrokerTopicMetrics_Count", "MessagesInPerSec"),
     "under_replicated": ("kafka_server_ReplicaManager_Value", "UnderReplicatedPartitions"),
-    "request_handler_idle": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate",
-                             "RequestHandlerAvgIdlePercent"),
+    "request_handler_idle": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate", "RequestHandlerAvgIdlePercent"),
     "network_processor_idle": ("kafka_network_SocketServer_Value", "NetworkProcessorAvgIdlePercent"),
     "active_controller": ("kafka_controller_KafkaController_Value", "ActiveControllerCount"),
     "process_cpu_load": ("java_lang_OperatingSystem_ProcessCpuLoad", None),
 }
 COUNTERS = ("bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in")
 
-_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)')
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
 _NAME_LABEL = re.compile(r'(?:^|,)name="([^"]*)"')
 
 
@@ -117,18 +118,18 @@ class BrokerMetricsSampler:
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
 
-def rates(samples: list[BrokerSample]) -> list[dict[str, float]]:
+def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
     """Per-broker per-interval rows: counters as per-second rates, gauges as read."""
     by_broker: dict[int, list[BrokerSample]] = {}
     for s in samples:
         by_broker.setdefault(s.broker_id, []).append(s)
-    rows: list[dict[str, float]] = []
+    rows: list[dict[str, Any]] = []
     for bid, ss in sorted(by_broker.items()):
-        for prev, cur in zip(ss, ss[1:], strict=False):
+        for prev, cur in itertools.pairwise(ss):
             dt = (cur.t_ns - prev.t_ns) / 1e9
             if dt <= 0:
                 continue
-            row: dict[str, float] = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
+            row: dict[str, Any] = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
             for k in COUNTERS:
                 if k in cur.values and k in prev.values:
                     # A restarted broker resets its counters: treat a drop as a fresh start.

@@ -65,8 +65,22 @@ def _tbf(dev: str, rate_mb_s: float, netns: str | None = None) -> None:
     # traffic keeps short bursts honest at higher rates.
     burst = max(256 * 1024, int(rate_mb_s * 1e6 / 100))
     pre = ["ip", "netns", "exec", netns] if netns else []
-    _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", f"{rate_bit}bit",
-         "burst", str(burst), "latency", "100ms")
+    _run(
+        *pre,
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        f"{rate_bit}bit",
+        "burst",
+        str(burst),
+        "latency",
+        "100ms",
+    )
 
 
 def plan(prefix: str, subnet: str, brokers: int, clients: int, rate_mb_s: float) -> ShapedNetwork:
@@ -134,8 +148,11 @@ def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0) -> floa
     if shutil.which("iperf3") is None:
         raise EnvironmentProblem("iperf3 is needed to measure the shaped link: apt-get install iperf3")
     port = "5299"
-    srv = subprocess.Popen([*exec_prefix(server.netns), "iperf3", "-s", "-1", "-B", server.ip, "-p", port],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = subprocess.Popen(
+        [*exec_prefix(server.netns), "iperf3", "-s", "-1", "-B", server.ip, "-p", port],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         out = _iperf_client(client, server.ip, port, seconds)
     finally:
@@ -150,8 +167,9 @@ def _iperf_client(client: NetHost, ip: str, port: str, seconds: float) -> float:
 
     deadline = time.monotonic() + 10
     while True:
-        proc = _run(*exec_prefix(client.netns), "iperf3", "-c", ip, "-p", port, "-t", str(seconds),
-                    "-O", "1", "-J", check=False)
+        proc = _run(
+            *exec_prefix(client.netns), "iperf3", "-c", ip, "-p", port, "-t", str(seconds), "-O", "1", "-J", check=False
+        )
         if proc.returncode == 0:
             data = json.loads(proc.stdout)
             return float(data["end"]["sum_received"]["bits_per_second"]) / 8e6

@@ -76,6 +76,7 @@ class Node:
 
 @dataclass
 class TestbedState:
+    __test__ = False  # not a pytest class
     schema_version: int
     network: str  # "loopback" | "shaped"
     cluster_id: str
@@ -107,8 +108,11 @@ def _kafka_uuid() -> str:
 class Testbed:
     """Start, stop and inspect the local 3-node cluster kept in `state_dir`."""
 
-    def __init__(self, state_dir: Path, dist: KafkaDist, *, base_port: int = 29090, prefix: str = "kt",
-                 heap: str = "1g") -> None:
+    __test__ = False
+
+    def __init__(
+        self, state_dir: Path, dist: KafkaDist, *, base_port: int = 29090, prefix: str = "kt", heap: str = "1g"
+    ) -> None:
         self.state_dir = state_dir
         self.dist = dist
         self.base_port = base_port
@@ -145,8 +149,9 @@ class Testbed:
     def _layout(self, network: str, subnet: str) -> list[Node]:
         if network == "shaped":
             net = netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
-            return [Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns)
-                    for i in range(1, NODES + 1)]
+            return [
+                Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns) for i in range(1, NODES + 1)
+            ]
         b = self.base_port
         return [Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i) for i in range(1, NODES + 1)]
 
@@ -177,9 +182,19 @@ class Testbed:
         return str(self.dist.java)
 
     def _format(self, st: TestbedState, node: Node, props: Path) -> None:
-        cmd = [self._java(), "-cp", self.dist.classpath,
-               f"-Dlog4j2.configurationFile={self.node_dir(node.id) / 'log4j2.xml'}",
-               "kafka.tools.StorageTool", "format", "-t", st.cluster_id, "-c", str(props), "--ignore-formatted"]
+        cmd = [
+            self._java(),
+            "-cp",
+            self.dist.classpath,
+            f"-Dlog4j2.configurationFile={self.node_dir(node.id) / 'log4j2.xml'}",
+            "kafka.tools.StorageTool",
+            "format",
+            "-t",
+            st.cluster_id,
+            "-c",
+            str(props),
+            "--ignore-formatted",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise EnvironmentProblem(f"formatting node {node.id} failed: {proc.stdout[-500:]}{proc.stderr[-500:]}")
@@ -187,13 +202,25 @@ class Testbed:
     def _start(self, st: TestbedState, node: Node) -> int:
         d = self.node_dir(node.id)
         agent = f"{self.dist.jmx_agent}={node.host}:{node.metrics_port}:{d / 'jmx-exporter.yaml'}"
-        cmd = [*netns.exec_prefix(node.netns), self._java(), f"-Xms{self.heap}", f"-Xmx{self.heap}",
-               "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}", f"-javaagent:{agent}",
-               "-cp", self.dist.classpath, "kafka.Kafka", str(d / "server.properties")]
+        cmd = [
+            *netns.exec_prefix(node.netns),
+            self._java(),
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}",
+            f"-javaagent:{agent}",
+            "-cp",
+            self.dist.classpath,
+            "kafka.Kafka",
+            str(d / "server.properties"),
+        ]
         with open(d / "server.log", "ab") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=d)
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d
+            )
         return proc.pid
 
     def _alive(self, st: TestbedState, node: Node) -> int | None:
@@ -231,8 +258,9 @@ class Testbed:
             if want <= brokers and self._metrics_ok(st, want):
                 return
             time.sleep(0.5)
-        raise EnvironmentProblem(f"brokers {sorted(want)} not serving after {timeout_s:.0f} s; "
-                                 f"see {self.state_dir}/node*/server.log")
+        raise EnvironmentProblem(
+            f"brokers {sorted(want)} not serving after {timeout_s:.0f} s; see {self.state_dir}/node*/server.log"
+        )
 
     def _metrics_ok(self, st: TestbedState, ids: set[int]) -> bool:
         for n in st.nodes:
@@ -244,31 +272,42 @@ class Testbed:
         return True
 
     # ---- commands ----------------------------------------------------------------------------------
-    def up(self, *, network: str = "loopback", nic_mb_s: float | None = None, subnet: str = "198.18.0",
-           progress: Progress = print) -> TestbedState:
+    def up(
+        self,
+        *,
+        network: str = "loopback",
+        nic_mb_s: float | None = None,
+        subnet: str = "198.18.0",
+        progress: Progress = print,
+    ) -> TestbedState:
         """Start every node that is not running; format a new cluster when there is none."""
         if not self.dist.installed():
             raise EnvironmentProblem("Kafka jars not installed: run `kafkatune testbed install`")
         if network == "shaped":
             ok, why = netns.can_shape()
             if not ok:
-                raise EnvironmentProblem(f"--network shaped needs root and iproute2 ({why}); "
-                                         "use --network loopback")
+                raise EnvironmentProblem(f"--network shaped needs root and iproute2 ({why}); use --network loopback")
             if not nic_mb_s or nic_mb_s <= 0:
                 raise UserError("--nic-mbps must be a positive number of MB/s with --network shaped")
         st: TestbedState | None = None
         if self.state_file.exists():
             st = self.state()
-            if st.network != network or (network == "shaped" and (st.nic_mb_s != nic_mb_s
-                                                                  or st.subnet != subnet)):
+            if st.network != network or (network == "shaped" and (st.nic_mb_s != nic_mb_s or st.subnet != subnet)):
                 progress(f"network changed ({st.network} -> {network}): recreating the testbed")
                 self.down(wipe=True, progress=progress)
                 st = None
         if st is None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            st = TestbedState(SCHEMA_VERSION, network, _kafka_uuid(), self.dist.version,
-                              self._layout(network, subnet), nic_mb_s if network == "shaped" else None,
-                              subnet if network == "shaped" else None, self.prefix)
+            st = TestbedState(
+                SCHEMA_VERSION,
+                network,
+                _kafka_uuid(),
+                self.dist.version,
+                self._layout(network, subnet),
+                nic_mb_s if network == "shaped" else None,
+                subnet if network == "shaped" else None,
+                self.prefix,
+            )
             self._save(st)
         net = self.network(st)
         if net is not None and not netns.exists(net):
@@ -353,9 +392,15 @@ class Testbed:
         controller = None
         for n in st.nodes:
             pid = self._alive(st, n)
-            row: dict[str, Any] = {"id": n.id, "pid": pid, "alive": pid is not None, "listener": n.listener,
-                                   "metrics_url": n.metrics_url, "netns": n.netns,
-                                   "log": str(self.node_dir(n.id) / "server.log")}
+            row: dict[str, Any] = {
+                "id": n.id,
+                "pid": pid,
+                "alive": pid is not None,
+                "listener": n.listener,
+                "metrics_url": n.metrics_url,
+                "netns": n.netns,
+                "log": str(self.node_dir(n.id) / "server.log"),
+            }
             if pid is not None:
                 try:
                     m = metrics.scrape(n.metrics_url)
@@ -372,9 +417,16 @@ class Testbed:
                 under = [f"{p.topic}-{p.partition}" for p in ur]
             except Exception:
                 under = None
-        return {"bootstrap_servers": st.bootstrap_servers, "network": st.network,
-                "kafka_version": st.kafka_version, "cluster_id": st.cluster_id, "controller": controller,
-                "under_replicated_partitions": under, "nodes": nodes, "profile": str(self.profile_file)}
+        return {
+            "bootstrap_servers": st.bootstrap_servers,
+            "network": st.network,
+            "kafka_version": st.kafka_version,
+            "cluster_id": st.cluster_id,
+            "controller": controller,
+            "under_replicated_partitions": under,
+            "nodes": nodes,
+            "profile": str(self.profile_file),
+        }
 
     # ---- profile -----------------------------------------------------------------------------------
     def write_profile(self, st: TestbedState, progress: Progress = print) -> dict[str, Any]:
@@ -384,12 +436,16 @@ class Testbed:
         if net is not None:
             progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
             measured = netns.measure_rate(net.host("b1"), net.host("b2"))
-            network.update(nic_mb_s_configured=st.nic_mb_s, nic_mb_s_measured=round(measured, 2),
-                           client_hosts=[asdict(h) for h in netns.host_names(net, "c")])
+            network.update(
+                nic_mb_s_configured=st.nic_mb_s,
+                nic_mb_s_measured=round(measured, 2),
+                client_hosts=[asdict(h) for h in netns.host_names(net, "c")],
+            )
             progress(f"measured {measured:.1f} MB/s per link (configured {st.nic_mb_s:g} MB/s)")
         else:
-            network.update(nic_mb_s_configured=None, nic_mb_s_measured=None,
-                           note="unshaped loopback: no network ceiling is known")
+            network.update(
+                nic_mb_s_configured=None, nic_mb_s_measured=None, note="unshaped loopback: no network ceiling is known"
+            )
         log_dir = self.node_dir(st.nodes[0].id) / "data"
         du = shutil.disk_usage(log_dir) if log_dir.exists() else None
         profile = {
@@ -398,10 +454,16 @@ class Testbed:
             "brokers": [{"id": n.id, "listener": n.listener, "host": n.host, "netns": n.netns} for n in st.nodes],
             "bootstrap_servers": st.bootstrap_servers,
             "network": network,
-            "disk": {"log_dirs": [str(self.node_dir(n.id) / "data") for n in st.nodes],
-                     "free_bytes": du.free if du else None, "write_mb_s_measured": None},
-            "machine": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
-                        "kernel": platform.release()},
+            "disk": {
+                "log_dirs": [str(self.node_dir(n.id) / "data") for n in st.nodes],
+                "free_bytes": du.free if du else None,
+                "write_mb_s_measured": None,
+            },
+            "machine": {
+                "cpus": os.cpu_count(),
+                "memory_bytes": psutil.virtual_memory().total,
+                "kernel": platform.release(),
+            },
         }
         atomic.write_json(self.profile_file, profile)
         return profile

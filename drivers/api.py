@@ -87,8 +87,9 @@ class Driver(abc.ABC):
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> Producer: ...
 
     @abc.abstractmethod
-    def create_consumer(self, topic: str, subscription: str, on_message: MessageCallback,
-                        overrides: Mapping[str, str] | None = None) -> Consumer: ...
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> Consumer: ...
 
     def close(self) -> None:
         return None
@@ -105,8 +106,10 @@ def load_driver(name: str) -> type[Driver]:
     try:
         cls = eps[name].load()
     except ImportError as e:
-        raise EnvironmentProblem(f"driver {name!r} needs a package that is not installed ({e}); "
-                                 f"install the extra: pip install 'kafkatune[{name}]'") from e
+        raise EnvironmentProblem(
+            f"driver {name!r} needs a package that is not installed ({e}); "
+            f"install the extra: pip install 'kafkatune[{name}]'"
+        ) from e
     if not (isinstance(cls, type) and issubclass(cls, Driver)):
         raise EnvironmentProblem(f"entry point {name!r} is not a kafkatune Driver")
     return cls

@@ -7,6 +7,7 @@ unknown key is an error, never silently ignored.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -45,8 +46,10 @@ class KafkaProducer(api.Producer):
         # One adapter per callback, not per message.
         a = self._adapters.get(on_done)
         if a is None:
+
             def a(err: Any, msg: Any, _cb: api.DeliveryCallback = on_done) -> None:
                 _cb(None if err is None else str(err), msg.value())
+
             self._adapters[on_done] = a
         return a
 
@@ -87,7 +90,7 @@ class KafkaConsumer(api.Consumer):
         for m in msgs:
             err = m.error()
             if err is None:
-                cb(m.value())
+                cb(m.value() or b"")
                 n += 1
             elif err.code() != KafkaError._PARTITION_EOF:
                 self.errors += 1
@@ -120,8 +123,10 @@ class KafkaDriver(api.Driver):
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
         # librdkafka checks every key and value when a client is constructed; nothing is sent before
         # the first request, and the client is closed at once.
-        for section, conf in (("producerConfig", self._producer_conf(producer_config)),
-                              ("consumerConfig", self._consumer_conf("validate", consumer_config))):
+        for section, conf in (
+            ("producerConfig", self._producer_conf(producer_config)),
+            ("consumerConfig", self._consumer_conf("validate", consumer_config)),
+        ):
             try:
                 client: Any = _Producer(conf) if section == "producerConfig" else _Consumer(conf)
             except (KafkaException, ValueError, TypeError) as e:
@@ -132,10 +137,16 @@ class KafkaDriver(api.Driver):
                 client.close()
 
     def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
-        new = [NewTopic(t.name, num_partitions=t.partitions,
-                        replication_factor=t.replication_factor or -1, config=dict(t.config)) for t in topics]
-        futures = self.admin.create_topics(new, operation_timeout=30, request_timeout=30,
-                                           validate_only=validate_only)
+        new = [
+            NewTopic(
+                t.name,
+                num_partitions=t.partitions,
+                replication_factor=t.replication_factor or -1,
+                config=dict(t.config),
+            )
+            for t in topics
+        ]
+        futures = self.admin.create_topics(new, operation_timeout=30, request_timeout=30, validate_only=validate_only)
         for name, f in futures.items():
             try:
                 f.result()
@@ -146,16 +157,16 @@ class KafkaDriver(api.Driver):
         if not names:
             return
         for f in self.admin.delete_topics(list(names), operation_timeout=30).values():
-            try:
+            # already gone, or the cluster is down: nothing left to clean
+            with contextlib.suppress(KafkaException):
                 f.result()
-            except KafkaException:
-                pass  # already gone, or the cluster is down: nothing left to clean
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
         return KafkaProducer(self._producer_conf(overrides), topic)
 
-    def create_consumer(self, topic: str, subscription: str, on_message: api.MessageCallback,
-                        overrides: Mapping[str, str] | None = None) -> api.Consumer:
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> api.Consumer:
         return KafkaConsumer(self._consumer_conf(subscription, overrides), topic, on_message)
 
 

@@ -18,22 +18,16 @@ import pyarrow.parquet as pq
 
 from brokerconf import metrics
 from drivers import recorder
-from drivers.runner import RawRun
+from drivers.runner import RawRun, measured_seconds, phase_of
 from kafkatune import atomic
 
 SCHEMA_VERSION = 1
 MB = 1e6
-_OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9),
-             ("9999pct", 99.99))
+_OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
 
 
 def _phase(raw: RawRun, second: int) -> str:
-    w = raw.workload
-    if second < w.warmup_seconds:
-        return "warmup"
-    if second < w.warmup_seconds + w.test_seconds:
-        return "measure"
-    return "drain"
+    return phase_of(second, raw.workload.warmup_seconds, raw.workload.test_seconds)
 
 
 def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, Any]:
@@ -76,8 +70,7 @@ def _loss(raw: RawRun) -> dict[str, Any]:
         per_producer[pid] = {"acked": int(acked.sum()), "lost": p_lost, "duplicated": p_dup}
         lost += p_lost
         dup += p_dup
-    return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received,
-            "per_producer": per_producer}
+    return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received, "per_producer": per_producer}
 
 
 def _broker_rows(raw: RawRun) -> list[dict[str, Any]]:
@@ -108,13 +101,18 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     def mean(k: str) -> float:
         return float(np.mean([s[k] for s in secs])) / MB
 
-    return {"produce_mb_s": mean("bytes_in_per_s"), "replicate_mb_s": mean("replication_bytes_in_per_s"),
-            "consume_mb_s": mean("bytes_out_per_s"), "replication_out_mb_s": mean("replication_bytes_out_per_s"),
-            "seconds": len(secs)}
+    return {
+        "produce_mb_s": mean("bytes_in_per_s"),
+        "replicate_mb_s": mean("replication_bytes_in_per_s"),
+        "consume_mb_s": mean("bytes_out_per_s"),
+        "replication_out_mb_s": mean("replication_bytes_out_per_s"),
+        "seconds": len(secs),
+    }
 
 
-def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None
-          ) -> tuple[dict[str, Any], pa.Table, pa.Table]:
+def build(
+    raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], pa.Table, pa.Table]:
     w = raw.workload
     pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
     delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
@@ -136,12 +134,13 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
             for k, v in _omb_latency(prefix, h, 1e-3).items():
                 series[k].append(v)
 
-    window_s = w.test_seconds
+    window_s = max(1, measured_seconds(w.warmup_seconds, w.test_seconds))
     meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
     pub_msgs = sum(t.msgs for t in meas if t.role == "producer")
-    pub_bytes = sum(t.bytes for t in meas if t.role == "producer")
+    sent_msgs = sum(t.sent for t in meas if t.role == "producer")
+    pub_bytes = sum(t.nbytes for t in meas if t.role == "producer")
     con_msgs = sum(t.msgs for t in meas if t.role == "consumer")
-    con_bytes = sum(t.bytes for t in meas if t.role == "consumer")
+    con_bytes = sum(t.nbytes for t in meas if t.role == "consumer")
     loss = _loss(raw)
     acked = sum(p["acked"] for p in raw.producers.values())
     consumed = sum(c["received"] for c in raw.consumers.values())
@@ -170,6 +169,7 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
             "mode": "fixed-rate" if w.producerRate else "max-rate",
             "target_rate_msg_s": w.producerRate,
             "publish_msg_s": pub_msgs / window_s,
+            "send_msg_s": sent_msgs / window_s,
             "publish_mb_s": pub_bytes / window_s / MB,
             "publish_bit_s": pub_bytes * 8 / window_s,
             "consume_msg_s": con_msgs / window_s,
@@ -191,6 +191,7 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
             "warnings": warnings,
         },
         "topics_used": raw.topics,
+        "client_hosts": sorted({h or "local" for h in raw.client_hosts}),
         "started_ns": raw.started_wall_ns,
         "timing": raw.timing,
         "producerConfig": w.str_map("producerConfig"),
@@ -200,11 +201,25 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
         "driver_info": driver_info or {},
     }
     result["summary"]["per_producer"] = {str(k): v for k, v in loss["per_producer"].items()}
-    samples = pa.Table.from_pylist([
-        {"role": t.role, "worker": t.wid, "second": t.second, "phase": _phase(raw, t.second), "msgs": t.msgs,
-         "bytes": t.bytes, "errors": t.errors, "buffer_full": t.buffer_full,
-         **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist).items()},
-         "thread_cpu_s": t.thread_cpu_s, "process_cpu_s": t.process_cpu_s} for t in raw.ticks])
+    samples = pa.Table.from_pylist(
+        [
+            {
+                "role": t.role,
+                "worker": t.wid,
+                "second": t.second,
+                "phase": _phase(raw, t.second),
+                "msgs": t.msgs,
+                "sent": t.sent,
+                "bytes": t.nbytes,
+                "errors": t.errors,
+                "buffer_full": t.buffer_full,
+                **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist).items()},
+                "thread_cpu_s": t.thread_cpu_s,
+                "process_cpu_s": t.process_cpu_s,
+            }
+            for t in raw.ticks
+        ]
+    )
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
     return result, samples, brokers
 
@@ -212,9 +227,11 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
 def _tick_pcts(enc: bytes | None) -> dict[str, float]:
     h = recorder.merge([enc])
     n = h.get_total_count()
-    return {"p50": h.get_value_at_percentile(50) / 1000 if n else 0.0,
-            "p99": h.get_value_at_percentile(99) / 1000 if n else 0.0,
-            "max": h.get_max_value() / 1000 if n else 0.0}
+    return {
+        "p50": h.get_value_at_percentile(50) / 1000 if n else 0.0,
+        "p99": h.get_value_at_percentile(99) / 1000 if n else 0.0,
+        "max": h.get_max_value() / 1000 if n else 0.0,
+    }
 
 
 def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
@@ -225,7 +242,7 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
     by_worker: dict[tuple[str, int], list[Any]] = defaultdict(list)
     for t in raw.ticks:
         by_worker[(t.role, t.wid)].append(t)
-    for (role, wid), ticks in by_worker.items():
+    for (role, _wid), ticks in by_worker.items():
         ticks.sort(key=lambda t: t.second)
         m = [t for t in ticks if _phase(raw, t.second) == "measure"]
         if len(m) >= 2:
@@ -235,16 +252,25 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
     for role, utils in cpu.items():
         hot = [u for u in utils if u > 0.85]
         if hot:
-            warnings.append(f"{len(hot)} {role} process(es) had their main loop at ≥85 % of a core: "
-                            "the load generator may be the limit (add processes)")
+            warnings.append(
+                f"{len(hot)} {role} process(es) had their main loop at ≥85 % of a core: "
+                "the load generator may be the limit (add processes)"
+            )
     if full:
-        warnings.append(f"producer buffer full {full} times in the measure window: client-side queueing "
-                        "(raise buffer.memory / queue.buffering.max.kbytes or lower the rate)")
-    if raw.machine_cpu_percent is not None and raw.machine_cpu_percent > 95:
-        warnings.append(f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
-                        "cores; the figure is a machine limit, not the cluster's")
-    client = {"loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
-              "buffer_full_events": full, "machine_cpu_percent": raw.machine_cpu_percent}
+        warnings.append(
+            f"producer buffer full {full} times in the measure window: client-side queueing "
+            "(raise buffer.memory / queue.buffering.max.kbytes or lower the rate)"
+        )
+    if raw.machine_cpu_percent is not None and raw.machine_cpu_percent > 90:
+        warnings.append(
+            f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
+            "cores; the figure is a machine limit, not the cluster's"
+        )
+    client = {
+        "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
+        "buffer_full_events": full,
+        "machine_cpu_percent": raw.machine_cpu_percent,
+    }
     return warnings, client
 
 

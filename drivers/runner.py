@@ -10,6 +10,7 @@ run's topics deleted.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import queue
 import time
@@ -27,18 +28,32 @@ from kafkatune.workload import Workload
 START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick
 
 
+def phase_of(second: int, warmup_s: float, test_s: float) -> str:
+    """The phase of whole second `second` of a run: only seconds wholly inside the window are measured."""
+    if second < math.ceil(warmup_s):
+        return "warmup"
+    if second + 1 <= warmup_s + test_s + 1e-9:
+        return "measure"
+    return "drain"
+
+
+def measured_seconds(warmup_s: float, test_s: float) -> int:
+    return sum(1 for s in range(math.ceil(warmup_s + test_s) + 1) if phase_of(s, warmup_s, test_s) == "measure")
+
+
 @dataclass
 class Tick:
     role: str
     wid: int
     second: int
     msgs: int
-    bytes: int
+    nbytes: int
     errors: int
     hist: bytes | None
     thread_cpu_s: float
     process_cpu_s: float
     buffer_full: int
+    sent: int
 
 
 @dataclass
@@ -56,6 +71,7 @@ class RawRun:
     drain_s: float = 0.0
     machine_cpu_percent: float | None = None
     consumer_assignment_wait_s: float = 0.0
+    client_hosts: list[str | None] = field(default_factory=list)  # network namespace per worker, None = here
 
 
 View = Callable[[RawRun, Tick], None]
@@ -66,9 +82,16 @@ def _topic_names(w: Workload) -> list[str]:
     return [f"kt-{w.name}-{tag}-{i}" for i in range(w.topics)]
 
 
-def run(w: Workload, common: Mapping[str, str], *, client_netns: Sequence[str | None] = (None,),
-        metrics_urls: Mapping[int, str] | None = None, on_tick: View | None = None,
-        say: Callable[[str], None] = print, keep_topics: bool = False) -> RawRun:
+def run(
+    w: Workload,
+    common: Mapping[str, str],
+    *,
+    client_netns: Sequence[str | None] = (None,),
+    metrics_urls: Mapping[int, str] | None = None,
+    on_tick: View | None = None,
+    say: Callable[[str], None] = print,
+    keep_topics: bool = False,
+) -> RawRun:
     import psutil
 
     drv = api.load_driver(w.driver)(common)
@@ -98,25 +121,49 @@ def run(w: Workload, common: Mapping[str, str], *, client_netns: Sequence[str | 
             nonlocal host
             ns = client_netns[host % len(client_netns)]
             host += 1
+            raw.client_hosts.append(ns)
             return ns
 
         cid = 0
         for t in topics:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
-                    task = WorkerTask("consumer", cid, w.driver, dict(common), t, cc, place(),
-                                      subscription=f"kt-sub-{t}-{s}")
-                    procs.append(ctx.Process(target=run_consumer, args=(task, q, timing, go, stop_consumers),
-                                             name=f"consumer-{cid}", daemon=True))
+                    task = WorkerTask(
+                        "consumer", cid, w.driver, dict(common), t, cc, place(), subscription=f"kt-sub-{t}-{s}"
+                    )
+                    procs.append(
+                        ctx.Process(
+                            target=run_consumer,
+                            args=(task, q, timing, go, stop_consumers),
+                            name=f"consumer-{cid}",
+                            daemon=True,
+                        )
+                    )
                     cid += 1
         pid = 0
         for t in topics:
             for _ in range(w.producersPerTopic):
-                task = WorkerTask("producer", pid, w.driver, dict(common), t, pc, place(),
-                                  message_size=w.messageSize, rate=per_rate, key_mode=w.keyDistributor,
-                                  partitions=w.partitionsPerTopic)
-                procs.append(ctx.Process(target=run_producer, args=(task, q, timing, go, stop_producers),
-                                         name=f"producer-{pid}", daemon=True))
+                task = WorkerTask(
+                    "producer",
+                    pid,
+                    w.driver,
+                    dict(common),
+                    t,
+                    pc,
+                    place(),
+                    message_size=w.messageSize,
+                    rate=per_rate,
+                    key_mode=w.keyDistributor,
+                    partitions=w.partitionsPerTopic,
+                )
+                procs.append(
+                    ctx.Process(
+                        target=run_producer,
+                        args=(task, q, timing, go, stop_producers),
+                        name=f"producer-{pid}",
+                        daemon=True,
+                    )
+                )
                 pid += 1
         for p in procs:
             p.start()
@@ -129,8 +176,13 @@ def run(w: Workload, common: Mapping[str, str], *, client_netns: Sequence[str | 
         t0 = now + int(START_DELAY_S * 1e9)
         ms = t0 + int(w.warmup_seconds * 1e9)
         me = ms + int(w.test_seconds * 1e9)
-        values = {"t0_ns": t0, "measure_start_ns": ms, "measure_end_ns": me, "produce_end_ns": me,
-                  "drain_timeout_s": int(w.drainTimeoutSeconds)}
+        values = {
+            "t0_ns": t0,
+            "measure_start_ns": ms,
+            "measure_end_ns": me,
+            "produce_end_ns": me,
+            "drain_timeout_s": int(w.drainTimeoutSeconds),
+        }
         for i, k in enumerate(TIMING_FIELDS):
             timing[i] = values[k]
         raw.timing = values
@@ -163,8 +215,10 @@ def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: 
     while len(ready) < n_prod + n_cons:
         if time.monotonic() > deadline:
             missing = n_prod + n_cons - len(ready)
-            raise RunFailed(f"{missing} worker(s) not ready after {timeout_s:.0f} s "
-                            "(consumer group not assigned, or client cannot connect)")
+            raise RunFailed(
+                f"{missing} worker(s) not ready after {timeout_s:.0f} s "
+                "(consumer group not assigned, or client cannot connect)"
+            )
         try:
             msg = q.get(timeout=0.5)
         except queue.Empty:
@@ -178,8 +232,9 @@ def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: 
             ready.add((msg[1], msg[2]))
 
 
-def _collect(raw: RawRun, q: Any, procs: list[Any], n_prod: int, n_cons: int, stop_consumers: Any,
-             on_tick: View | None) -> None:
+def _collect(
+    raw: RawRun, q: Any, procs: list[Any], n_prod: int, n_cons: int, stop_consumers: Any, on_tick: View | None
+) -> None:
     w = raw.workload
     produce_end = raw.timing["produce_end_ns"]
     drain_deadline: float | None = None
@@ -216,8 +271,12 @@ def _collect(raw: RawRun, q: Any, procs: list[Any], n_prod: int, n_cons: int, st
             acked = sum(p["acked"] for p in raw.producers.values())
             idle = now - last_change
             subs = max(1, w.subscriptionsPerTopic)
-            if (w.subscriptionsPerTopic == 0 or (received >= acked * subs and idle > 1.5)
-                    or idle > 10 or now > drain_deadline):
+            if (
+                w.subscriptionsPerTopic == 0
+                or (received >= acked * subs and idle > 1.5)
+                or idle > 10
+                or now > drain_deadline
+            ):
                 raw.drain_s = now - t_drain
                 stop_consumers.set()
         dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]

@@ -4,13 +4,16 @@ The parent (`drivers.runner`) starts workers with the `spawn` method and talks t
 queue. Every message the workers put on it is a plain tuple:
 
     ("ready", role, wid)
-    ("tick", role, wid, second, msgs, bytes, errors, hist, thread_cpu_s, process_cpu_s, buffer_full)
+    ("tick", role, wid, second, msgs, bytes, errors, hist, thread_cpu_s, process_cpu_s,
+     buffer_full, sent)
     ("done", role, wid, report_dict)
     ("error", role, wid, text)
 
-`second` counts from the run's start (t0); `hist` is the encoded HdrHistogram of that second (publish
-latency for producers, end-to-end latency for consumers). Clocks: `time.time_ns` for timestamps that
-cross processes (the payload's send time), injected so tests can replace it.
+`second` counts from the run's start (t0); `msgs`/`bytes` are acknowledged (producers) or received
+(consumers) in that second, `sent` what producers handed to the driver; `hist` is the encoded
+HdrHistogram of that second (publish latency for producers, end-to-end latency for consumers).
+Clocks: `time.time_ns` for timestamps that cross processes (the payload's send time), injected so tests
+can replace it.
 """
 
 from __future__ import annotations
@@ -75,11 +78,27 @@ class _Ticker:
         self.msgs = self.bytes = self.errors = 0
         self.hist = new_histogram()
         self.buffer_full = 0
+        self.seq = self._seq_at_last = 0  # producers set seq before a tick: sends counted off the hot path
 
     def emit(self) -> None:
         enc = self.hist.encode() if self.hist.get_total_count() else None
-        self.q.put(("tick", self.role, self.wid, self.sec, self.msgs, self.bytes, self.errors, enc,
-                    time.thread_time(), time.process_time(), self.buffer_full))
+        self.q.put(
+            (
+                "tick",
+                self.role,
+                self.wid,
+                self.sec,
+                self.msgs,
+                self.bytes,
+                self.errors,
+                enc,
+                time.thread_time(),
+                time.process_time(),
+                self.buffer_full,
+                self.seq - self._seq_at_last,
+            )
+        )
+        self._seq_at_last = self.seq
         self.msgs = self.bytes = self.errors = self.buffer_full = 0
         self.hist.reset()
         self.sec += 1
@@ -126,8 +145,9 @@ class _ProducerState:
             record_ns(self.pub, now - sent)
 
 
-def run_producer(task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event,
-                 clock: Clock = time.time_ns) -> None:
+def run_producer(
+    task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
+) -> None:
     try:
         drv = _enter(task)
         prod = drv.create_producer(task.topic, task.overrides)
@@ -139,8 +159,9 @@ def run_producer(task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: 
         q.put(("error", "producer", task.wid, traceback.format_exc(limit=8)))
 
 
-def _produce(task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Queue[Any], stop: Event,
-             clock: Clock) -> None:
+def _produce(
+    task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Queue[Any], stop: Event, clock: Clock
+) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
     tick = st.ticker = _Ticker(q, "producer", task.wid, t0)
@@ -157,6 +178,7 @@ def _produce(task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Qu
     while True:
         now = clock()
         if now >= tick.next_at:
+            tick.seq = seq
             tick.catch_up(now)
             if stop.is_set():
                 break
@@ -165,14 +187,23 @@ def _produce(task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Qu
         if interval:
             intended = t0 + int(seq * interval)
             if now < intended:
-                prod.poll(min((intended - now) / 1e9, 0.002))
+                wait_s = (intended - now) / 1e9
+                # librdkafka's poll timeout is whole milliseconds: a shorter one returns at once and the
+                # loop would spin, stealing the brokers' CPU. Sleep for sub-millisecond gaps instead.
+                if wait_s >= 0.001:
+                    prod.poll(min(wait_s, 0.005))
+                else:
+                    time.sleep(wait_s)
                 continue
         else:
             intended = now
         if seq >= len(acked):
             acked.extend(bytes(len(acked)))
-        key = None if key_mode == "NO_KEY" else (
-            str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
+        key = (
+            None
+            if key_mode == "NO_KEY"
+            else (str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
+        )
         try:
             prod.send(key, pack(pid, seq, now) + body, on_done)
         except api.BufferFull:
@@ -184,15 +215,28 @@ def _produce(task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Qu
         seq += 1
         prod.poll(0)
     outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
+    tick.seq = seq
     tick.catch_up(clock())
     tick.emit()
     prod.close()
-    q.put(("done", "producer", task.wid, {
-        "sent": seq, "acked": st.n_acked, "errors": st.n_errors, "bytes_acked": st.bytes_acked,
-        "outstanding": outstanding, "error_samples": st.error_samples,
-        "acked_map": bytes(acked[:seq]), "publish_hist": st.pub.encode() if st.pub.get_total_count() else None,
-        "delay_hist": delay.encode() if delay.get_total_count() else None,
-    }))
+    q.put(
+        (
+            "done",
+            "producer",
+            task.wid,
+            {
+                "sent": seq,
+                "acked": st.n_acked,
+                "errors": st.n_errors,
+                "bytes_acked": st.bytes_acked,
+                "outstanding": outstanding,
+                "error_samples": st.error_samples,
+                "acked_map": bytes(acked[:seq]),
+                "publish_hist": st.pub.encode() if st.pub.get_total_count() else None,
+                "delay_hist": delay.encode() if delay.get_total_count() else None,
+            },
+        )
+    )
 
 
 class _ConsumerState:
@@ -231,8 +275,9 @@ class _ConsumerState:
             record_ns(self.e2e, now - sent)
 
 
-def run_consumer(task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event,
-                 clock: Clock = time.time_ns) -> None:
+def run_consumer(
+    task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
+) -> None:
     try:
         drv = _enter(task)
         st = _ConsumerState(q, task.wid, clock)
@@ -252,10 +297,19 @@ def run_consumer(task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: 
         errors = getattr(cons, "errors", 0)
         cons.close()
         drv.close()
-        q.put(("done", "consumer", task.wid, {
-            "received": st.received, "bytes": st.bytes, "errors": errors,
-            "seen": {pid: bytes(m) for pid, m in st.seen.items()},
-            "e2e_hist": st.e2e.encode() if st.e2e.get_total_count() else None,
-        }))
+        q.put(
+            (
+                "done",
+                "consumer",
+                task.wid,
+                {
+                    "received": st.received,
+                    "bytes": st.bytes,
+                    "errors": errors,
+                    "seen": {pid: bytes(m) for pid, m in st.seen.items()},
+                    "e2e_hist": st.e2e.encode() if st.e2e.get_total_count() else None,
+                },
+            )
+        )
     except BaseException:
         q.put(("error", "consumer", task.wid, traceback.format_exc(limit=8)))

@@ -47,13 +47,25 @@ def register(cli: click.Group) -> None:
     @click.argument("workload", type=click.Path(path_type=Path))
     @click.option("--bootstrap", default=None, help="Bootstrap servers of any cluster (default: the testbed).")
     @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="Testbed state folder.")
-    @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
-                  help="Run folder (default runs/<workload name>, or -2, -3… if it holds a run).")
+    @click.option(
+        "--out",
+        "out",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Run folder (default runs/<workload name>, or -2, -3… if it holds a run).",
+    )
     @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
     @click.option("--keep-topics", is_flag=True, help="Do not delete the run's topics afterwards.")
     @click.option("--json", "as_json", is_flag=True, help="Print the result summary as JSON on stdout.")
-    def bench(workload: Path, bootstrap: str | None, state_dir: Path | None, out: Path | None, runs_dir: Path,
-              keep_topics: bool, as_json: bool) -> None:
+    def bench(
+        workload: Path,
+        bootstrap: str | None,
+        state_dir: Path | None,
+        out: Path | None,
+        runs_dir: Path,
+        keep_topics: bool,
+        as_json: bool,
+    ) -> None:
         """Run one workload (OpenMessaging Benchmark field names) and write runs/<name>/.
 
         \b
@@ -68,23 +80,38 @@ def register(cli: click.Group) -> None:
         w = load_workload(workload)
         boot, client_ns, metric_urls, profile = _target(bootstrap, state_dir)
         say = lambda m: click.echo(m, err=True)  # noqa: E731
-        say(f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
+        say(
+            f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
             f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), "
             f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
-            f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}")
+            f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}"
+        )
         try:
             with LiveView(w.warmup_seconds + w.test_seconds) as view:
-                raw = runner.run(w, {"bootstrap.servers": boot}, client_netns=client_ns,
-                                 metrics_urls=metric_urls, on_tick=view, say=say, keep_topics=keep_topics)
+                raw = runner.run(
+                    w,
+                    {"bootstrap.servers": boot},
+                    client_netns=client_ns,
+                    metrics_urls=metric_urls,
+                    on_tick=view,
+                    say=say,
+                    keep_topics=keep_topics,
+                )
         except UserError:
             raise
         except RunFailed:
             raise
         import confluent_kafka
 
-        result, samples, brokers = res.build(raw, profile, {"client": "confluent-kafka",
-                                                            "version": confluent_kafka.version()[0],
-                                                            "librdkafka": confluent_kafka.libversion()[0]})
+        result, samples, brokers = res.build(
+            raw,
+            profile,
+            {
+                "client": "confluent-kafka",
+                "version": confluent_kafka.version()[0],
+                "librdkafka": confluent_kafka.libversion()[0],
+            },
+        )
         d = out or _out_dir(runs_dir, w.name)
         res.write(d, result, samples, brokers)
         shutil.copyfile(workload, d / "workload.yaml")
@@ -113,8 +140,10 @@ def _print_summary(s: dict[str, Any], d: Path) -> None:
     ]
     b = s["broker_rates"]
     if b:
-        lines.append(f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
-                     f"consume {b['consume_mb_s']:.2f} MB/s")
+        lines.append(
+            f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
+            f"consume {b['consume_mb_s']:.2f} MB/s"
+        )
     for wmsg in s["warnings"]:
         lines.append(f"WARNING: {wmsg}")
     lines.append(f"results: {d}/result.json")

@@ -26,12 +26,25 @@ def say(msg: str) -> None:
 
 
 def state_option(f: F) -> F:
-    f = click.option("--state-dir", type=click.Path(path_type=Path), default=None,
-                     help="Testbed state folder (default $KAFKATUNE_STATE or ~/.cache/kafkatune/testbed).")(f)
-    f = click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
-                     help="Where the Kafka jars are cached (default $KAFKATUNE_CACHE or ~/.cache/kafkatune).")(f)
-    f = click.option("--base-port", type=int, default=29090, show_default=True,
-                     help="Loopback mode: node i listens on base+i, controller base+100+i, metrics base+200+i.")(f)
+    f = click.option(
+        "--state-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Testbed state folder (default $KAFKATUNE_STATE or ~/.cache/kafkatune/testbed).",
+    )(f)
+    f = click.option(
+        "--cache-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="Where the Kafka jars are cached (default $KAFKATUNE_CACHE or ~/.cache/kafkatune).",
+    )(f)
+    f = click.option(
+        "--base-port",
+        type=int,
+        default=29090,
+        show_default=True,
+        help="Loopback mode: node i listens on base+i, controller base+100+i, metrics base+200+i.",
+    )(f)
     return f
 
 
@@ -77,14 +90,45 @@ def testbed_install(cache_dir: Path | None) -> None:
 
 @testbed.command("up")
 @state_option
-@click.option("--network", type=click.Choice(["loopback", "shaped"]), default="loopback", show_default=True,
-              help="shaped: each broker and client host in its own network namespace with tc rate limits "
-                   "(needs root).")
-@click.option("--nic-mbps", type=float, default=None,
-              help="Shaped mode: each host's link rate in MB/s (megabytes per second), both directions.")
+@click.option(
+    "--network",
+    type=click.Choice(["loopback", "shaped"]),
+    default="loopback",
+    show_default=True,
+    help="shaped: each broker and client host in its own network namespace with tc rate limits (needs root).",
+)
+@click.option(
+    "--nic-mbps",
+    type=float,
+    default=None,
+    help="Shaped mode: each host's link rate in MB/s (megabytes per second), both directions.",
+)
 @click.option("--subnet", default="198.18.0", show_default=True, help="Shaped mode: the /24 to use.")
-def testbed_up(state_dir: Path | None, cache_dir: Path | None, base_port: int, network: str,
-               nic_mbps: float | None, subnet: str) -> None:
+@click.option(
+    "--netns-prefix",
+    default="kt",
+    show_default=True,
+    help="Shaped mode: names of the namespaces (<prefix>-b1…) and bridge; distinct per testbed.",
+)
+@click.option(
+    "--warm-up",
+    "warm_up_s",
+    type=click.FloatRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seconds of acks=all load after start, so the brokers' JIT is warm before anything is "
+    "measured (a cold testbed here is several times slower for 3-4 minutes).",
+)
+def testbed_up(
+    state_dir: Path | None,
+    cache_dir: Path | None,
+    base_port: int,
+    network: str,
+    nic_mbps: float | None,
+    subnet: str,
+    netns_prefix: str,
+    warm_up_s: float,
+) -> None:
     """Start the three nodes (formatting a new cluster if needed) and wait until all serve."""
     from brokerconf import dist
 
@@ -94,11 +138,22 @@ def testbed_up(state_dir: Path | None, cache_dir: Path | None, base_port: int, n
         raise UserError("--nic-mbps only applies with --network shaped")
     dist.install(cache_dir)
     tb = _testbed(state_dir, cache_dir, base_port)
+    tb.prefix = netns_prefix
     import time
 
     t0 = time.monotonic()
     st = tb.up(network=network, nic_mb_s=nic_mbps, subnet=subnet, progress=say)
     say(f"testbed up in {time.monotonic() - t0:.1f} s: bootstrap {st.bootstrap_servers} ({st.network})")
+    if warm_up_s:
+        from kafkatune.warmup import warm_up
+
+        net = tb.network(st)
+        warm_up(
+            st.bootstrap_servers,
+            warm_up_s,
+            say=say,
+            client_netns=[h.netns for h in net.hosts if h.name.startswith("c")] if net else [None],
+        )
     click.echo(st.bootstrap_servers)
 
 
@@ -129,8 +184,14 @@ def testbed_status(state_dir: Path | None, cache_dir: Path | None, base_port: in
         for col in ("node", "pid", "listener", "alive", "under-replicated", "controller"):
             t.add_column(col)
         for n in st["nodes"]:
-            t.add_row(str(n["id"]), str(n["pid"] or "-"), n["listener"], "yes" if n["alive"] else "NO",
-                      str(n.get("under_replicated_partitions", "-")), "*" if st["controller"] == n["id"] else "")
+            t.add_row(
+                str(n["id"]),
+                str(n["pid"] or "-"),
+                n["listener"],
+                "yes" if n["alive"] else "NO",
+                str(n.get("under_replicated_partitions", "-")),
+                "*" if st["controller"] == n["id"] else "",
+            )
         Console().print(t)
         ur = st["under_replicated_partitions"]
         click.echo(f"under-replicated partitions: {'unknown' if ur is None else len(ur)}")

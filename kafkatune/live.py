@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from drivers import recorder
-from drivers.runner import RawRun, Tick
+from drivers.runner import RawRun, Tick, phase_of
 
 
 class LiveView:
@@ -19,8 +19,9 @@ class LiveView:
         self.tty = sys.stderr.isatty()
         self.plain_every_s = plain_every_s
         self._last_plain = 0.0
-        self._rows: dict[int, dict[str, Any]] = defaultdict(lambda: {"pm": 0, "pb": 0, "cm": 0, "cb": 0,
-                                                                     "ph": [], "ch": []})
+        self._rows: dict[int, dict[str, Any]] = defaultdict(
+            lambda: {"pm": 0, "pb": 0, "cm": 0, "cb": 0, "ph": [], "ch": []}
+        )
         self._live: Any = None
         self._shown = -1
 
@@ -41,11 +42,11 @@ class LiveView:
         r = self._rows[t.second]
         if t.role == "producer":
             r["pm"] += t.msgs
-            r["pb"] += t.bytes
+            r["pb"] += t.nbytes
             r["ph"].append(t.hist)
         else:
             r["cm"] += t.msgs
-            r["cb"] += t.bytes
+            r["cb"] += t.nbytes
             r["ch"].append(t.hist)
         done = t.second - 1
         if done > self._shown and done in self._rows:
@@ -55,30 +56,43 @@ class LiveView:
     def _line(self, raw: RawRun, s: int) -> str:
         r = self._rows[s]
         w = raw.workload
-        phase = "warmup" if s < w.warmup_seconds else ("measure" if s < w.warmup_seconds + w.test_seconds
-                                                       else "drain")
+        phase = phase_of(s, w.warmup_seconds, w.test_seconds)
         p99p = recorder.merge(r["ph"]).get_value_at_percentile(99) / 1000
         p99e = recorder.merge(r["ch"]).get_value_at_percentile(99) / 1000
-        return (f"t={s + 1:>4}s/{self.total_s:.0f} {phase:<7} publish {r['pm']:>9,} msg/s "
-                f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
-                f"p99 publish {p99p:8.2f} ms  e2e {p99e:8.2f} ms")
+        return (
+            f"t={s + 1:>4}s/{self.total_s:.0f} {phase:<7} publish {r['pm']:>9,} msg/s "
+            f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
+            f"p99 publish {p99p:8.2f} ms  e2e {p99e:8.2f} ms"
+        )
 
     def _render(self, raw: RawRun, s: int) -> None:
         if self._live is not None:
             from rich.table import Table
 
             tab = Table(title=f"kafkatune bench {raw.workload.name}", expand=False)
-            for c in ("second", "publish msg/s", "publish MB/s", "consume msg/s", "consume MB/s",
-                      "p99 publish ms", "p99 e2e ms"):
+            for c in (
+                "second",
+                "publish msg/s",
+                "publish MB/s",
+                "consume msg/s",
+                "consume MB/s",
+                "p99 publish ms",
+                "p99 e2e ms",
+            ):
                 tab.add_column(c, justify="right")
             for sec in range(max(0, s - 9), s + 1):
                 r = self._rows.get(sec)
                 if r is None:
                     continue
-                tab.add_row(str(sec + 1), f"{r['pm']:,}", f"{r['pb'] / 1e6:.2f}", f"{r['cm']:,}",
-                            f"{r['cb'] / 1e6:.2f}",
-                            f"{recorder.merge(r['ph']).get_value_at_percentile(99) / 1000:.2f}",
-                            f"{recorder.merge(r['ch']).get_value_at_percentile(99) / 1000:.2f}")
+                tab.add_row(
+                    str(sec + 1),
+                    f"{r['pm']:,}",
+                    f"{r['pb'] / 1e6:.2f}",
+                    f"{r['cm']:,}",
+                    f"{r['cb'] / 1e6:.2f}",
+                    f"{recorder.merge(r['ph']).get_value_at_percentile(99) / 1000:.2f}",
+                    f"{recorder.merge(r['ch']).get_value_at_percentile(99) / 1000:.2f}",
+                )
             self._live.update(tab)
         elif time.monotonic() - self._last_plain >= self.plain_every_s:
             self._last_plain = time.monotonic()

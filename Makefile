@@ -1,0 +1,70 @@
+# kafkatune: `make demo` and `make test` each install what they need from nothing, idempotently:
+# Debian packages (Java 17, Maven, kcat, iperf3, iproute2), the Python venv, and the Kafka jars.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+KT := $(VENV)/bin/kafkatune
+STAMPS := .make
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Shaped network for the demo when root (network namespaces + tc); loopback otherwise.
+DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo shaped || echo loopback)
+DEMO_NIC_MBPS ?= 25
+PYTEST_ARGS ?=
+
+.PHONY: all deps apt venv kafka test lint demo demo-down clean help
+
+help:
+	@echo "make demo    set up everything, start the local 3-broker testbed and run one measured bench"
+	@echo "make test    set up everything, then lint (ruff), type-check (mypy) and run the tests"
+	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
+
+deps: apt venv kafka
+
+apt: $(STAMPS)/apt
+$(STAMPS)/apt: Makefile
+	@mkdir -p $(STAMPS)
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	else echo "apt: all packages present"; fi
+	@touch $@
+
+venv: $(STAMPS)/venv
+$(STAMPS)/venv: pyproject.toml
+	@mkdir -p $(STAMPS)
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+# Always asked: the cache may have been removed; a no-op when the jars are there (offline).
+kafka: apt venv
+	$(KT) testbed install
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: deps lint
+	$(PY) -m pytest -v -ra --durations=15 $(PYTEST_ARGS)
+
+demo: deps
+	@if [ "$(DEMO_NETWORK)" = shaped ]; then \
+	  $(KT) testbed up --network shaped --nic-mbps $(DEMO_NIC_MBPS) --warm-up 60; \
+	else $(KT) testbed up --warm-up 60; fi
+	$(KT) testbed status
+	$(KT) bench examples/demo.yaml
+	@echo "demo done: the run is in runs/ (result.json, samples.parquet, broker_metrics.parquet);" \
+	      "stop the testbed with: $(KT) testbed down"
+
+demo-down: venv
+	$(KT) testbed down
+
+clean:
+	-[ -x $(KT) ] && $(KT) testbed down
+	rm -rf $(VENV) $(STAMPS) *.egg-info

@@ -1,0 +1,1 @@
+"""Ceiling model, diagnosis rules, recommendations and capacity planning. Not built yet."""

@@ -1,0 +1,3 @@
+from kafkatune.cli import main
+
+main()

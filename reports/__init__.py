@@ -1,0 +1,1 @@
+"""HTML, Markdown and .properties reports built from stored results only. Not built yet."""

@@ -1,0 +1,151 @@
+"""Measured runs on the real testbed: RF/ISR of driver topics, exact loss accounting, faults."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from brokerconf import admin
+from brokerconf.testbed import Testbed, TestbedState
+from drivers import api, result, runner
+from kafkatune.workload import parse_workload
+from tests.helpers import kafkatune, write_workload
+
+
+def test_driver_topic_has_rf3_and_full_isr(healthy: TestbedState, unique: str) -> None:
+    drv = api.load_driver("kafka")({"bootstrap.servers": healthy.bootstrap_servers})
+    name = f"kt-rf-{unique}"
+    drv.create_topics([api.TopicSpec(name, 6)])
+    try:
+        a = admin.admin_client(healthy.bootstrap_servers)
+        deadline = time.monotonic() + 30
+        while True:
+            parts = admin.partitions(a, name)
+            if (len(parts) == 6 and all(len(p.isr) == 3 for p in parts)) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert len(parts) == 6
+        assert all(len(p.replicas) == 3 and len(p.isr) == 3 for p in parts), parts
+    finally:
+        drv.delete_topics([name])
+
+
+def test_acks_all_run_writes_a_complete_record(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
+) -> None:
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name=f"acks-{unique}",
+        partitionsPerTopic=3,
+        producersPerTopic=2,
+        consumerPerSubscription=2,
+        warmupDurationMinutes=0.03,
+        testDurationMinutes=0.12,
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
+    out = tmp_path / "run"
+    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((out / "result.json").read_text())
+    s = res["summary"]
+    assert res["schema_version"] == 1
+    assert s["acknowledged"] > 1000
+    assert s["consumed"] == s["acknowledged"] and s["lost"] == 0 and s["duplicated"] == 0
+    for key in ("publish_latency_ms", "end_to_end_latency_ms"):
+        lat = s[key]
+        vals = [lat[k] for k in ("min", "p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max")]
+        assert lat["count"] > 0 and vals == sorted(vals) and vals[-1] > 0, (key, lat)
+    # OMB's field names, aggregated and per second
+    for f in (
+        "publishRate",
+        "consumeRate",
+        "aggregatedPublishLatency50pct",
+        "aggregatedPublishLatency99pct",
+        "aggregatedEndToEndLatency99pct",
+        "aggregatedPublishLatencyQuantiles",
+        "endToEndLatency99pct",
+    ):
+        assert f in res, f
+    assert res["aggregatedPublishLatency50pct"] <= res["aggregatedPublishLatency99pct"]
+    # produce, replicate and consume rates come apart from the brokers' own metrics
+    b = s["broker_rates"]
+    assert b and b["produce_mb_s"] > 0 and b["consume_mb_s"] > 0
+    assert 1.5 < b["replicate_mb_s"] / b["produce_mb_s"] < 2.5  # RF 3: two follower copies
+    samples = pq.read_table(out / "samples.parquet").to_pylist()
+    assert {r["role"] for r in samples} == {"producer", "consumer"}
+    assert sum(r["msgs"] for r in samples if r["role"] == "consumer") == s["consumed"]
+    brokers = pq.read_table(out / "broker_metrics.parquet").to_pylist()
+    assert {r["broker_id"] for r in brokers} == {1, 2, 3}
+    assert json.loads(proc.stdout)["out"] == str(out)
+
+
+def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: TestbedState, unique: str) -> None:
+    w = parse_workload(
+        {
+            "name": f"rate-{unique}",
+            "partitionsPerTopic": 3,
+            "messageSize": 200,
+            "producersPerTopic": 2,
+            "producerRate": 2000,
+            "testDurationMinutes": 0.1,
+            "warmupDurationMinutes": 0.05,
+            "producerConfig": {"acks": "all"},
+        }
+    )
+    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    res, _, _ = result.build(raw)
+    s = res["summary"]
+    assert s["mode"] == "fixed-rate"
+    # The limiter's own rate: what was handed to the client per second of the window. (Acks per second
+    # follow the cluster, which on a cold 2-core testbed can lag by seconds.)
+    assert 1800 <= s["send_msg_s"] <= 2200, (s["send_msg_s"], s["client"])
+    assert s["acknowledged"] >= 0.95 * 2000 * (w.warmup_seconds + w.test_seconds)
+    assert s["publish_delay_ms"]["count"] > 0
+    assert s["lost"] == 0
+
+
+def test_kill_9_of_a_broker_mid_run_loses_no_acknowledged_message(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
+) -> None:
+    w = parse_workload(
+        {
+            "name": f"kill-{unique}",
+            "partitionsPerTopic": 6,
+            "messageSize": 512,
+            "producersPerTopic": 2,
+            "consumerPerSubscription": 2,
+            "producerRate": 3000,
+            "testDurationMinutes": 0.4,
+            "drainTimeoutSeconds": 180,
+            "producerConfig": {"acks": "all", "enable.idempotence": True},
+        }
+    )
+    victim = 3
+    killed: list[int] = []
+
+    def kill_later() -> None:
+        time.sleep(10)
+        killed.append(testbed.kill(victim))
+
+    t = threading.Thread(target=kill_later)
+    t.start()
+    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    t.join()
+    assert killed, "the broker was not killed during the run"
+    res, _, _ = result.build(raw)
+    s = res["summary"]
+    assert s["acknowledged"] > 10000
+    assert s["lost"] == 0, s["per_producer"]
+    assert s["consumed"] >= s["acknowledged"]
+    # and the node comes back with `testbed up`
+    assert not testbed.status()["nodes"][victim - 1]["alive"]
+    proc = kafkatune(
+        "testbed", "up", "--state-dir", str(testbed.state_dir), "--base-port", str(testbed.base_port), timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert testbed.status()["nodes"][victim - 1]["alive"]
+    admin.wait_full_isr(admin.admin_client(healthy.bootstrap_servers), timeout_s=180)

@@ -1,0 +1,77 @@
+"""Shaped mode: brokers and clients in network namespaces with tc rate limits (needs root)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokerconf import dist, netns
+from brokerconf.testbed import Testbed
+from tests.helpers import kafkatune, write_workload
+
+NIC_MB_S = 20.0
+
+pytestmark = pytest.mark.skipif(not netns.can_shape()[0], reason=f"shaped mode: {netns.can_shape()[1]}")
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist) -> Iterator[Testbed]:
+    # Its own name and /24, so it can run beside a developer's shaped testbed.
+    tb = Testbed(tmp_path_factory.mktemp("shaped"), kafka_dist, prefix="ktt", heap="512m")
+    proc = kafkatune(
+        "testbed",
+        "up",
+        "--state-dir",
+        str(tb.state_dir),
+        "--network",
+        "shaped",
+        "--nic-mbps",
+        str(NIC_MB_S),
+        "--subnet",
+        "198.18.1",
+        "--netns-prefix",
+        "ktt",
+        timeout=600,
+    )
+    if proc.returncode != 0:  # a half-built network must not outlive the test
+        tb.down(wipe=True, progress=print)
+    assert proc.returncode == 0, proc.stderr
+    yield tb
+    tb.down(wipe=True, progress=print)
+    assert not Path("/var/run/netns/ktt-b1").exists()
+
+
+def test_measured_link_rate_within_10_percent(shaped: Testbed) -> None:
+    prof = json.loads(shaped.profile_file.read_text())
+    net = prof["network"]
+    assert net["shaped"] is True and net["nic_mb_s_configured"] == NIC_MB_S
+    assert abs(net["nic_mb_s_measured"] - NIC_MB_S) <= 0.10 * NIC_MB_S, net
+    assert all(b["host"].startswith("198.18.1.") and b["netns"] for b in prof["brokers"])
+
+
+def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(shaped: Testbed, tmp_path: Path) -> None:
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name="shaped",
+        partitionsPerTopic=6,
+        producersPerTopic=2,
+        consumerPerSubscription=2,
+        warmupDurationMinutes=0.1,
+        testDurationMinutes=0.2,
+        producerConfig={"acks": "all", "linger.ms": 10, "batch.size": 262144},
+    )
+    out = tmp_path / "run"
+    proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((out / "result.json").read_text())
+    assert res["client_hosts"] == ["ktt-c1", "ktt-c2"]
+    s = res["summary"]
+    assert s["lost"] == 0 and s["acknowledged"] > 0
+    # RF 3, one consumer group, 3 brokers: each broker receives P (P/3 produce + 2P/3 replication),
+    # so P cannot exceed one link's rate.
+    b = s["broker_rates"]
+    assert b["produce_mb_s"] <= NIC_MB_S * 1.1, b
+    assert b["replicate_mb_s"] <= 2 * NIC_MB_S * 1.1, b

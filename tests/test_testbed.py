@@ -1,0 +1,80 @@
+"""The real 3-node testbed: status, metrics, kcat, restart."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from brokerconf import admin, metrics
+from brokerconf.testbed import Testbed, TestbedState
+from tests.helpers import kafkatune
+
+
+def test_status_json_lists_three_live_nodes(healthy: TestbedState, testbed: Testbed) -> None:
+    proc = kafkatune("testbed", "status", "--json", "--state-dir", str(testbed.state_dir))
+    assert proc.returncode == 0, proc.stderr
+    st = json.loads(proc.stdout)
+    assert st["bootstrap_servers"] == healthy.bootstrap_servers
+    assert [n["id"] for n in st["nodes"]] == [1, 2, 3]
+    assert all(n["alive"] and n["pid"] for n in st["nodes"])
+    assert st["controller"] in (1, 2, 3)
+    assert st["under_replicated_partitions"] == []
+
+
+def test_every_broker_exports_jmx_metrics(healthy: TestbedState) -> None:
+    for n in healthy.nodes:
+        m = metrics.scrape(n.metrics_url)
+        for k in ("bytes_in", "replication_bytes_in", "bytes_out", "under_replicated"):
+            assert k in m, f"node {n.id} lacks {k}"
+
+
+def test_broker_defaults_are_synchronous_replication(healthy: TestbedState, testbed: Testbed) -> None:
+    props = (testbed.node_dir(1) / "server.properties").read_text()
+    assert "default.replication.factor=3" in props
+    assert "min.insync.replicas=2" in props
+
+
+def test_profile_written(healthy: TestbedState, testbed: Testbed) -> None:
+    prof = json.loads(testbed.profile_file.read_text())
+    assert prof["kafka_version"] == healthy.kafka_version
+    assert len(prof["brokers"]) == 3
+    assert prof["network"]["mode"] == "loopback" and prof["network"]["shaped"] is False
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (make installs it)")
+def test_kcat_lists_brokers_and_round_trips(healthy: TestbedState, unique: str) -> None:
+    boot = healthy.bootstrap_servers
+    md = subprocess.run(["kcat", "-b", boot, "-L", "-J"], capture_output=True, text=True, timeout=60, check=True)
+    assert len(json.loads(md.stdout)["brokers"]) == 3
+    topic = f"kt-kcat-{unique}"
+    subprocess.run(
+        ["kcat", "-b", boot, "-P", "-t", topic, "-X", "acks=all"],
+        input=f"hello-{unique}\n",
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    out = subprocess.run(
+        ["kcat", "-b", boot, "-C", "-t", topic, "-o", "beginning", "-c", "1", "-e"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.strip() == f"hello-{unique}"
+    a = admin.admin_client(boot)
+    parts = admin.partitions(a, topic)
+    assert parts and all(len(p.replicas) == 3 for p in parts)  # auto-created with the testbed default
+    a.delete_topics([topic])
+
+
+def test_restart_waits_for_full_isr(healthy: TestbedState, testbed: Testbed) -> None:
+    old = testbed.status()["nodes"][1]["pid"]
+    proc = kafkatune("testbed", "restart", "2", "--state-dir", str(testbed.state_dir), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    st = testbed.status()
+    assert st["nodes"][1]["alive"] and st["nodes"][1]["pid"] != old
+    assert admin.under_replicated(admin.admin_client(healthy.bootstrap_servers)) == []

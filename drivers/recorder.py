@@ -7,8 +7,10 @@ average of percentiles.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 
+import numpy as np
 from hdrh.histogram import HdrHistogram
 
 LOWEST_US = 1
@@ -49,3 +51,48 @@ def summary_ms(h: HdrHistogram) -> dict[str, float | int]:
         out[f"p{p:g}"] = h.get_value_at_percentile(p) / 1000
     out["max"] = h.get_max_value() / 1000
     return out
+
+
+def record_many(h: HdrHistogram, values_ns: np.ndarray) -> None:
+    """Record many latencies (ns) at once: bucketed with numpy, one `record_value` per distinct bucket.
+
+    Equivalent to `record_ns` per value (same buckets), at a fraction of the cost: the load workers
+    buffer raw latencies in flat arrays in their callbacks and fold them in here once a second.
+    """
+    if values_ns.size == 0:
+        return
+    us = np.clip(values_ns // 1000, LOWEST_US, HIGHEST_US).astype(np.int64)
+    # hdrh's bucket arithmetic, vectorised: bit_length(v | sub_bucket_mask) is the power-of-two ceiling.
+    pow2ceiling = np.floor(np.log2((us | h.sub_bucket_mask).astype(np.float64))).astype(np.int64) + 1
+    shift = pow2ceiling - (h.sub_bucket_half_count_magnitude + 1)  # = bucket_index + unit_magnitude
+    lowest = (us >> shift) << shift
+    vals, counts = np.unique(lowest, return_counts=True)
+    for v, c in zip(vals.tolist(), counts.tolist(), strict=True):
+        h.record_value(v, c)
+
+
+class LatencyBuffer:
+    """Per-message (latency, send time) pairs in flat int64 arrays; the hot path only appends.
+
+    `fold()` empties the buffer into a fresh histogram for the second just ended and adds the samples
+    whose send time lies in the measure window to `window`. The arrays are cleared in place, so bound
+    `append` methods taken once stay valid.
+    """
+
+    def __init__(self) -> None:
+        self.lat = array("q")
+        self.sent = array("q")
+        self.window = new_histogram()
+        self.m_start = 0
+        self.m_end = 0  # nothing is in the window until the run's time line is known
+
+    def fold(self) -> tuple[int, HdrHistogram]:
+        lat = np.array(self.lat, dtype=np.int64)
+        sent = np.array(self.sent, dtype=np.int64)
+        del self.lat[:]
+        del self.sent[:]
+        second = new_histogram()
+        record_many(second, lat)
+        if lat.size and self.m_end > self.m_start:
+            record_many(self.window, lat[(sent >= self.m_start) & (sent < self.m_end)])
+        return int(lat.size), second

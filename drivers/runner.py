@@ -129,7 +129,15 @@ def run(
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
                     task = WorkerTask(
-                        "consumer", cid, w.driver, dict(common), t, cc, place(), subscription=f"kt-sub-{t}-{s}"
+                        "consumer",
+                        cid,
+                        w.driver,
+                        dict(common),
+                        t,
+                        cc,
+                        place(),
+                        message_size=w.messageSize,
+                        subscription=f"kt-sub-{t}-{s}",
                     )
                     procs.append(
                         ctx.Process(

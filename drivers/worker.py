@@ -28,7 +28,7 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 from drivers import api, payload
-from drivers.recorder import new_histogram, record_ns
+from drivers.recorder import LatencyBuffer, new_histogram, record_ns
 
 Clock = Callable[[], int]
 
@@ -42,8 +42,8 @@ class WorkerTask:
     topic: str
     overrides: dict[str, str]
     netns: str | None = None
+    message_size: int = 1024  # every payload of a run has this size
     # producer
-    message_size: int = 1024
     rate: float = 0.0  # msg/s for this producer, 0 = max
     key_mode: str = "NO_KEY"
     partitions: int = 1
@@ -69,38 +69,38 @@ def _enter(task: WorkerTask) -> api.Driver:
 
 
 class _Ticker:
-    """Emits one tick per second of the run; keeps the per-second histogram and counters."""
+    """Emits one tick per second of the run from a `LatencyBuffer` (messages = latencies recorded)."""
 
-    def __init__(self, q: Queue[Any], role: str, wid: int, t0: int) -> None:
-        self.q, self.role, self.wid, self.t0 = q, role, wid, t0
+    def __init__(self, q: Queue[Any], role: str, wid: int, t0: int, buf: LatencyBuffer, size: int) -> None:
+        self.q, self.role, self.wid, self.t0, self.buf, self.size = q, role, wid, t0, buf, size
         self.sec = 0
         self.next_at = t0 + 1_000_000_000
-        self.msgs = self.bytes = self.errors = 0
-        self.hist = new_histogram()
+        self.errors = 0
         self.buffer_full = 0
         self.seq = self._seq_at_last = 0  # producers set seq before a tick: sends counted off the hot path
 
     def emit(self) -> None:
-        enc = self.hist.encode() if self.hist.get_total_count() else None
+        msgs, hist = self.buf.fold()
+        enc = hist.encode() if msgs else None
+        sent = self.seq - self._seq_at_last
         self.q.put(
             (
                 "tick",
                 self.role,
                 self.wid,
                 self.sec,
-                self.msgs,
-                self.bytes,
+                msgs,
+                msgs * self.size,
                 self.errors,
                 enc,
                 time.thread_time(),
                 time.process_time(),
                 self.buffer_full,
-                self.seq - self._seq_at_last,
+                sent,
             )
         )
         self._seq_at_last = self.seq
-        self.msgs = self.bytes = self.errors = self.buffer_full = 0
-        self.hist.reset()
+        self.errors = self.buffer_full = 0
         self.sec += 1
         self.next_at = self.t0 + (self.sec + 1) * 1_000_000_000
 
@@ -110,39 +110,31 @@ class _Ticker:
 
 
 class _ProducerState:
+    """Delivery callbacks: mark the sequence acknowledged, buffer (latency, send time). Nothing more."""
+
     def __init__(self, timing: dict[str, int], clock: Clock) -> None:
         self.clock = clock
-        self.m_start = timing["measure_start_ns"]
-        self.m_end = timing["measure_end_ns"]
-        self.pub = new_histogram()
-        self.delay = new_histogram()
+        self.buf = LatencyBuffer()
+        self.buf.m_start, self.buf.m_end = timing["measure_start_ns"], timing["measure_end_ns"]
         self.acked = bytearray(1 << 16)
-        self.n_acked = 0
         self.n_errors = 0
-        self.bytes_acked = 0
         self.error_samples: list[str] = []
         self.ticker: _Ticker | None = None
+        self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
 
     def on_done(self, err: str | None, data: bytes) -> None:
         now = self.clock()
         _pid, seq, sent = payload.unpack_from(data)
-        t = self.ticker
-        assert t is not None
         if err is not None:
             self.n_errors += 1
-            t.errors += 1
+            if self.ticker is not None:
+                self.ticker.errors += 1
             if len(self.error_samples) < 5:
                 self.error_samples.append(err)
             return
         self.acked[seq] = 1
-        self.n_acked += 1
-        n = len(data)
-        self.bytes_acked += n
-        t.msgs += 1
-        t.bytes += n
-        record_ns(t.hist, now - sent)
-        if self.m_start <= sent < self.m_end:
-            record_ns(self.pub, now - sent)
+        self._lat(now - sent)
+        self._sent(sent)
 
 
 def run_producer(
@@ -164,14 +156,14 @@ def _produce(
 ) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
-    tick = st.ticker = _Ticker(q, "producer", task.wid, t0)
+    tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
     body = os.urandom(task.message_size - payload.HEADER_BYTES)
-    pack, pid, on_done = payload.pack, task.wid, st.on_done
+    pack, pid, on_done, send, poll = payload.pack, task.wid, st.on_done, prod.send, prod.poll
     interval = 1e9 / task.rate if task.rate > 0 else 0.0
-    m_start, m_end = st.m_start, st.m_end
+    m_start, m_end = st.buf.m_start, st.buf.m_end
     key_mode, parts = task.key_mode, max(1, task.partitions)
     acked = st.acked
-    delay = st.delay
+    delay = new_histogram()
     seq = 0
     while clock() < t0:
         time.sleep(0.0005)
@@ -191,12 +183,12 @@ def _produce(
                 # librdkafka's poll timeout is whole milliseconds: a shorter one returns at once and the
                 # loop would spin, stealing the brokers' CPU. Sleep for sub-millisecond gaps instead.
                 if wait_s >= 0.001:
-                    prod.poll(min(wait_s, 0.005))
+                    poll(min(wait_s, 0.005))
                 else:
                     time.sleep(wait_s)
                 continue
-        else:
-            intended = now
+            if m_start <= now < m_end:  # publish delay exists only against a schedule
+                record_ns(delay, now - intended)
         if seq >= len(acked):
             acked.extend(bytes(len(acked)))
         key = (
@@ -205,20 +197,19 @@ def _produce(
             else (str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
         )
         try:
-            prod.send(key, pack(pid, seq, now) + body, on_done)
+            send(key, pack(pid, seq, now) + body, on_done)
         except api.BufferFull:
             tick.buffer_full += 1
-            prod.poll(0.005)  # the same sequence number goes again: its delay keeps growing
+            poll(0.005)  # the same sequence number goes again: its delay keeps growing
             continue
-        if m_start <= now < m_end:
-            record_ns(delay, now - intended)
         seq += 1
-        prod.poll(0)
+        poll(0)
     outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
     tick.seq = seq
     tick.catch_up(clock())
     tick.emit()
     prod.close()
+    n_acked = acked[:seq].count(1)
     q.put(
         (
             "done",
@@ -226,13 +217,13 @@ def _produce(
             task.wid,
             {
                 "sent": seq,
-                "acked": st.n_acked,
+                "acked": n_acked,
                 "errors": st.n_errors,
-                "bytes_acked": st.bytes_acked,
+                "bytes_acked": n_acked * task.message_size,
                 "outstanding": outstanding,
                 "error_samples": st.error_samples,
                 "acked_map": bytes(acked[:seq]),
-                "publish_hist": st.pub.encode() if st.pub.get_total_count() else None,
+                "publish_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
                 "delay_hist": delay.encode() if delay.get_total_count() else None,
             },
         )
@@ -240,18 +231,13 @@ def _produce(
 
 
 class _ConsumerState:
-    def __init__(self, q: Queue[Any], wid: int, clock: Clock) -> None:
-        self.clock = clock
-        self.ticker = _Ticker(q, "consumer", wid, clock())
-        self.m_start = self.m_end = 0  # nothing counts as measured until the time line is known
-        self.e2e = new_histogram()
-        self.seen: dict[int, bytearray] = {}
-        self.received = 0
-        self.bytes = 0
+    """Per message: count it against its producer's sequence map, buffer (latency, send time)."""
 
-    def start(self, timing: dict[str, int]) -> None:
-        self.ticker = _Ticker(self.ticker.q, "consumer", self.ticker.wid, timing["t0_ns"])
-        self.m_start, self.m_end = timing["measure_start_ns"], timing["measure_end_ns"]
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.buf = LatencyBuffer()
+        self.seen: dict[int, bytearray] = {}
+        self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
 
     def on_message(self, data: bytes) -> None:
         now = self.clock()
@@ -264,15 +250,8 @@ class _ConsumerState:
         c = m[seq]
         if c < 255:
             m[seq] = c + 1
-        self.received += 1
-        n = len(data)
-        self.bytes += n
-        t = self.ticker
-        t.msgs += 1
-        t.bytes += n
-        record_ns(t.hist, now - sent)
-        if self.m_start <= sent < self.m_end:
-            record_ns(self.e2e, now - sent)
+        self._lat(now - sent)
+        self._sent(sent)
 
 
 def run_consumer(
@@ -280,7 +259,7 @@ def run_consumer(
 ) -> None:
     try:
         drv = _enter(task)
-        st = _ConsumerState(q, task.wid, clock)
+        st = _ConsumerState(clock)
         cons = drv.create_consumer(task.topic, task.subscription, st.on_message, task.overrides)
         announced = False
         while not go.is_set():  # poll so that the group forms and partitions get assigned
@@ -288,10 +267,12 @@ def run_consumer(
             if not announced and cons.ready():
                 q.put(("ready", "consumer", task.wid))
                 announced = True
-        st.start(read_timing(timing))
-        tick = st.ticker
+        tl = read_timing(timing)
+        st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
+        tick = _Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
+        received = 0
         while not stop.is_set():
-            cons.poll(0.1)
+            received += cons.poll(0.1)
             tick.catch_up(clock())
         tick.emit()
         errors = getattr(cons, "errors", 0)
@@ -303,11 +284,11 @@ def run_consumer(
                 "consumer",
                 task.wid,
                 {
-                    "received": st.received,
-                    "bytes": st.bytes,
+                    "received": received,
+                    "bytes": received * task.message_size,
                     "errors": errors,
                     "seen": {pid: bytes(m) for pid, m in st.seen.items()},
-                    "e2e_hist": st.e2e.encode() if st.e2e.get_total_count() else None,
+                    "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
                 },
             )
         )

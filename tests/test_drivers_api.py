@@ -1,0 +1,35 @@
+"""Driver registry: entry points, lazy import, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from drivers import api
+from drivers.kafka import KafkaDriver, translate
+from kafkatune.errors import UserError
+
+
+def test_kafka_driver_registered_by_entry_point() -> None:
+    assert "kafka" in api.available_drivers()
+    assert api.load_driver("kafka") is KafkaDriver
+
+
+def test_unknown_driver_names_the_installed_ones() -> None:
+    with pytest.raises(UserError, match=r"unknown driver 'nats'.*kafka"):
+        api.load_driver("nats")
+
+
+def test_bad_client_config_is_a_user_error_before_any_connection() -> None:
+    drv = KafkaDriver({"bootstrap.servers": "127.0.0.1:1"})  # nothing listens there
+    with pytest.raises(UserError, match=r"producerConfig: .*linger\.mss"):
+        drv.validate({"linger.mss": "5"}, {})
+    with pytest.raises(UserError, match="consumerConfig"):
+        drv.validate({}, {"fetch.min.bytes": "-3"})
+    drv.validate({"acks": "all", "batch.size": "131072", "buffer.memory": "67108864"}, {"fetch.min.bytes": "1"})
+
+
+def test_java_only_keys_are_translated() -> None:
+    assert translate({"buffer.memory": "33554432", "acks": "all"}) == {
+        "queue.buffering.max.kbytes": "32768",
+        "acks": "all",
+    }

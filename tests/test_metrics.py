@@ -1,0 +1,34 @@
+"""Broker metrics from the JMX exporter's text format; counters to per-second rates."""
+
+from __future__ import annotations
+
+from brokerconf.metrics import BrokerSample, parse, rates
+
+PAGE = """# HELP x
+kafka_server_BrokerTopicMetrics_Count{name="BytesInPerSec",} 1000.0
+kafka_server_BrokerTopicMetrics_Count{name="BytesInPerSec",topic="t1",} 7.0
+kafka_server_BrokerTopicMetrics_Count{name="ReplicationBytesInPerSec",} 2000.0
+kafka_server_BrokerTopicMetrics_OneMinuteRate{name="BytesInPerSec",} 12.5
+kafka_server_ReplicaManager_Value{name="UnderReplicatedPartitions",} 3.0
+kafka_controller_KafkaController_Value{name="ActiveControllerCount",} 1.0
+java_lang_OperatingSystem_ProcessCpuLoad 0.25
+"""
+
+
+def test_parse_picks_cluster_wide_series_only() -> None:
+    m = parse(PAGE)
+    assert m["bytes_in"] == 1000.0  # not the per-topic row, not the one-minute rate
+    assert m["replication_bytes_in"] == 2000.0
+    assert m["under_replicated"] == 3.0 and m["active_controller"] == 1.0
+    assert m["process_cpu_load"] == 0.25
+    assert "bytes_out" not in m
+
+
+def test_rates_are_deltas_over_time_and_survive_a_restart() -> None:
+    s = [
+        BrokerSample(1, 0, {"bytes_in": 0.0}),
+        BrokerSample(1, 2_000_000_000, {"bytes_in": 4000.0}),
+        BrokerSample(1, 3_000_000_000, {"bytes_in": 500.0}),
+    ]  # restarted: counter reset
+    rows = rates(s)
+    assert [r["bytes_in_per_s"] for r in rows] == [2000.0, 500.0]

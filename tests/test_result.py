@@ -1,0 +1,84 @@
+"""Aggregation of worker reports into the run record: exact loss/dup accounting, phases, histograms."""
+
+from __future__ import annotations
+
+from drivers import recorder
+from drivers.result import build
+from drivers.runner import RawRun, Tick, measured_seconds, phase_of
+from kafkatune.workload import parse_workload
+
+
+def _raw(subs: int = 1) -> RawRun:
+    w = parse_workload({"name": "u", "testDurationMinutes": 0.05, "subscriptionsPerTopic": subs})
+    return RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+
+
+def _producer(acked: list[int]) -> dict[str, object]:
+    return {
+        "sent": len(acked),
+        "acked": sum(acked),
+        "errors": len(acked) - sum(acked),
+        "bytes_acked": 0,
+        "outstanding": 0,
+        "error_samples": [],
+        "acked_map": bytes(acked),
+        "publish_hist": None,
+        "delay_hist": None,
+    }
+
+
+def _consumer(seen: dict[int, list[int]]) -> dict[str, object]:
+    return {
+        "received": sum(sum(v) for v in seen.values()),
+        "bytes": 0,
+        "errors": 0,
+        "seen": {p: bytes(v) for p, v in seen.items()},
+        "e2e_hist": None,
+    }
+
+
+def test_lost_and_duplicated_are_counted_per_producer() -> None:
+    raw = _raw()
+    raw.producers = {0: _producer([1, 1, 1, 1, 0]), 1: _producer([1, 1])}
+    # producer 0: seq 2 never consumed (lost), seq 3 consumed twice by two consumers (duplicate),
+    # seq 4 not acknowledged but consumed (allowed: the ack was lost, not the message)
+    raw.consumers = {0: _consumer({0: [1, 1, 0, 1, 1], 1: [1]}), 1: _consumer({0: [0, 0, 0, 1], 1: [0, 1]})}
+    s = build(raw)[0]["summary"]
+    assert s["lost"] == 1
+    assert s["duplicated"] == 1
+    assert s["unacked_but_received"] == 1
+    assert s["per_producer"]["0"] == {"acked": 4, "lost": 1, "duplicated": 1}
+    assert s["per_producer"]["1"] == {"acked": 2, "lost": 0, "duplicated": 0}
+
+
+def test_two_subscriptions_each_owe_every_message() -> None:
+    raw = _raw(subs=2)
+    raw.producers = {0: _producer([1, 1, 1])}
+    raw.consumers = {0: _consumer({0: [1, 1, 1]}), 1: _consumer({0: [1, 1, 0]})}
+    s = build(raw)[0]["summary"]
+    assert s["lost"] == 1 and s["duplicated"] == 0
+
+
+def test_only_whole_seconds_inside_the_window_are_measured() -> None:
+    assert [phase_of(s, 1.2, 6) for s in range(9)] == ["warmup"] * 2 + ["measure"] * 5 + ["drain"] * 2
+    assert measured_seconds(1.2, 6) == 5
+    assert measured_seconds(0, 6) == 6
+    assert phase_of(0, 0, 6) == "measure"
+
+
+def test_rates_come_from_measured_seconds_and_histograms_merge_exactly() -> None:
+    raw = _raw()
+    h1, h2 = recorder.new_histogram(), recorder.new_histogram()
+    for v in range(1, 1001):
+        recorder.record_ns(h1, v * 1000_000)  # 1..1000 ms
+        recorder.record_ns(h2, (v + 1000) * 1000_000)  # 1001..2000 ms
+    raw.ticks = [Tick("producer", 0, s, 100, 100_000, 0, h1.encode(), 0.0, 0.0, 0, 100) for s in range(3)]
+    raw.ticks += [Tick("producer", 1, s, 50, 50_000, 0, h2.encode(), 0.0, 0.0, 0, 50) for s in range(3)]
+    raw.ticks.append(Tick("producer", 0, 3, 999, 999, 0, None, 0.0, 0.0, 0, 0))  # drain: not measured
+    res = build(raw)[0]
+    assert res["summary"]["publish_msg_s"] == 150
+    assert abs(res["summary"]["publish_mb_s"] - 0.15) < 1e-9
+    assert res["publishRate"][:3] == [150.0, 150.0, 150.0]
+    merged = recorder.merge([h1.encode(), h2.encode()])
+    assert abs(merged.get_value_at_percentile(50) / 1000 - 1000) < 2  # the median of both, not an average
+    assert res["publishLatency50pct"][0] == merged.get_value_at_percentile(50) / 1000

@@ -28,13 +28,7 @@ def testbed(state_dir: Path, *, base_port: int = 49090, warm_up_s: float = 60, *
         if warm_up_s:
             from kafkatune.warmup import warm_up
 
-            net = tb.network(st)
-            warm_up(
-                st.bootstrap_servers,
-                warm_up_s,
-                say=log,
-                client_netns=[h.netns for h in net.hosts if h.name.startswith("c")] if net else [None],
-            )
+            warm_up(st.bootstrap_servers, warm_up_s, say=log, client_netns=tb.client_netns(st))
         yield tb
     finally:
         tb.down(wipe=True, progress=lambda m: None)

@@ -53,8 +53,6 @@ def baseline(nic: float, seconds: float, warm_up_s: float) -> dict[str, object]:
         b = prof["network"]["nic_mb_s_measured"]
         n, r, c = 3, 3, 1
         ceiling = min(b * n / r, b * n / (r - 1 + c))
-        net = tb.network(tb.state())
-        assert net is not None
         w = parse_workload(
             {
                 "name": "defaults",
@@ -70,7 +68,7 @@ def baseline(nic: float, seconds: float, warm_up_s: float) -> dict[str, object]:
         raw = runner.run(
             w,
             {"bootstrap.servers": tb.state().bootstrap_servers},
-            client_netns=[h.netns for h in net.hosts if h.name.startswith("c")],
+            client_netns=tb.client_netns(tb.state()),
             metrics_urls={nd.id: nd.metrics_url for nd in tb.state().nodes},
             say=log,
         )

@@ -145,6 +145,11 @@ class Testbed:
         assert st.subnet and st.nic_mb_s
         return netns.plan(st.prefix, st.subnet, NODES, CLIENT_HOSTS, st.nic_mb_s)
 
+    def client_netns(self, st: TestbedState) -> list[str | None]:
+        """Where load workers run: the client hosts' namespaces when shaped, this host (None) otherwise."""
+        net = self.network(st)
+        return [h.netns for h in netns.host_names(net, "c")] if net else [None]
+
     # ---- layout ------------------------------------------------------------------------------------
     def _layout(self, network: str, subnet: str) -> list[Node]:
         if network == "shaped":

@@ -124,6 +124,10 @@ def run(
             raw.client_hosts.append(ns)
             return ns
 
+        def spawn(target: Callable[..., None], task: WorkerTask, stop: Any) -> None:
+            name = f"{task.role}-{task.wid}"
+            procs.append(ctx.Process(target=target, args=(task, q, timing, go, stop), name=name, daemon=True))
+
         cid = 0
         for t in topics:
             for s in range(w.subscriptionsPerTopic):
@@ -139,14 +143,7 @@ def run(
                         message_size=w.messageSize,
                         subscription=f"kt-sub-{t}-{s}",
                     )
-                    procs.append(
-                        ctx.Process(
-                            target=run_consumer,
-                            args=(task, q, timing, go, stop_consumers),
-                            name=f"consumer-{cid}",
-                            daemon=True,
-                        )
-                    )
+                    spawn(run_consumer, task, stop_consumers)
                     cid += 1
         pid = 0
         for t in topics:
@@ -164,14 +161,7 @@ def run(
                     key_mode=w.keyDistributor,
                     partitions=w.partitionsPerTopic,
                 )
-                procs.append(
-                    ctx.Process(
-                        target=run_producer,
-                        args=(task, q, timing, go, stop_producers),
-                        name=f"producer-{pid}",
-                        daemon=True,
-                    )
-                )
+                spawn(run_producer, task, stop_producers)
                 pid += 1
         for p in procs:
             p.start()

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, RunFailed, UserError
+from kafkatune.errors import EnvironmentProblem, RunFailed
 from kafkatune.workload import load_workload
 
 
@@ -36,8 +36,7 @@ def _target(bootstrap: str | None, state_dir: Path | None) -> tuple[str, list[st
     alive = [n for n in tb.status()["nodes"] if n["alive"]]
     if not alive:
         raise EnvironmentProblem("the testbed is not running: `kafkatune testbed up` (or pass --bootstrap)")
-    net = tb.network(st)
-    client_ns: list[str | None] = [h.netns for h in net.hosts if h.name.startswith("c")] if net else [None]
+    client_ns = tb.client_netns(st)
     profile = json.loads(tb.profile_file.read_text()) if tb.profile_file.exists() else None
     return st.bootstrap_servers, client_ns, {n.id: n.metrics_url for n in st.nodes}, profile
 
@@ -86,21 +85,16 @@ def register(cli: click.Group) -> None:
             f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
             f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}"
         )
-        try:
-            with LiveView(w.warmup_seconds + w.test_seconds) as view:
-                raw = runner.run(
-                    w,
-                    {"bootstrap.servers": boot},
-                    client_netns=client_ns,
-                    metrics_urls=metric_urls,
-                    on_tick=view,
-                    say=say,
-                    keep_topics=keep_topics,
-                )
-        except UserError:
-            raise
-        except RunFailed:
-            raise
+        with LiveView(w.warmup_seconds + w.test_seconds) as view:
+            raw = runner.run(
+                w,
+                {"bootstrap.servers": boot},
+                client_netns=client_ns,
+                metrics_urls=metric_urls,
+                on_tick=view,
+                say=say,
+                keep_topics=keep_topics,
+            )
         import confluent_kafka
 
         result, samples, brokers = res.build(

@@ -147,13 +147,7 @@ def testbed_up(
     if warm_up_s:
         from kafkatune.warmup import warm_up
 
-        net = tb.network(st)
-        warm_up(
-            st.bootstrap_servers,
-            warm_up_s,
-            say=say,
-            client_netns=[h.netns for h in net.hosts if h.name.startswith("c")] if net else [None],
-        )
+        warm_up(st.bootstrap_servers, warm_up_s, say=say, client_netns=tb.client_netns(st))
     click.echo(st.bootstrap_servers)
 
 

@@ -186,6 +186,7 @@ def build(
             "end_to_end_latency_ms": recorder.summary_ms(e2e),
             "broker_rates": _broker_summary(broker_rows),
             "drain_s": raw.drain_s,
+            "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
             "client": client,
             "client_bound": bool(warnings),
             "warnings": warnings,

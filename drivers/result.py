@@ -178,6 +178,9 @@ def build(
             "sent": sum(p["sent"] for p in raw.producers.values()),
             "acknowledged": acked,
             "publish_errors": sum(p["errors"] for p in raw.producers.values()),
+            # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
+            "unacknowledged_at_end": sum(p["outstanding"] for p in raw.producers.values()),
+            "consume_errors": sum(c["errors"] for c in raw.consumers.values()),
             "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],
             "consumed": consumed,
             **loss,

@@ -226,7 +226,6 @@ def _produce(
                 "sent": seq,
                 "acked": n_acked,
                 "errors": st.n_errors,
-                "bytes_acked": n_acked * task.message_size,
                 "outstanding": outstanding,
                 "error_samples": st.error_samples,
                 "acked_map": bytes(acked[:seq]),
@@ -292,7 +291,6 @@ def run_consumer(
                 task.wid,
                 {
                     "received": received,
-                    "bytes": received * task.message_size,
                     "errors": errors,
                     "seen": {pid: bytes(m) for pid, m in st.seen.items()},
                     "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,

@@ -132,6 +132,10 @@ def _print_summary(s: dict[str, Any], d: Path) -> None:
         f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
     ]
+    if s["unacknowledged_at_end"]:
+        lines.append(
+            f"{s['unacknowledged_at_end']:,} message(s) still unacknowledged when the producers' flush timed out"
+        )
     b = s["broker_rates"]
     if b:
         lines.append(

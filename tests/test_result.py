@@ -18,7 +18,6 @@ def _producer(acked: list[int]) -> dict[str, object]:
         "sent": len(acked),
         "acked": sum(acked),
         "errors": len(acked) - sum(acked),
-        "bytes_acked": 0,
         "outstanding": 0,
         "error_samples": [],
         "acked_map": bytes(acked),
@@ -30,7 +29,6 @@ def _producer(acked: list[int]) -> dict[str, object]:
 def _consumer(seen: dict[int, list[int]]) -> dict[str, object]:
     return {
         "received": sum(sum(v) for v in seen.values()),
-        "bytes": 0,
         "errors": 0,
         "seen": {p: bytes(v) for p, v in seen.items()},
         "e2e_hist": None,

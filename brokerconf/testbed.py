@@ -86,6 +86,8 @@ class TestbedState:
     subnet: str | None = None
     prefix: str = "kt"
     pids: dict[str, int] = field(default_factory=dict)
+    # restart-only broker configs on top of BROKER_DEFAULTS (a sweep sets them, then rolls the nodes)
+    overrides: dict[str, str] = field(default_factory=dict)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -175,6 +177,7 @@ class Testbed:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(d / "data"),
             **BROKER_DEFAULTS,
+            **st.overrides,
         }
         path = d / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -383,6 +386,35 @@ class Testbed:
         self._save(st)
         self._wait_serving(st, [node_id], progress)
         kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+
+    def set_overrides(self, overrides: dict[str, str], progress: Progress = print) -> int:
+        """Make `overrides` the restart-only configs of every node; rolling restart if they changed.
+
+        One node at a time, each back in full ISR before the next goes down, so a min.insync.replicas=2
+        topic stays writable throughout. Returns the number of node restarts.
+        """
+        st = self.state()
+        if st.overrides == overrides:
+            return 0
+        st.overrides = dict(overrides)
+        self._save(st)
+        for n in st.nodes:
+            self.restart(n.id, progress=progress)
+        return len(st.nodes)
+
+    def heal(self, progress: Progress = print) -> list[int]:
+        """Start the nodes that are down and wait for full ISR; returns the ids that were restarted."""
+        st = self.state()
+        dead = [n for n in st.nodes if self._alive(st, n) is None]
+        for n in dead:
+            self._write_node_files(st, n)
+            progress(f"healing: starting node {n.id}")
+            st.pids[str(n.id)] = self._start(st, n)
+            self._save(st)
+        if dead:
+            self._wait_serving(st, [n.id for n in st.nodes], progress)
+        kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), timeout_s=180, progress=progress)
+        return [n.id for n in dead]
 
     @staticmethod
     def _node(st: TestbedState, node_id: int) -> Node:

@@ -1,0 +1,192 @@
+"""Apply broker configs, read them back, snapshot and restore them.
+
+Dynamic keys are set per broker id with IncrementalAlterConfigs (confluent-kafka cannot address the
+cluster-wide default resource `BROKER ""`). A broker applies a change asynchronously, so every step
+waits until DescribeConfigs shows it before the next one: thread pools may only move within
+[old/2, old×2] of the value the broker currently runs with. Restart-only keys are possible on the
+testbed only: they are written to every node's server.properties and the nodes are restarted one at
+a time.
+
+A snapshot records, per broker, each catalogue key's value and whether it was a per-broker dynamic
+override. `restore` brings a cluster back to it: overrides that existed get their old value again, the
+others are deleted (thread pools stepped back first so the deletion is a legal change), and the
+testbed's restart-only overrides are put back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+
+from brokerconf import admin as kadmin
+from brokerconf import catalogue
+from kafkatune.errors import RunFailed
+
+SNAPSHOT_SCHEMA_VERSION = 1
+Progress = Callable[[str], None]
+DYNAMIC_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "dynamic")
+RESTART_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")
+
+
+class ConfigMismatch(RunFailed):
+    """A broker does not run with the value that was set (read back through DescribeConfigs)."""
+
+
+@dataclass
+class Applied:
+    """What one apply did: the values read back per broker, and how many node restarts it took."""
+
+    read_back: dict[str, dict[str, str | None]] = field(default_factory=dict)  # broker id -> key -> value
+    restarts: int = 0
+    steps: int = 0
+
+
+class BrokerConfigs:
+    def __init__(
+        self,
+        admin: AdminClient,
+        broker_ids: list[int],
+        *,
+        testbed: Any = None,
+        progress: Progress = print,
+        settle_timeout_s: float = 30,
+    ) -> None:
+        self.admin = admin
+        self.broker_ids = broker_ids
+        self.testbed = testbed
+        self.progress = progress
+        self.settle_timeout_s = settle_timeout_s
+
+    @classmethod
+    def connect(cls, bootstrap: str, admin_conf: Mapping[str, str] | None = None, **kw: Any) -> BrokerConfigs:
+        a = kadmin.admin_client(bootstrap, admin_conf)
+        return cls(a, kadmin.live_brokers(a, timeout_s=10), **kw)
+
+    # ---- reading -----------------------------------------------------------------------------------
+    def describe(self, broker_id: int, keys: tuple[str, ...] | list[str]) -> dict[str, tuple[str | None, str]]:
+        """key -> (value, source name) as the broker reports them now."""
+        res = ConfigResource("BROKER", str(broker_id))
+        entries = self.admin.describe_configs([res], request_timeout=15)[res].result(timeout=20)
+        out = {}
+        for k in keys:
+            e = entries.get(k)
+            if e is None:
+                raise RunFailed(f"broker {broker_id} does not know config {k!r}")
+            out[k] = (e.value, ConfigSource(e.source).name)
+        return out
+
+    def read_back(self, keys: list[str]) -> dict[str, dict[str, str | None]]:
+        return {str(b): {k: v for k, (v, _) in self.describe(b, keys).items()} for b in self.broker_ids}
+
+    # ---- snapshot / restore ------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        brokers = {}
+        for b in self.broker_ids:
+            brokers[str(b)] = {k: {"value": v, "source": s} for k, (v, s) in self.describe(b, DYNAMIC_KEYS).items()}
+        restart = None
+        if self.testbed is not None:
+            restart = dict(self.testbed.state().overrides)
+        return {
+            "schema_version": SNAPSHOT_SCHEMA_VERSION,
+            "taken_ns": time.time_ns(),
+            "brokers": brokers,
+            "restart_overrides": restart,
+        }
+
+    def restore(self, snap: Mapping[str, Any], *, skip: tuple[str, ...] = (), restart: bool = True) -> list[str]:
+        """Bring the brokers back to `snap` (except keys in `skip`); returns what changed."""
+        changed: list[str] = []
+        if restart and snap.get("restart_overrides") is not None and self.testbed is not None:
+            want = dict(snap["restart_overrides"])
+            if self.testbed.state().overrides != want:
+                changed.append(f"restart-only configs back to {want or 'Kafka defaults'} (rolling restart)")
+                self.testbed.set_overrides(want, progress=self.progress)
+        for b, keys in snap["brokers"].items():
+            now = self.describe(int(b), list(keys))
+            for k, old in keys.items():
+                if k in skip:
+                    continue
+                val, src = now[k]
+                was_override = old["source"] == "DYNAMIC_BROKER_CONFIG"
+                if val == old["value"] and (src == "DYNAMIC_BROKER_CONFIG") == was_override:
+                    continue
+                changed.append(f"broker {b} {k}: {val} -> {old['value']}")
+                p = catalogue.get(k)
+                if p.thread_pool and val is not None and old["value"] is not None:
+                    for step in catalogue.thread_pool_steps(int(val), int(old["value"])):
+                        self._alter(int(b), k, str(step))
+                        self._await(int(b), k, str(step))
+                if was_override:
+                    self._alter(int(b), k, old["value"])
+                else:
+                    self._alter(int(b), k, None)
+                self._await(int(b), k, old["value"])
+        return changed
+
+    # ---- applying ----------------------------------------------------------------------------------
+    def apply(self, dynamic: Mapping[str, str], restart: Mapping[str, str], snap: Mapping[str, Any]) -> Applied:
+        """Make the brokers run `snap` overlaid with `dynamic` and `restart`; verify what was set.
+
+        Keys a previous trial changed and this one does not set go back to the snapshot first, so a
+        trial's record describes the whole broker state it ran with.
+        """
+        out = Applied()
+        if self.testbed is not None:
+            base = dict(snap.get("restart_overrides") or {})
+            out.restarts = self.testbed.set_overrides({**base, **restart}, progress=self.progress)
+        elif restart:
+            raise RunFailed(f"{', '.join(restart)} need a broker restart: possible on the testbed only")
+        self.restore(snap, skip=tuple(dynamic), restart=False)
+        for b in self.broker_ids:
+            cur = self.describe(b, list(dynamic))
+            for k, v in dynamic.items():
+                have = cur[k][0]
+                p = catalogue.get(k)
+                targets = [v]
+                if p.thread_pool and have is not None and have != v:
+                    targets = [str(s) for s in catalogue.thread_pool_steps(int(have), int(v))]
+                elif have == v and cur[k][1] == "DYNAMIC_BROKER_CONFIG":
+                    continue
+                for t in targets:
+                    self._alter(b, k, t)
+                    self._await(b, k, t)
+                    out.steps += 1
+        keys = list(dynamic) + list(restart)
+        out.read_back = self.read_back(keys) if keys else {}
+        want = {**dynamic, **restart}
+        bad = [
+            f"broker {b} {k}={got[k]!r} (set {want[k]!r})"
+            for b, got in out.read_back.items()
+            for k in want
+            if got[k] != want[k]
+        ]
+        if bad:
+            raise ConfigMismatch("configs did not take effect: " + "; ".join(bad))
+        return out
+
+    def _alter(self, broker_id: int, key: str, value: str | None) -> None:
+        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+        res = ConfigResource(
+            "BROKER", str(broker_id), incremental_configs=[ConfigEntry(key, value, incremental_operation=op)]
+        )
+        try:
+            self.admin.incremental_alter_configs([res], request_timeout=20)[res].result(timeout=30)
+        except Exception as e:
+            raise RunFailed(f"broker {broker_id} refused {key}={value}: {e}") from None
+
+    def _await(self, broker_id: int, key: str, value: str | None) -> None:
+        """Wait until the broker reports `value` (the change travels through the metadata log)."""
+        deadline = time.monotonic() + self.settle_timeout_s
+        got: str | None = None
+        while time.monotonic() < deadline:
+            got = self.describe(broker_id, [key])[key][0]
+            if got == value:
+                return
+            time.sleep(0.2)
+        raise ConfigMismatch(
+            f"broker {broker_id} still reports {key}={got!r} {self.settle_timeout_s:.0f} s after {value!r} was set"
+        )

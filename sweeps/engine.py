@@ -1,0 +1,331 @@
+"""The sweep loop: baselines, the stages (Optuna ask/tell), the confirmation of the top trials.
+
+    guard (snapshot broker configs) ─┬─ baselines      kafka-defaults, omb-throughput, confluent-throughput
+                                     ├─ stage 1..n     ask → assemble config → run_trial → tell
+                                     │                 (stage i starts from the best of stage i−1)
+                                     ├─ confirm        re-measure the top trials of the last stage
+                                     └─ restore        on every exit path (see `sweeps.guard`)
+
+Everything is in the Optuna storage and `runs/<study>/`, so running the same command again resumes:
+completed trials are kept, a trial interrupted by Ctrl-C or kill -9 is run again.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from kafkatune import atomic
+from kafkatune.errors import EnvironmentProblem
+from sweeps import space, storage
+from sweeps.spec import Spec, Stage
+from sweeps.trial import Outcome, Target, run_trial
+from sweeps.view import SweepView
+
+SUMMARY_SCHEMA_VERSION = 1
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def _constraints(ft: optuna.trial.FrozenTrial) -> list[float]:
+    return list(ft.user_attrs.get("constraints", [0.0]))
+
+
+def make_sampler(spec: Spec, stage: Stage) -> optuna.samplers.BaseSampler:
+    n = stage.trials
+    if spec.sampler == "tpe":
+        return optuna.samplers.TPESampler(
+            seed=spec.seed, n_startup_trials=max(2, n // 3), multivariate=True, constraints_func=_constraints
+        )
+    if spec.sampler == "nsga2":
+        return optuna.samplers.NSGAIISampler(
+            seed=spec.seed, population_size=max(4, min(50, n // 3)), constraints_func=_constraints
+        )
+    if spec.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=spec.seed)
+    try:
+        import torch  # noqa: F401  (GPSampler needs it)
+    except ImportError:
+        raise EnvironmentProblem("sampler gp needs PyTorch: pip install torch (or use sampler: tpe)") from None
+    return optuna.samplers.GPSampler(seed=spec.seed, constraints_func=_constraints)
+
+
+def feasible(t: optuna.trial.FrozenTrial) -> bool:
+    return t.state == TrialState.COMPLETE and all(c <= 0 for c in _constraints(t))
+
+
+def ranked(st: Any) -> list[optuna.trial.FrozenTrial]:
+    """Feasible complete trials, best throughput first."""
+    return sorted((t for t in st.get_trials(deepcopy=False) if feasible(t)), key=lambda t: -t.values[0])
+
+
+class Sweep:
+    def __init__(
+        self,
+        spec: Spec,
+        target: Target,
+        run_dir: Path,
+        snapshot: Mapping[str, Any],
+        *,
+        storage_url: str | None,
+        view: SweepView,
+        mark_dirty: Callable[[], None],
+    ) -> None:
+        self.spec = spec
+        self.target = target
+        self.run_dir = run_dir
+        self.snapshot = snapshot
+        self.view = view
+        self.mark_dirty = mark_dirty
+        self.storage = storage.open_storage(storage_url, run_dir)
+        self.started = time.monotonic()
+        self.measured_s = 0.0
+        self.trials_run = 0
+        self.restarts = 0
+
+    # ---- helpers -----------------------------------------------------------------------------------
+    def _study(self, suffix: str, stage: Stage | None = None) -> Any:
+        sampler = make_sampler(self.spec, stage) if stage else optuna.samplers.RandomSampler()
+        return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions, sampler)
+
+    def _out_of_time(self) -> bool:
+        m = self.spec.budget.minutes
+        return m is not None and time.monotonic() - self.started > m * 60
+
+    def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
+        rec = self.run_dir / "trials" / f"{label}-{trial.number:03d}"
+        trial.set_user_attr("owner", storage.OWNER)
+        trial.set_user_attr("config", dict(cfg))
+        trial.set_user_attr("record", str(rec))
+        self.view.trial_started(label, trial.number, cfg)
+        meta = {"study": self.spec.name, "stage": label, "number": trial.number, "started_ns": time.time_ns(), **extra}
+        out = run_trial(
+            self.spec,
+            self.target,
+            cfg,
+            self.snapshot,
+            rec,
+            meta,
+            say=self.view.note,
+            on_tick=self.view.on_tick,
+            on_applied=self.mark_dirty,
+        )
+        self.trials_run += 1
+        self.restarts += out.restarts
+        self.measured_s += out.measure_s if out.ok else 0.0
+        trial.set_user_attr("restarts", out.restarts)
+        if out.ok:
+            trial.set_user_attr("windows_mb_s", out.windows_mb_s)
+            trial.set_user_attr("constraints", out.constraints)
+            trial.set_user_attr("violations", out.violations)
+            st.tell(trial, [out.values[o] for o in self.spec.objectives])
+        else:
+            trial.set_user_attr("fail_reason", out.fail_reason)
+            st.tell(trial, state=TrialState.FAIL)
+            self._heal(out.fail_reason or "")
+        self.view.trial_finished(label, trial.number, out, self.target.ceiling_mb_s)
+        return out
+
+    def _heal(self, why: str) -> None:
+        self.view.note(f"trial failed ({why}); healing the cluster")
+        try:
+            if self.target.testbed is not None:
+                self.target.testbed.heal(progress=self.view.note)
+            else:
+                from brokerconf import admin
+
+                admin.wait_full_isr(self.target.configs.admin, timeout_s=180, progress=self.view.note)
+        except Exception as e:
+            raise EnvironmentProblem(f"the cluster did not recover after a failed trial: {e}") from None
+
+    # ---- phases ------------------------------------------------------------------------------------
+    def baselines(self) -> None:
+        st = self._study("baselines")
+        storage.recover_interrupted(st)
+        for name in self.spec.baselines:
+            if name in storage.done_keys(st) or self._out_of_time():
+                continue
+            trial = st.ask()
+            if not storage.claim(st, trial, name):
+                continue
+            self._measure(st, trial, f"baseline-{name}", space.baseline(self.spec, name), {"baseline": name})
+
+    def stages(self) -> list[dict[str, Any]]:
+        carried: dict[str, Any] = {}
+        used = 0
+        out = []
+        for stage in self.spec.stage_list:
+            st = self._study(stage.name, stage)
+            for again in storage.recover_interrupted(st):
+                st.enqueue_trial(again["params"])
+            want = stage.trials
+            if self.spec.budget.trials is not None:
+                want = min(want, max(0, self.spec.budget.trials - used))
+            while len(storage.counted(st)) < want and not self._out_of_time():
+                trial = self._ask(st, stage)
+                if len([t for t in storage.counted(st) if t.number < trial.number]) >= want:
+                    storage.release(st, trial)  # another worker took the last one
+                    break
+                suggested = space.suggest(trial, stage)
+                cfg = space.assemble(self.spec, stage.fixed, carried, suggested)
+                self._measure(st, trial, stage.name, cfg, {"suggested": suggested, "carried": dict(carried)})
+            used += len(storage.counted(st))
+            best = ranked(st)
+            if best:
+                carried = {**carried, **best[0].params}
+            out.append(
+                {
+                    "name": stage.name,
+                    "trials": len(storage.counted(st)),
+                    "failed": sum(1 for t in st.get_trials(deepcopy=False) if t.state == TrialState.FAIL),
+                    "best": _brief(best[0]) if best else None,
+                    "carried_forward": dict(carried),
+                    "pareto": [_brief(t) for t in st.best_trials] if len(self.spec.objectives) > 1 else None,
+                }
+            )
+        return out
+
+    def _ask(self, st: Any, stage: Stage) -> Any:
+        """Ask for a trial; restart-only keys stay as they are for `trials_per_restart` trials in a row."""
+        restart_keys = [k for k in stage.params if k in space.RESTART_KEYS]
+        group = self.spec.measurement.trials_per_restart
+        done = sorted(storage.counted(st), key=lambda t: t.number)
+        base = make_sampler(self.spec, stage)
+        if restart_keys and done and group > 1:
+            last = {k: done[-1].params.get(k) for k in restart_keys}
+            run = 0
+            for t in reversed(done):
+                if {k: t.params.get(k) for k in restart_keys} != last:
+                    break
+                run += 1
+            if run < group and None not in last.values():
+                st.sampler = optuna.samplers.PartialFixedSampler(last, base)
+                return st.ask()
+        st.sampler = base
+        return st.ask()
+
+    def confirm(self, final: Any) -> list[dict[str, Any]]:
+        top = ranked(final)[: self.spec.confirm_top]
+        st = self._study("confirm")
+        storage.recover_interrupted(st)
+        for t in top:
+            key = f"{final.study_name}#{t.number}"
+            if key in storage.done_keys(st) or self._out_of_time():
+                continue
+            trial = st.ask()
+            if not storage.claim(st, trial, key):
+                continue
+            cfg = dict(t.user_attrs["config"])
+            self._measure(st, trial, "confirm", cfg, {"confirms": key})
+        out = []
+        for c in st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            wins = c.user_attrs.get("windows_mb_s", [])
+            out.append(
+                {
+                    "confirms": c.user_attrs["key"],
+                    "number": c.number,
+                    "mb_s": c.values[0],
+                    "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
+                    "values": dict(zip(self.spec.objectives, c.values, strict=True)),
+                    "feasible": feasible(c),
+                    "config": c.user_attrs["config"],
+                    "record": c.user_attrs.get("record"),
+                }
+            )
+        return sorted(out, key=lambda r: -r["mb_s"])
+
+    # ---- the whole sweep ---------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self.view.plan(self.spec)
+        self.baselines()
+        stages = self.stages()
+        final = self._study(self.spec.stage_list[-1].name, self.spec.stage_list[-1])
+        confirmed = self.confirm(final) if self.spec.confirm_top else []
+        summary = self.summarize(stages, confirmed)
+        atomic.write_json(self.run_dir / "summary.json", summary)
+        return summary
+
+    def summarize(self, stages: list[dict[str, Any]], confirmed: list[dict[str, Any]]) -> dict[str, Any]:
+        base_st = self._study("baselines")
+        baselines = {}
+        for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            baselines[t.user_attrs["key"]] = {
+                "mb_s": t.values[0],
+                "windows_mb_s": t.user_attrs.get("windows_mb_s"),
+                "config": t.user_attrs["config"],
+                "record": t.user_attrs.get("record"),
+            }
+        best_conf = next((c for c in confirmed if c["feasible"]), None)
+        final = self._study(self.spec.stage_list[-1].name)
+        best: dict[str, Any] | None
+        if best_conf:
+            best = {"from": "confirmation", **best_conf}
+        else:
+            r = ranked(final)
+            best = {"from": "search (not confirmed)", **_brief(r[0])} if r else None
+        ceiling = self.target.ceiling_mb_s
+        defaults = baselines.get("kafka-defaults", {}).get("mb_s")
+        wall = time.monotonic() - self.started
+        return {
+            "schema_version": SUMMARY_SCHEMA_VERSION,
+            "study": self.spec.name,
+            "plan": self.spec.plan,
+            "objectives": self.spec.objectives,
+            "ceiling_mb_s": ceiling,
+            "baselines": baselines,
+            "stages": stages,
+            "confirmed": confirmed,
+            "best": best,
+            "best_fraction_of_ceiling": (best["mb_s"] / ceiling) if best and ceiling else None,
+            "best_vs_defaults": (best["mb_s"] / defaults) if best and defaults else None,
+            "trials_to_95pct_of_best": self._trials_to(0.95 * best["mb_s"]) if best else None,
+            "restarts": sum(
+                t.user_attrs.get("restarts", 0) for s in self._all_studies() for t in s.get_trials(deepcopy=False)
+            ),
+            "this_invocation": {
+                "trials": self.trials_run,
+                "wall_s": wall,
+                "measured_s": self.measured_s,
+                "overhead_fraction": (1 - self.measured_s / wall) if wall and self.trials_run else None,
+            },
+        }
+
+    def _all_studies(self) -> list[Any]:
+        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm"]
+        return [self._study(n) for n in names]
+
+    def _trials_to(self, level: float) -> int | None:
+        """How many trials (baselines and stages, in the order run) until one with acks=all reached `level`."""
+        studies = self._all_studies()[:-1]
+        trials = sorted(
+            (
+                t
+                for s in studies
+                for t in s.get_trials(deepcopy=False)
+                if t.state in (TrialState.COMPLETE, TrialState.FAIL)
+            ),
+            key=lambda t: t.datetime_start or datetime.min,
+        )
+        for i, t in enumerate(trials, 1):
+            if t.state == TrialState.COMPLETE and t.user_attrs["config"].get("acks") == "all" and t.values[0] >= level:
+                return i
+        return None
+
+
+def _brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    return {
+        "number": t.number,
+        "mb_s": t.values[0],
+        "values": list(t.values),
+        "params": dict(t.params),
+        "config": t.user_attrs.get("config"),
+        "record": t.user_attrs.get("record"),
+    }

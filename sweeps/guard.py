@@ -1,0 +1,60 @@
+"""Broker configs a sweep changed are put back on every exit path.
+
+Before the first change the brokers' configs are snapshotted to `runs/<study>/broker-snapshot-<cluster>.json`
+with `dirty: false`; the first apply marks it dirty. Leaving the guard (normal end, exception, Ctrl-C,
+SIGTERM turned into KeyboardInterrupt by the CLI) restores the snapshot with SIGINT/SIGTERM blocked,
+so a second Ctrl-C cannot leave it half-done. After a kill -9 the file is still dirty: the next sweep
+on that cluster restores it before it does anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from brokerconf.apply import BrokerConfigs
+from kafkatune import atomic
+
+
+class ConfigGuard:
+    def __init__(self, configs: BrokerConfigs, path: Path, say: Callable[[str], None]) -> None:
+        self.configs = configs
+        self.path = path
+        self.say = say
+        self.snapshot: dict[str, Any] = {}
+        self.dirty = False
+
+    def __enter__(self) -> ConfigGuard:
+        if self.path.exists():
+            old = json.loads(self.path.read_text())
+            if old.get("dirty"):
+                self.say(f"restoring the broker configs an interrupted sweep left changed ({self.path.name})")
+                self._restore(old)
+        self.snapshot = self.configs.snapshot()
+        atomic.write_json(self.path, {**self.snapshot, "dirty": False})
+        return self
+
+    def mark_dirty(self) -> None:
+        if not self.dirty:
+            atomic.write_json(self.path, {**self.snapshot, "dirty": True})
+            self.dirty = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.dirty:
+            self._restore(self.snapshot)
+
+    def _restore(self, snap: dict[str, Any]) -> None:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            changed = self.configs.restore(snap)
+            for c in changed:
+                self.say(f"restored {c}")
+            if not changed:
+                self.say("broker configs already equal the snapshot")
+            atomic.write_json(self.path, {**snap, "dirty": False})
+            self.dirty = False
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)

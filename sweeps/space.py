@@ -1,0 +1,104 @@
+"""Search spaces and configurations: Optuna distributions from a stage, full trial configs, baselines.
+
+A trial's configuration is always complete: Kafka's defaults for every client key, overlaid by the
+workload's own client config, the spec's `fixed`, the best of earlier stages, the stage's `fixed`,
+and what the sampler suggested, in that order. Broker keys a trial does not set run with the
+pre-sweep snapshot's values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+
+from brokerconf import catalogue
+from sweeps.spec import Choices, IntRange, Spec, Stage
+
+Config = dict[str, int | str]
+RESTART_KEYS = frozenset(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")
+
+# Published starting points every sweep is compared against (all with acks=all: synchronous replication).
+BASELINE_CONFIGS: dict[str, Config] = {
+    # Apache Kafka's Java-client and broker defaults.
+    "kafka-defaults": {},
+    # OpenMessaging Benchmark's Kafka throughput driver profile (driver-kafka/kafka-throughput.yaml).
+    "omb-throughput": {"linger.ms": 1, "batch.size": 1048576},
+    # Confluent's "optimize for throughput" guidance: batch.size 100-200 KB, linger.ms 10-100, lz4.
+    "confluent-throughput": {"batch.size": 200000, "linger.ms": 50, "compression.type": "lz4"},
+}
+
+
+def distributions(stage: Stage) -> dict[str, BaseDistribution]:
+    out: dict[str, BaseDistribution] = {}
+    for k, v in stage.params.items():
+        p = catalogue.get(k)
+        if isinstance(v, IntRange):
+            out[k] = IntDistribution(v.low, v.high, log=v.log, step=v.step or 1)
+        elif isinstance(v, Choices):
+            vals: list[str | int] = [str(c) if p.kind == "choice" else int(c) for c in v.choices]
+            out[k] = CategoricalDistribution(vals)
+        else:
+            out[k] = CategoricalDistribution([v])
+    return out
+
+
+def suggest(trial: optuna.trial.BaseTrial, stage: Stage) -> Config:
+    return {k: trial._suggest(k, d) for k, d in distributions(stage).items()}  # type: ignore[attr-defined]
+
+
+def _typed(k: str, v: Any) -> int | str:
+    return int(v) if catalogue.get(k).kind == "int" else str(v)
+
+
+def client_defaults() -> Config:
+    return {p.name: p.default for p in catalogue.CATALOGUE.values() if p.apply == "client" and p.default is not None}
+
+
+def assemble(
+    spec: Spec, stage_fixed: Mapping[str, Any], carried: Mapping[str, Any], suggested: Mapping[str, Any]
+) -> Config:
+    """The complete configuration of one trial (see the module docstring for the order)."""
+    w = spec.base_workload()
+    cfg: Config = client_defaults()
+    clients = {**w.str_map("producerConfig"), **w.str_map("consumerConfig")}
+    for layer in (
+        {k: v for k, v in clients.items() if k in catalogue.CATALOGUE},
+        spec.fixed,
+        carried,
+        stage_fixed,
+        suggested,
+    ):
+        for key, val in layer.items():
+            cfg[key] = _typed(key, val)
+    return cfg
+
+
+def baseline(spec: Spec, name: str) -> Config:
+    """A baseline: Kafka's defaults plus the published profile, acks=all, the spec's workload shape."""
+    cfg: Config = client_defaults()
+    shape = {k: v for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")}
+    cfg.update({k: _typed(k, v) for k, v in shape.items()})
+    cfg.update(BASELINE_CONFIGS[name])
+    cfg["acks"] = "all"
+    return cfg
+
+
+def split(cfg: Mapping[str, int | str]) -> dict[str, dict[str, str]]:
+    """Group a configuration by how it is applied: producer, consumer, workload, dynamic, restart."""
+    out: dict[str, dict[str, str]] = {"producer": {}, "consumer": {}, "workload": {}, "dynamic": {}, "restart": {}}
+    for k, v in cfg.items():
+        p = catalogue.get(k)
+        if p.apply == "client":
+            out[p.scope][k] = str(v)
+        elif p.apply in ("workload", "topic"):
+            out["workload"][k] = str(v)
+        else:
+            out[p.apply][k] = str(v)
+    return out
+
+
+def restart_group_key(cfg: Mapping[str, int | str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in cfg.items() if catalogue.get(k).apply == "restart"))

@@ -1,0 +1,305 @@
+"""The sweep spec (YAML): what to sweep, against which cluster, judged how, for how long.
+
+Validated at the edge, before anything touches a cluster: every error names the field and what is
+allowed. Parameter names are the catalogue's (`brokerconf.catalogue`); values are checked against the
+catalogue's legal ranges and the cross-key rules.
+
+    name: staged-sync                  # study name: runs/<name>/
+    cluster: {testbed: true}           # or {bootstrap: "h1:9092,h2:9092", admin: {...}}
+    workload: {...}                    # the bench workload (OMB field names)
+    plan: staged                       # or joint (then `params:` at the top level)
+    fixed: {partitions: 6}             # every trial, baselines included for workload/topic keys
+    stages:
+      - name: producer
+        fixed: {acks: "0"}
+        params:
+          batch.size: {low: 16384, high: 1048576, log: true}
+          compression.type: {choices: [none, lz4]}
+        trials: 8
+    objectives: [throughput_mb_s]      # + p99_publish_ms / p99_e2e_ms (minimized)
+    constraints: {max_lost: 0, p999_e2e_ms: 5000}
+    budget: {trials: 30, minutes: 60}
+    measurement: {warmup_s: 5, window_s: 10, windows: 3}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from brokerconf import catalogue
+from kafkatune.errors import UserError
+from kafkatune.workload import Workload, parse_workload
+
+Scalar = str | int
+OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
+    "throughput_mb_s": "maximize",
+    "p99_publish_ms": "minimize",
+    "p99_e2e_ms": "minimize",
+}
+BaselineName = Literal["kafka-defaults", "omb-throughput", "confluent-throughput"]
+BASELINES: tuple[BaselineName, ...] = ("kafka-defaults", "omb-throughput", "confluent-throughput")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class IntRange(_Model):
+    low: int
+    high: int
+    log: bool = False
+    step: Annotated[int, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _order(self) -> IntRange:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) is above high ({self.high})")
+        if self.log and self.step not in (None, 1):
+            raise ValueError("log and step cannot be combined")
+        if self.log and self.low < 1:
+            raise ValueError("log scale needs low ≥ 1")
+        return self
+
+
+class Choices(_Model):
+    choices: Annotated[list[Scalar], Field(min_length=1)]
+
+
+ParamSpec = IntRange | Choices | Scalar
+
+
+def _check_params(params: dict[str, Any], where: str) -> None:
+    for k, v in params.items():
+        if k not in catalogue.CATALOGUE:
+            raise ValueError(f"{where}: unknown key {k!r} (sweepable: {', '.join(catalogue.CATALOGUE)})")
+        p = catalogue.CATALOGUE[k]
+        if isinstance(v, IntRange):
+            if p.kind == "choice":
+                raise ValueError(f"{where}.{k}: takes choices ({', '.join(p.choices)}), not a range")
+            for end in (v.low, v.high):
+                if (why := p.check(end)) is not None:
+                    raise ValueError(f"{where}.{k}: {end} is out of range: must be {why}")
+        elif isinstance(v, Choices):
+            for c in v.choices:
+                if (why := p.check(c if p.kind == "int" else str(c))) is not None:
+                    raise ValueError(f"{where}.{k}: choice {c!r} is not allowed: must be {why}")
+        else:
+            if (why := p.check(v if p.kind == "int" else str(v))) is not None:
+                raise ValueError(f"{where}.{k}: {v!r} is not allowed: must be {why}")
+
+
+class _Params(_Model):
+    @field_validator("params", "fixed", mode="after", check_fields=False)
+    @classmethod
+    def _known(cls, v: dict[str, Any], info: Any) -> dict[str, Any]:
+        _check_params(v, info.field_name)
+        return v
+
+
+class Stage(_Params):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_-]+$")]
+    params: Annotated[dict[str, ParamSpec], Field(min_length=1)]
+    fixed: dict[str, Scalar] = Field(default_factory=dict)
+    trials: Annotated[int, Field(ge=1, le=10000)]
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Stage:
+        both = set(self.params) & set(self.fixed)
+        if both:
+            raise ValueError(f"{', '.join(sorted(both))}: both swept and fixed in stage {self.name!r}")
+        return self
+
+
+class Cluster(_Model):
+    testbed: bool | None = None
+    state_dir: str | None = None
+    bootstrap: Annotated[str, Field(min_length=1)] | None = None
+    admin: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one(self) -> Cluster:
+        if self.testbed and self.bootstrap:
+            raise ValueError("give either testbed: true or bootstrap, not both")
+        if self.bootstrap is not None:
+            for hp in self.bootstrap.split(","):
+                host, _, port = hp.strip().rpartition(":")
+                if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                    raise ValueError(f"bootstrap: {hp!r} is not host:port")
+        return self
+
+    @property
+    def is_testbed(self) -> bool:
+        return self.bootstrap is None
+
+
+class Measurement(_Model):
+    warmup_s: Annotated[float, Field(ge=0, le=3600)] = 5
+    window_s: Annotated[float, Field(ge=1, le=3600)] = 10
+    windows: Annotated[int, Field(ge=1, le=100)] = 3
+    # After a rolling restart the brokers' JIT is cold again: load them this long before measuring.
+    restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 30
+    # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.
+    trials_per_restart: Annotated[int, Field(ge=1, le=100)] = 3
+
+
+class Constraints(_Model):
+    max_lost: Annotated[int, Field(ge=0)] = 0
+    p99_publish_ms: Annotated[float, Field(gt=0)] | None = None
+    p99_e2e_ms: Annotated[float, Field(gt=0)] | None = None
+    p999_e2e_ms: Annotated[float, Field(gt=0)] | None = None
+
+
+class Budget(_Model):
+    trials: Annotated[int, Field(ge=1)] | None = None
+    minutes: Annotated[float, Field(gt=0)] | None = None
+
+
+class Spec(_Params):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
+    cluster: Cluster = Field(default_factory=Cluster)
+    workload: dict[str, Any] = Field(default_factory=dict)
+    plan: Literal["staged", "joint"]
+    fixed: dict[str, Scalar] = Field(default_factory=dict)
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    stages: list[Stage] = Field(default_factory=list)
+    trials: Annotated[int, Field(ge=1)] | None = None  # joint plan
+    objectives: Annotated[list[Literal["throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)] = [
+        "throughput_mb_s"
+    ]
+    constraints: Constraints = Field(default_factory=Constraints)
+    budget: Budget = Field(default_factory=Budget)
+    measurement: Measurement = Field(default_factory=Measurement)
+    sampler: Literal["tpe", "nsga2", "gp", "random"] = "tpe"
+    seed: int | None = None
+    baselines: list[BaselineName] = list(BASELINES)
+    confirm_top: Annotated[int, Field(ge=0, le=20)] = 3
+    storage: str | None = None
+
+    @model_validator(mode="after")
+    def _plan(self) -> Spec:
+        if self.plan == "staged":
+            if not self.stages:
+                raise ValueError("plan staged needs a non-empty `stages` list")
+            if self.params or self.trials:
+                raise ValueError("plan staged takes `stages`; top-level `params`/`trials` are for plan joint")
+            names = [s.name for s in self.stages]
+            if len(set(names)) != len(names):
+                raise ValueError(f"stage names must be unique (got {names})")
+        else:
+            if not self.params or not self.trials:
+                raise ValueError("plan joint needs `params` and `trials`")
+            if self.stages:
+                raise ValueError("plan joint takes top-level `params`; `stages` are for plan staged")
+        if self.objectives[0] != "throughput_mb_s":
+            raise ValueError("the first objective must be throughput_mb_s (latency objectives come after it)")
+        if len(set(self.objectives)) != len(self.objectives):
+            raise ValueError("objectives: each at most once")
+        if self.sampler == "nsga2" and len(self.objectives) == 1:
+            pass  # NSGA-II works single-objective too
+        if self.storage is not None and not self.storage.startswith(("sqlite:///", "postgresql", "journal:")):
+            raise ValueError("storage: a sqlite:///, postgresql://… URL or journal:<file>")
+        return self
+
+    # ---- derived -----------------------------------------------------------------------------------
+    @property
+    def stage_list(self) -> list[Stage]:
+        if self.plan == "staged":
+            return list(self.stages)
+        assert self.trials is not None
+        return [Stage(name="joint", params=self.params, trials=self.trials)]
+
+    @property
+    def directions(self) -> list[Literal["minimize", "maximize"]]:
+        return [OBJECTIVES[o] for o in self.objectives]
+
+    def base_workload(self) -> Workload:
+        return parse_workload({"name": self.name, **self.workload}, "workload")
+
+    def all_keys(self) -> set[str]:
+        keys = set(self.fixed)
+        for s in self.stage_list:
+            keys |= set(s.params) | set(s.fixed)
+        return keys
+
+
+def _bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for k, v in values.items():
+        if catalogue.CATALOGUE[k].kind != "int":
+            continue
+        if isinstance(v, IntRange):
+            out[k] = (v.low, v.high)
+        elif isinstance(v, Choices):
+            ints = [int(c) for c in v.choices]
+            out[k] = (min(ints), max(ints))
+        else:
+            out[k] = (int(v), int(v))
+    return out
+
+
+def _semantic_checks(spec: Spec, source: str) -> None:
+    w = spec.base_workload()
+    if w.subscriptionsPerTopic != 1:
+        raise UserError(f"{source}: workload.subscriptionsPerTopic: sweeps measure one consumer group (set 1)")
+    if w.producerRate:
+        raise UserError(f"{source}: workload.producerRate: sweeps run at max rate (set 0 or leave it out)")
+    for key in ("testDurationMinutes", "warmupDurationMinutes"):
+        if key in spec.workload:
+            raise UserError(f"{source}: workload.{key}: set by `measurement` in a sweep (warmup_s, window_s, windows)")
+    if not spec.cluster.is_testbed:
+        restart = sorted(k for k in spec.all_keys() if catalogue.CATALOGUE[k].apply == "restart")
+        if restart:
+            raise UserError(
+                f"{source}: {', '.join(restart)}: restart-only broker configs can be swept on the testbed "
+                "only (cluster.testbed: true)"
+            )
+    base = {**{k: v for k, v in w.str_map("producerConfig").items()}, **spec.fixed}
+    for st in spec.stage_list:
+        vals: dict[str, Any] = {**base, **st.fixed, **st.params}
+        vals = {k: v for k, v in vals.items() if k in catalogue.CATALOGUE}
+        for k, v in list(vals.items()):
+            if isinstance(v, str) and catalogue.CATALOGUE[k].kind == "int":
+                vals[k] = int(v)
+        for msg in catalogue.infeasible_rules(_bounds(vals)):
+            raise UserError(f"{source}: stages.{st.name}: {msg}")
+
+
+def format_error(source: str, e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = [str(p) for p in err["loc"] if not str(p).startswith(("IntRange", "Choices", "function-after"))]
+        loc = [p for p in loc if p not in ("str", "int")]
+        field = ".".join(loc) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        lines.append(f"{source}: {field}: {msg}")
+    # A union reports one error per member; the first is the useful one.
+    return lines[0] if lines else f"{source}: invalid"
+
+
+def parse_spec(data: object, source: str = "spec") -> Spec:
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected a mapping (name, cluster, workload, plan, …), got {type(data).__name__}")
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as e:
+        raise UserError(format_error(source, e)) from None
+    _semantic_checks(spec, source)
+    return spec
+
+
+def load_spec(path: Path) -> Spec:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
+    return parse_spec(data, str(path))

@@ -1,0 +1,121 @@
+"""Where a study lives, and how a restarted or shared sweep finds its place again.
+
+`runs/<study>/` holds the Optuna storage (SQLite by default, or a journal file), one folder per trial
+(`trials/<stage>-<number>/`), the broker-config snapshot and `summary.json`. A PostgreSQL URL puts the
+Optuna storage in a database instead, so sweep workers on several machines share one study; each
+worker still writes its trial records under its own `runs/<study>/`.
+
+Optuna names: `<study>.baselines`, `<study>.<stage>` (one per stage; `joint` for the joint plan),
+`<study>.confirm`. Every trial carries user attributes: `owner` (host:pid of the worker running it),
+`config` (the complete configuration), `record` (its folder), and `key` for trials that must run once
+per study (a baseline's name, the trial a confirmation re-measures).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import optuna
+import psutil
+from optuna.trial import TrialState
+
+from kafkatune.errors import EnvironmentProblem
+
+OWNER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def open_storage(url: str | None, run_dir: Path) -> Any:
+    """The Optuna storage for `url` (None: SQLite in run_dir; `journal:<file>`: a journal file)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if url is None:
+        url = f"sqlite:///{run_dir / 'optuna.db'}"
+    if url.startswith("journal:"):
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        path = Path(url.removeprefix("journal:") or run_dir / "optuna.journal")
+        return JournalStorage(JournalFileBackend(str(path)))
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+    except Exception as e:
+        shown = url.split("@")[-1] if "@" in url else url  # never print a password from the URL
+        raise EnvironmentProblem(f"cannot open the study storage {shown}: {type(e).__name__}") from None
+
+
+def display_url(url: str | None, run_dir: Path) -> str:
+    if url is None:
+        return f"sqlite:///{run_dir / 'optuna.db'}"
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+def study(
+    storage: Any,
+    name: str,
+    directions: Sequence[Literal["minimize", "maximize"]],
+    sampler: optuna.samplers.BaseSampler | None = None,
+) -> Any:
+    return optuna.create_study(
+        storage=storage, study_name=name, directions=directions, sampler=sampler, load_if_exists=True
+    )
+
+
+def _owner_dead(owner: str | None) -> bool:
+    if not owner:
+        return False
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another machine's worker: not ours to judge
+    return int(pid) != os.getpid() and not psutil.pid_exists(int(pid))
+
+
+def recover_interrupted(st: Any) -> list[dict[str, Any]]:
+    """Fail the RUNNING trials whose worker on this host is gone; return their params for a re-run."""
+    again = []
+    for t in st.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if _owner_dead(t.user_attrs.get("owner")):
+            st._storage.set_trial_user_attr(t._trial_id, "interrupted", True)
+            st._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            again.append({"params": dict(t.params), "key": t.user_attrs.get("key")})
+    return again
+
+
+def counted(st: Any) -> list[Any]:
+    """Trials that used up budget: finished (complete or failed, not interrupted) or running now."""
+    out = []
+    for t in st.get_trials(deepcopy=False):
+        if t.state in (TrialState.COMPLETE, TrialState.RUNNING) or (
+            t.state == TrialState.FAIL and not (t.user_attrs.get("interrupted") or t.user_attrs.get("released"))
+        ):
+            out.append(t)
+    return out
+
+
+def claim(st: Any, trial: Any, key: str) -> bool:
+    """Mark `trial` as the one running `key`; False if another worker's earlier trial already has it.
+
+    Two workers may ask at the same moment; the trial with the lower number wins and the other
+    releases its trial (state PRUNED, attribute `released`), so no key is measured twice.
+    """
+    trial.set_user_attr("key", key)
+    for t in counted(st):
+        if t.number < trial.number and t.user_attrs.get("key") == key:
+            release(st, trial)
+            return False
+    return True
+
+
+def release(st: Any, trial: Any) -> None:
+    trial.set_user_attr("released", True)
+    st.tell(trial, state=TrialState.PRUNED)
+
+
+def done_keys(st: Any) -> set[str]:
+    """Keys measured already (complete, or failed for a reason other than an interruption)."""
+    return {t.user_attrs["key"] for t in counted(st) if "key" in t.user_attrs and t.state != TrialState.RUNNING}

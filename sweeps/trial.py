@@ -1,0 +1,208 @@
+"""One trial, following the trial protocol of DESIGN.md.
+
+apply configs (broker: dynamic per broker id, restart-only by rolling restart) -> read them back ->
+fresh topic -> warm-up -> k measurement windows -> stop, drain -> acknowledged == consumed -> delete the
+topic -> write the record. The record (`trial.json`, schema_version) sits next to the bench run files
+(`result.json`, `samples.parquet`, `broker_metrics.parquet`) in `runs/<study>/trials/<id>/`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brokerconf.apply import BrokerConfigs
+from drivers import result as res
+from drivers import runner
+from drivers.runner import RawRun, Tick, phase_of
+from kafkatune import atomic
+from kafkatune.workload import Workload, parse_workload
+from sweeps import space
+from sweeps.spec import Spec
+
+SCHEMA_VERSION = 1
+MB = 1e6
+
+
+@dataclass
+class Target:
+    """The cluster a sweep worker measures: where to connect, where clients run, how to reach configs."""
+
+    bootstrap: str
+    configs: BrokerConfigs
+    client_netns: list[str | None]
+    metrics_urls: dict[int, str]
+    profile: dict[str, Any] | None
+    ceiling_mb_s: float | None
+    testbed: Any = None
+    common: dict[str, str] = field(default_factory=dict)  # client security settings (never written out)
+
+
+@dataclass
+class Outcome:
+    """What a trial measured, in the units the objectives use."""
+
+    ok: bool
+    record_dir: Path
+    values: dict[str, float] = field(default_factory=dict)  # throughput_mb_s, p99_publish_ms, p99_e2e_ms
+    windows_mb_s: list[float] = field(default_factory=list)
+    constraints: list[float] = field(default_factory=list)  # ≤ 0 feasible (Optuna's convention)
+    violations: list[str] = field(default_factory=list)
+    restarts: int = 0
+    fail_reason: str | None = None
+    measure_s: float = 0.0
+    total_s: float = 0.0
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str, Mapping[str, str]]) -> Workload:
+    w = spec.base_workload()
+    m = spec.measurement
+    d = w.model_dump()
+    d["producerConfig"] = {**d["producerConfig"], **groups["producer"]}
+    d["consumerConfig"] = {**d["consumerConfig"], **groups["consumer"]}
+    from brokerconf import catalogue
+
+    for k, v in groups["workload"].items():
+        field_name = catalogue.get(k).workload_field
+        assert field_name
+        d[field_name] = int(v)
+    d["warmupDurationMinutes"] = m.warmup_s / 60
+    d["testDurationMinutes"] = m.window_s * m.windows / 60
+    return parse_workload(d, "trial workload")
+
+
+def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
+    """Consumer-confirmed MB/s in each of the k measurement windows (whole seconds only)."""
+    w = raw.workload
+    by_sec: dict[int, int] = {}
+    for t in raw.ticks:
+        if t.role == "consumer" and phase_of(t.second, w.warmup_seconds, w.test_seconds) == "measure":
+            by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
+    secs = sorted(by_sec)
+    if not secs:
+        return [0.0] * windows
+    first = secs[0]
+    per = max(1, int(window_s))
+    out = []
+    for i in range(windows):
+        span = range(first + i * per, first + (i + 1) * per)
+        got = [by_sec[s] for s in span if s in by_sec]
+        out.append(sum(got) / max(1, len(span)) / MB if got else 0.0)
+    return out
+
+
+def _constraints(spec: Spec, summary: Mapping[str, Any]) -> tuple[list[float], list[str]]:
+    c = spec.constraints
+    vals: list[float] = [float(summary["lost"] - c.max_lost)]
+    why = [f"lost {summary['lost']} > {c.max_lost}"] if summary["lost"] > c.max_lost else []
+    checks = (
+        (c.p99_publish_ms, summary["publish_latency_ms"].get("p99"), "p99 publish"),
+        (c.p99_e2e_ms, summary["end_to_end_latency_ms"].get("p99"), "p99 end-to-end"),
+        (c.p999_e2e_ms, summary["end_to_end_latency_ms"].get("p99.9"), "p99.9 end-to-end"),
+    )
+    for limit, got, name in checks:
+        if limit is None:
+            continue
+        g = float(got if got is not None else float("inf"))
+        vals.append(g - limit)
+        if g > limit:
+            why.append(f"{name} {g:.1f} ms > {limit:g} ms")
+    return vals, why
+
+
+def run_trial(
+    spec: Spec,
+    target: Target,
+    cfg: Mapping[str, int | str],
+    snapshot: Mapping[str, Any],
+    out_dir: Path,
+    meta: Mapping[str, Any],
+    *,
+    say: Callable[[str], None],
+    on_tick: Callable[[RawRun, Tick], None] | None = None,
+    on_applied: Callable[[], None] | None = None,
+) -> Outcome:
+    """Apply `cfg`, measure, write the record in `out_dir`. Raises only on Ctrl-C; failures are outcomes."""
+    t_start = time.monotonic()
+    groups = space.split(cfg)
+    outcome = Outcome(False, out_dir)
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        **meta,
+        "config": dict(cfg),
+        "applied": {"producer": groups["producer"], "consumer": groups["consumer"], "workload": groups["workload"]},
+    }
+    phase = "apply"
+    try:
+        w = trial_workload(spec, cfg, groups)
+        if on_applied:
+            on_applied()  # the snapshot is marked dirty before the first change
+        t_apply = time.monotonic()
+        applied = target.configs.apply(groups["dynamic"], groups["restart"], snapshot)
+        outcome.restarts = applied.restarts
+        record["broker_read_back"] = applied.read_back
+        record["restarts"] = applied.restarts
+        record["apply_s"] = time.monotonic() - t_apply
+        if applied.restarts and spec.measurement.restart_warmup_s:
+            from kafkatune.warmup import warm_up
+
+            phase = "warm-up after restart"
+            warm_up(target.bootstrap, spec.measurement.restart_warmup_s, client_netns=target.client_netns, say=say)
+        phase = "run"
+        raw = runner.run(
+            w,
+            {"bootstrap.servers": target.bootstrap, **target.common},
+            client_netns=target.client_netns,
+            metrics_urls=target.metrics_urls,
+            on_tick=on_tick,
+            say=lambda m: None,
+        )
+        result, samples, brokers = res.build(raw, target.profile, {"client": "confluent-kafka"})
+        res.write(out_dir, result, samples, brokers)
+        s = result["summary"]
+        wins = window_rates(raw, spec.measurement.window_s, spec.measurement.windows)
+        outcome.windows_mb_s = wins
+        outcome.values = {
+            "throughput_mb_s": statistics.fmean(wins),
+            "p99_publish_ms": float(s["publish_latency_ms"].get("p99", 0.0)),
+            "p99_e2e_ms": float(s["end_to_end_latency_ms"].get("p99", 0.0)),
+        }
+        outcome.constraints, outcome.violations = _constraints(spec, s)
+        outcome.measure_s = spec.measurement.window_s * spec.measurement.windows
+        outcome.ok = s["acknowledged"] > 0
+        if not outcome.ok:
+            outcome.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
+        record["measured"] = {
+            **outcome.values,
+            "windows_mb_s": wins,
+            "mean_mb_s": statistics.fmean(wins),
+            "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
+            "ceiling_mb_s": target.ceiling_mb_s,
+            "fraction_of_ceiling": (statistics.fmean(wins) / target.ceiling_mb_s) if target.ceiling_mb_s else None,
+            "p999_e2e_ms": s["end_to_end_latency_ms"].get("p99.9"),
+            "lost": s["lost"],
+            "duplicated": s["duplicated"],
+            "broker_rates": s["broker_rates"],
+            "client_bound": s["client_bound"],
+            "warnings": s["warnings"],
+        }
+        record["constraints"] = {"values": outcome.constraints, "violated": outcome.violations}
+    except KeyboardInterrupt:
+        record["state"] = "interrupted"
+        record["total_s"] = time.monotonic() - t_start
+        atomic.write_json(out_dir / "trial.json", record)
+        raise
+    except Exception as e:  # a trial that breaks is a result, not the end of the sweep
+        outcome.fail_reason = f"{phase}: {type(e).__name__}: {e}".strip()
+    outcome.total_s = time.monotonic() - t_start
+    record["state"] = "complete" if outcome.ok else "failed"
+    record["fail_reason"] = outcome.fail_reason
+    record["total_s"] = outcome.total_s
+    outcome.record = record
+    atomic.write_json(out_dir / "trial.json", record)
+    return outcome

@@ -1,0 +1,170 @@
+"""What a sweep shows while it runs: a live trial table on a terminal, plain lines otherwise.
+
+Each row: stage, trial, the parameters that differ from Kafka's defaults, consumer-confirmed MB/s
+(mean ± spread of the windows), % of the ceiling when known, p99 publish / end-to-end, state. Under the
+table: the best so far, trials done, restarts, and an ETA from the mean trial time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+MAX_ROWS = 14
+
+
+def short(cfg: Mapping[str, Any]) -> str:
+    """The keys of `cfg` that differ from Kafka's defaults, compactly."""
+    from brokerconf import catalogue
+
+    parts = []
+    for k, v in cfg.items():
+        p = catalogue.get(k)
+        if p.default is not None and str(p.default) == str(v):
+            continue
+        val = str(v)
+        if p.unit == "bytes" and isinstance(v, int) and v >= 1024:
+            val = f"{v / 1024:.0f}K" if v < 1024 * 1024 else f"{v / 1048576:.1f}M"
+        parts.append(f"{k}={val}")
+    return " ".join(parts) or "(defaults)"
+
+
+class SweepView:
+    def __init__(self, *, tty: bool | None = None, quiet: bool = False) -> None:
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self.quiet = quiet
+        self.rows: list[dict[str, Any]] = []
+        self.total = 0
+        self.best: tuple[float, str] | None = None
+        self.durations: list[float] = []
+        self._live: Any = None
+        self._current: dict[str, Any] | None = None
+        self._last_plain = 0.0
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+    def __enter__(self) -> SweepView:
+        if self.tty and not self.quiet:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(console=Console(stderr=True), refresh_per_second=2, get_renderable=self._render)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.__exit__(None, None, None)
+
+    def _print(self, msg: str) -> None:
+        if self.quiet:
+            return
+        if self._live is not None:
+            self._live.console.print(msg)
+        else:
+            print(msg, file=sys.stderr, flush=True)
+
+    # ---- events ------------------------------------------------------------------------------------
+    def plan(self, spec: Any) -> None:
+        self.total = len(spec.baselines) + sum(s.trials for s in spec.stage_list) + spec.confirm_top
+        if spec.budget.trials is not None:
+            self.total = len(spec.baselines) + min(spec.budget.trials, self.total) + spec.confirm_top
+
+    def note(self, msg: str) -> None:
+        self._print(f"  {msg}")
+
+    def trial_started(self, stage: str, number: int, cfg: Mapping[str, Any]) -> None:
+        self._current = {"stage": stage, "n": number, "cfg": short(cfg), "t0": time.monotonic(), "mb": None}
+        if not self.tty:
+            self._print(f"[{len(self.rows) + 1}/{self.total}] {stage} #{number}: {short(cfg)}")
+
+    def on_tick(self, raw: Any, tick: Any) -> None:
+        if self._current is None or tick.role != "consumer":
+            return
+        self._current["mb"] = tick.nbytes / 1e6
+        self._current["second"] = tick.second
+
+    def trial_finished(self, stage: str, number: int, out: Any, ceiling: float | None) -> None:
+        dur = out.total_s
+        self.durations.append(dur)
+        mb = out.values.get("throughput_mb_s") if out.ok else None
+        spread = statistics.stdev(out.windows_mb_s) if len(out.windows_mb_s) > 1 else 0.0
+        state = (
+            "ok"
+            if out.ok and not out.violations
+            else ("violates: " + "; ".join(out.violations) if out.ok else "FAILED")
+        )
+        row = {
+            "stage": stage,
+            "n": number,
+            "cfg": self._current["cfg"] if self._current else "",
+            "mb": mb,
+            "spread": spread,
+            "pct": (mb / ceiling * 100) if (mb is not None and ceiling) else None,
+            "p99p": out.values.get("p99_publish_ms"),
+            "p99e": out.values.get("p99_e2e_ms"),
+            "state": state if out.ok else f"FAILED: {out.fail_reason}",
+            "restarts": out.restarts,
+        }
+        self.rows.append(row)
+        self._current = None
+        if mb is not None and out.ok and not out.violations and (self.best is None or mb > self.best[0]):
+            self.best = (mb, f"{stage} #{number}")
+        if not self.tty:
+            self._print(
+                f"    -> {_fmt(mb)} MB/s ±{spread:.2f}"
+                + (f" ({row['pct']:.0f}% of ceiling)" if row["pct"] is not None else "")
+                + f", p99 publish {_fmt(row['p99p'])} ms, e2e {_fmt(row['p99e'])} ms, {row['state']}, {dur:.0f} s"
+                + f" | {self.footer()}"
+            )
+
+    def footer(self) -> str:
+        best = f"best {self.best[0]:.2f} MB/s ({self.best[1]})" if self.best else "best -"
+        left = max(0, self.total - len(self.rows))
+        eta = ""
+        if self.durations and left:
+            eta = f", ETA {statistics.fmean(self.durations) * left / 60:.0f} min"
+        return f"{best}; {len(self.rows)}/{self.total} trials{eta}"
+
+    # ---- rich table --------------------------------------------------------------------------------
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(expand=False, header_style="bold")
+        for col in (
+            "stage",
+            "#",
+            "params (≠ Kafka defaults)",
+            "MB/s",
+            "±",
+            "% ceil",
+            "p99 pub ms",
+            "p99 e2e ms",
+            "state",
+        ):
+            t.add_column(col, no_wrap=col != "params (≠ Kafka defaults)")
+        for r in self.rows[-MAX_ROWS:]:
+            t.add_row(
+                r["stage"],
+                str(r["n"]),
+                r["cfg"],
+                _fmt(r["mb"]),
+                f"{r['spread']:.2f}",
+                _fmt(r["pct"], 0),
+                _fmt(r["p99p"], 1),
+                _fmt(r["p99e"], 1),
+                r["state"][:60],
+            )
+        if self._current:
+            c = self._current
+            el = time.monotonic() - c["t0"]
+            t.add_row(c["stage"], str(c["n"]), c["cfg"], _fmt(c["mb"]), "", "", "", "", f"running {el:.0f} s")
+        return Group(t, Text(self.footer()))
+
+
+def _fmt(v: float | None, nd: int = 2) -> str:
+    return "-" if v is None else f"{v:,.{nd}f}"

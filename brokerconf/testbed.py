@@ -339,22 +339,38 @@ class Testbed:
         if pid is None:
             return
         os.kill(pid, signal.SIGTERM)  # controlled shutdown: leadership moves away first
-        try:
-            psutil.Process(pid).wait(timeout=timeout_s)
-        except psutil.TimeoutExpired:
+        if not self._await_exit(pid, timeout_s):
             os.kill(pid, signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
+            self._await_exit(pid, 30)
+
+    @staticmethod
+    def _await_exit(pid: int, timeout_s: float) -> bool:
+        """True once `pid` has exited. A node started by another process (a test fixture, an earlier
+        `testbed up`) stays a zombie until that process reaps it; a zombie has exited."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    return True
+            except psutil.NoSuchProcess:
+                return True
+            time.sleep(0.1)
+        return False
 
     def down(self, *, wipe: bool = False, progress: Progress = print) -> None:
         if not self.state_file.exists():
             progress("no testbed running")
             return
         st = self.state()
-        for n in reversed(st.nodes):
-            if self._alive(st, n):
-                progress(f"stopping node {n.id}")
-            self._stop_node(st, n)
+        # All at once: one by one, the last nodes wait for a controller quorum that has already gone.
+        pids = {n.id: pid for n in st.nodes if (pid := self._alive(st, n)) is not None}
+        for nid, pid in pids.items():
+            progress(f"stopping node {nid}")
+            os.kill(pid, signal.SIGTERM)
+        for pid in pids.values():
+            if not self._await_exit(pid, 30):
+                os.kill(pid, signal.SIGKILL)
+                self._await_exit(pid, 30)
         st.pids.clear()
         self._save(st)
         net = self.network(st)
@@ -371,7 +387,7 @@ class Testbed:
         if pid is None:
             raise UserError(f"node {node_id} is not running")
         os.kill(pid, signal.SIGKILL)
-        psutil.Process(pid).wait(timeout=30) if psutil.pid_exists(pid) else None
+        self._await_exit(pid, 30)
         return pid
 
     def restart(self, node_id: int, progress: Progress = print) -> None:

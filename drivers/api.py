@@ -33,6 +33,11 @@ class TopicSpec:
     config: Mapping[str, str] = field(default_factory=dict)
 
 
+# The error a delivery callback gets for a message `drop_unsent` removed: never sent, so neither
+# acknowledged nor lost, and not a publish error.
+DROPPED = "dropped unsent at the end of the run"
+
+
 class Producer(abc.ABC):
     @abc.abstractmethod
     def send(self, key: bytes | None, payload: bytes, on_done: DeliveryCallback) -> None:
@@ -45,6 +50,14 @@ class Producer(abc.ABC):
     @abc.abstractmethod
     def flush(self, timeout_s: float) -> int:
         """Wait for outstanding messages; returns how many are still outstanding."""
+
+    def drop_unsent(self) -> None:
+        """Drop messages still queued in the client and not yet sent to a broker (end of a max-rate run).
+
+        Each dropped message's callback gets `DROPPED` as its error. Drivers that cannot do this keep the
+        default: nothing is dropped and `flush` waits for everything.
+        """
+        return None
 
     @abc.abstractmethod
     def close(self) -> None: ...

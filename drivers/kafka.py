@@ -48,7 +48,10 @@ class KafkaProducer(api.Producer):
         if a is None:
 
             def a(err: Any, msg: Any, _cb: api.DeliveryCallback = on_done) -> None:
-                _cb(None if err is None else str(err), msg.value())
+                if err is None:
+                    _cb(None, msg.value())
+                else:
+                    _cb(api.DROPPED if err.code() == KafkaError._PURGE_QUEUE else str(err), msg.value())
 
             self._adapters[on_done] = a
         return a
@@ -64,6 +67,10 @@ class KafkaProducer(api.Producer):
 
     def flush(self, timeout_s: float) -> int:
         return int(self._p.flush(timeout_s))
+
+    def drop_unsent(self) -> None:
+        # In-flight requests are kept: they may still be acknowledged, and then must be consumed.
+        self._p.purge(in_queue=True, in_flight=False, blocking=False)
 
     def close(self) -> None:
         self._p.flush(5)

@@ -180,6 +180,8 @@ def build(
             "publish_errors": sum(p["errors"] for p in raw.producers.values()),
             # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
             "unacknowledged_at_end": sum(p["outstanding"] for p in raw.producers.values()),
+            # max rate: queued in the client, never sent, when the run ended (see drivers.worker)
+            "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in raw.producers.values()),
             "consume_errors": sum(c["errors"] for c in raw.consumers.values()),
             "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],
             "consumed": consumed,

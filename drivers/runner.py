@@ -197,6 +197,8 @@ def run(
         go.set()
         deadline = time.monotonic() + 15
         for p in procs:
+            if p.pid is None:  # never started (start() of an earlier one failed)
+                continue
             p.join(timeout=max(0.1, deadline - time.monotonic()))
             if p.is_alive():
                 p.terminate()
@@ -271,7 +273,7 @@ def _collect(
             subs = max(1, w.subscriptionsPerTopic)
             if (
                 w.subscriptionsPerTopic == 0
-                or (received >= acked * subs and idle > 1.5)
+                or (received >= acked * subs and idle > 0.5)
                 or idle > 10
                 or now > drain_deadline
             ):

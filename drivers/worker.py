@@ -64,7 +64,22 @@ def read_timing(shared: Any) -> dict[str, int]:
     return dict(zip(TIMING_FIELDS, list(shared), strict=True))
 
 
+def _exit_with_parent() -> None:
+    """A worker whose parent was killed (kill -9 of a bench or sweep) exits instead of loading a cluster forever."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _enter(task: WorkerTask) -> api.Driver:
+    _exit_with_parent()
     if task.netns:
         from brokerconf.netns import enter
 
@@ -122,6 +137,7 @@ class _ProducerState:
         self.buf.m_start, self.buf.m_end = timing["measure_start_ns"], timing["measure_end_ns"]
         self.acked = bytearray(1 << 16)
         self.n_errors = 0
+        self.n_dropped = 0
         self.error_samples: list[str] = []
         self.ticker: _Ticker | None = None
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
@@ -130,6 +146,9 @@ class _ProducerState:
         now = self.clock()
         _pid, seq, sent = payload.unpack_from(data)
         if err is not None:
+            if err == api.DROPPED:
+                self.n_dropped += 1
+                return
             self.n_errors += 1
             if self.ticker is not None:
                 self.ticker.errors += 1
@@ -211,6 +230,10 @@ def _produce(
         if now - last_poll >= POLL_EVERY_NS:
             poll(0)
             last_poll = now
+    if not interval:
+        # Max rate: what is still queued in the client is seconds of backlog (a full buffer.memory) that
+        # says nothing about the measured window; sending it would only lengthen every run.
+        prod.drop_unsent()
     outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
     tick.seq = seq
     tick.catch_up(clock())
@@ -226,6 +249,7 @@ def _produce(
                 "sent": seq,
                 "acked": n_acked,
                 "errors": st.n_errors,
+                "dropped_unsent": st.n_dropped,
                 "outstanding": outstanding,
                 "error_samples": st.error_samples,
                 "acked_map": bytes(acked[:seq]),

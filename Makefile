@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kafkatune
 STAMPS := .make
-APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Shaped network for the demo when root (network namespaces + tc); loopback otherwise.
 DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo shaped || echo loopback)
@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 .PHONY: all deps apt venv kafka test lint demo demo-down clean help
 
 help:
-	@echo "make demo    set up everything, start the local 3-broker testbed and run one measured bench"
+	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
 	@echo "make test    set up everything, then lint (ruff), type-check (mypy) and run the tests"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
 
@@ -58,9 +58,10 @@ demo: deps
 	  $(KT) testbed up --network shaped --nic-mbps $(DEMO_NIC_MBPS) --warm-up 60; \
 	else $(KT) testbed up --warm-up 60; fi
 	$(KT) testbed status
-	$(KT) bench examples/demo.yaml
-	@echo "demo done: the run is in runs/ (result.json, samples.parquet, broker_metrics.parquet);" \
-	      "stop the testbed with: $(KT) testbed down"
+	$(KT) sweep examples/demo-sweep.yaml
+	$(KT) study show runs/demo-sweep
+	@echo "demo done: the study is in runs/demo-sweep/ (summary.json, trials/*/trial.json + Parquet);" \
+	      "run the sweep again to resume it; stop the testbed with: $(KT) testbed down"
 
 demo-down: venv
 	$(KT) testbed down

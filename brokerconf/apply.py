@@ -155,8 +155,8 @@ class BrokerConfigs:
                     self._alter(b, k, t)
                     self._await(b, k, t)
                     out.steps += 1
-        keys = list(dynamic) + list(restart)
-        out.read_back = self.read_back(keys) if keys else {}
+        # Every catalogue broker key, not only the ones set: the record shows the whole broker state.
+        out.read_back = self.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
         want = {**dynamic, **restart}
         bad = [
             f"broker {b} {k}={got[k]!r} (set {want[k]!r})"

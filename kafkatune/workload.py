@@ -85,13 +85,17 @@ def parse_workload(data: object, source: str = "workload") -> Workload:
         raise UserError(format_validation_error(source, e)) from None
 
 
-def load_workload(path: Path) -> Workload:
+def read_yaml(path: Path) -> object:
+    """The YAML document in `path`; a missing file or broken YAML is a one-line UserError."""
     try:
         text = path.read_text()
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise UserError(f"{path}: not valid YAML: {e}") from None
-    return parse_workload(data, str(path))
+        raise UserError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+
+
+def load_workload(path: Path) -> Workload:
+    return parse_workload(read_yaml(path), str(path))

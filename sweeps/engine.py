@@ -107,17 +107,26 @@ class Sweep:
         trial.set_user_attr("record", str(rec))
         self.view.trial_started(label, trial.number, cfg)
         meta = {"study": self.spec.name, "stage": label, "number": trial.number, "started_ns": time.time_ns(), **extra}
-        out = run_trial(
-            self.spec,
-            self.target,
-            cfg,
-            self.snapshot,
-            rec,
-            meta,
-            say=self.view.note,
-            on_tick=self.view.on_tick,
-            on_applied=self.mark_dirty,
-        )
+        try:
+            out = run_trial(
+                self.spec,
+                self.target,
+                cfg,
+                self.snapshot,
+                rec,
+                meta,
+                say=self.view.note,
+                on_tick=self.view.on_tick,
+                on_applied=self.mark_dirty,
+            )
+        except KeyboardInterrupt:
+            # Not counted, and queued again with the same parameters: the next run (or another worker
+            # sharing the study) measures it.
+            trial.set_user_attr("interrupted", True)
+            st.tell(trial, state=TrialState.FAIL)
+            if trial.params and not extra.get("baseline") and not extra.get("confirms"):
+                st.enqueue_trial(dict(trial.params))
+            raise
         self.trials_run += 1
         self.restarts += out.restarts
         self.measured_s += out.measure_s if out.ok else 0.0
@@ -130,7 +139,8 @@ class Sweep:
         else:
             trial.set_user_attr("fail_reason", out.fail_reason)
             st.tell(trial, state=TrialState.FAIL)
-            self._heal(out.fail_reason or "")
+            if not (out.fail_reason or "").startswith("rules:"):
+                self._heal(out.fail_reason or "")
         self.view.trial_finished(label, trial.number, out, self.target.ceiling_mb_s)
         return out
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokerconf import catalogue
 from kafkatune.errors import UserError
-from kafkatune.workload import Workload, parse_workload
+from kafkatune.workload import Workload, parse_workload, read_yaml
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
@@ -242,7 +241,7 @@ def _bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
 
 
 def _semantic_checks(spec: Spec, source: str) -> None:
-    w = spec.base_workload()
+    w = parse_workload({"name": spec.name, **spec.workload}, f"{source}: workload")
     if w.subscriptionsPerTopic != 1:
         raise UserError(f"{source}: workload.subscriptionsPerTopic: sweeps measure one consumer group (set 1)")
     if w.producerRate:
@@ -294,12 +293,4 @@ def parse_spec(data: object, source: str = "spec") -> Spec:
 
 
 def load_spec(path: Path) -> Spec:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise UserError(f"{path}: not valid YAML: {str(e).splitlines()[0]}") from None
-    return parse_spec(data, str(path))
+    return parse_spec(read_yaml(path), str(path))

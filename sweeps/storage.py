@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -39,11 +40,18 @@ def open_storage(url: str | None, run_dir: Path) -> Any:
 
         path = Path(url.removeprefix("journal:") or run_dir / "optuna.journal")
         return JournalStorage(JournalFileBackend(str(path)))
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
-    except Exception as e:
-        shown = url.split("@")[-1] if "@" in url else url  # never print a password from the URL
-        raise EnvironmentProblem(f"cannot open the study storage {shown}: {type(e).__name__}") from None
+    last: Exception | None = None
+    for attempt in range(5):  # two workers creating the schema at once: one of them retries
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
+        except Exception as e:
+            last = e
+            time.sleep(0.5 + attempt)
+    why = str(last).strip().splitlines()[0] if str(last).strip() else ""
+    secret = url.partition("://")[2].rpartition("@")[0]
+    if secret:
+        why = why.replace(secret, "***")  # never print a password from the URL
+    raise EnvironmentProblem(f"cannot open the study storage {display_url(url, run_dir)}: {type(last).__name__}: {why}")
 
 
 def display_url(url: str | None, run_dir: Path) -> str:

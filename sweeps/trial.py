@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brokerconf import catalogue
 from brokerconf.apply import BrokerConfigs
 from drivers import result as res
 from drivers import runner
@@ -65,8 +66,6 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     d = w.model_dump()
     d["producerConfig"] = {**d["producerConfig"], **groups["producer"]}
     d["consumerConfig"] = {**d["consumerConfig"], **groups["consumer"]}
-    from brokerconf import catalogue
-
     for k, v in groups["workload"].items():
         field_name = catalogue.get(k).workload_field
         assert field_name
@@ -139,6 +138,10 @@ def run_trial(
     }
     phase = "apply"
     try:
+        broken = catalogue.broken_rules(cfg)
+        if broken:
+            phase = "rules"  # nothing is applied: the cluster is not touched
+            raise ValueError("; ".join(broken))
         w = trial_workload(spec, cfg, groups)
         if on_applied:
             on_applied()  # the snapshot is marked dirty before the first change

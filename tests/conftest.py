@@ -49,3 +49,39 @@ def unique() -> str:
 
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server (Debian's package) in a temporary folder, trust auth on 127.0.0.1."""
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not bins:
+        pytest.fail("PostgreSQL is not installed: `make deps` installs Debian's postgresql package")
+    bindir = bins[-1].parent
+    root = Path(tempfile.mkdtemp(prefix="kt-pg-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        shutil.chown(root, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = root / "data"
+
+    def run(*cmd: str) -> None:
+        subprocess.run([*as_user, *cmd], check=True, capture_output=True, timeout=120)
+
+    run(str(bindir / "initdb"), "-D", str(data), "--auth=trust", "-U", "kt", "-E", "UTF8")
+    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=100"
+    run(str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "server.log"), "-w", "-t", "60", "start")
+    try:
+        run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "kt", "kafkatune")
+        yield f"postgresql://kt@127.0.0.1:{port}/kafkatune"
+    finally:
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
+        shutil.rmtree(root, ignore_errors=True)

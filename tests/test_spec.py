@@ -1,0 +1,141 @@
+"""Malformed sweep specs: each is refused with one line naming the field, before any cluster is touched."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from brokerconf.testbed import Testbed
+from sweeps.spec import parse_spec
+from tests.helpers import kafkatune
+
+VALID: dict[str, Any] = {
+    "name": "spec-test",
+    "cluster": {"testbed": True},
+    "workload": {"messageSize": 1024, "partitionsPerTopic": 3},
+    "plan": "staged",
+    "stages": [
+        {
+            "name": "producer",
+            "fixed": {"acks": "all"},
+            "params": {
+                "batch.size": {"low": 16384, "high": 262144, "log": True},
+                "num.io.threads": {"choices": [8, 16]},
+            },
+            "trials": 2,
+        }
+    ],
+}
+
+
+def _with(path: str, value: Any) -> dict[str, Any]:
+    d = copy.deepcopy(VALID)
+    cur: Any = d
+    *head, last = path.split("/")
+    for p in head:
+        cur = cur[int(p)] if isinstance(cur, list) else cur[p]
+    if value is KeyError:
+        del cur[last]
+    else:
+        cur[last] = value
+    return d
+
+
+S = "stages/0/params"
+BAD = [
+    ("unknown-field", _with("plann", "staged"), "plann: unknown field"),
+    ("unknown-key", _with(f"{S}/batch.sise", {"low": 1, "high": 2}), "unknown key 'batch.sise'"),
+    ("out-of-range", _with(f"{S}/batch.size", {"low": 0, "high": 65536}), "batch.size: 0 is out of range"),
+    ("wrong-type", _with(f"{S}/linger.ms", {"low": "ten", "high": 5}), "low"),
+    ("bad-choice", _with(f"{S}/acks", {"choices": ["2"]}), "acks: choice '2' is not allowed"),
+    ("range-on-choice-key", _with(f"{S}/compression.type", {"low": 1, "high": 2}), "compression.type: takes choices"),
+    ("low-above-high", _with(f"{S}/batch.size", {"low": 65536, "high": 16384}), "low (65536) is above high"),
+    ("bad-fixed", _with("stages/0/fixed", {"acks": 2}), "acks: 2 is not allowed"),
+    (
+        "rule-buffer",
+        _with("stages/0/fixed", {"buffer.memory": 8192}),
+        "buffer.memory ≥ batch.size can never hold",
+    ),
+    (
+        "rule-fetch",
+        _with("fixed", {"fetch.max.bytes": 1000000, "max.partition.fetch.bytes": 4194304}),
+        "fetch.max.bytes ≥ max.partition.fetch.bytes",
+    ),
+    (
+        "rule-replica-fetch",
+        _with(f"{S}/replica.fetch.max.bytes", {"choices": [104857600]}),
+        "replica.fetch.response.max.bytes ≥ replica.fetch.max.bytes",
+    ),
+    (
+        "restart-key-on-bootstrap",
+        {**_with(f"{S}/replica.fetch.max.bytes", {"choices": [5242880]}), "cluster": {"bootstrap": "127.0.0.1:9092"}},
+        "restart-only broker configs can be swept on the testbed only",
+    ),
+    ("staged-without-stages", _with("stages", []), "plan staged needs a non-empty `stages`"),
+    ("joint-without-trials", {**_with("stages", []), "plan": "joint", "params": {"linger.ms": 5}}, "plan joint needs"),
+    ("swept-and-fixed", _with("stages/0/fixed", {"batch.size": 16384}), "both swept and fixed"),
+    ("workload-field", _with("workload/messageSizee", 10), "workload: messageSizee: unknown field"),
+    ("workload-rate", _with("workload/producerRate", 1000), "workload.producerRate"),
+    ("windows-zero", _with("measurement", {"windows": 0}), "measurement.windows"),
+    ("objective", _with("objectives", ["p99_e2e_ms"]), "first objective must be throughput_mb_s"),
+    ("storage", _with("storage", "mysql://x"), "storage: a sqlite:///"),
+    ("bootstrap-no-port", _with("cluster", {"bootstrap": "localhost"}), "'localhost' is not host:port"),
+    ("trials-zero", _with("stages/0/trials", 0), "stages.0.trials"),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "needle"), BAD, ids=[b[0] for b in BAD])
+def test_malformed_spec_is_one_clear_line(name: str, data: dict[str, Any], needle: str, tmp_path: Path) -> None:
+    f = tmp_path / f"{name}.yaml"
+    f.write_text(yaml.safe_dump(data, allow_unicode=True))
+    p = kafkatune("sweep", str(f), "--runs-dir", str(tmp_path / "runs"), timeout=60)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2, p.stderr
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith(f"error: {f}:") and needle in lines[0], lines[0]
+    assert not (tmp_path / "runs").exists()  # nothing was created, nothing touched
+
+
+def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
+    f = tmp_path / "broken.yaml"
+    f.write_text("name: [unclosed\n")
+    p = kafkatune("sweep", str(f), timeout=60)
+    assert p.returncode == 2 and "not valid YAML" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = kafkatune("sweep", str(tmp_path / "nope.yaml"), timeout=60)
+    assert p.returncode == 2 and "cannot read" in p.stderr
+
+
+def test_valid_spec_and_examples_parse() -> None:
+    s = parse_spec(VALID)
+    assert [st.name for st in s.stage_list] == ["producer"]
+    from tests.helpers import REPO
+
+    for ex in ("staged-sync-replication.yaml", "latency-slo.yaml"):
+        p = kafkatune("sweep", str(REPO / "examples" / ex), "--dry-run", timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert "budget:" in p.stdout and "baselines: kafka-defaults" in p.stdout
+
+
+def test_bad_specs_leave_the_cluster_untouched(testbed: Testbed, tmp_path: Path) -> None:
+    """Runs against the real testbed: configs before == after every refused spec and the unreachable one."""
+    from brokerconf.apply import BrokerConfigs
+
+    bc = BrokerConfigs.connect(testbed.state().bootstrap_servers, testbed=testbed)
+    before = bc.snapshot()
+    for name, data, _ in BAD[:6]:
+        f = tmp_path / f"{name}.yaml"
+        f.write_text(yaml.safe_dump(data, allow_unicode=True))
+        assert kafkatune("sweep", str(f), "--state-dir", str(testbed.state_dir), timeout=60).returncode == 2
+    unreachable = {**copy.deepcopy(VALID), "cluster": {"bootstrap": "127.0.0.1:9"}}
+    unreachable["stages"][0]["params"] = {"batch.size": {"low": 16384, "high": 65536}}
+    f = tmp_path / "unreachable.yaml"
+    f.write_text(yaml.safe_dump(unreachable))
+    p = kafkatune("sweep", str(f), "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "127.0.0.1:9 is not reachable" in p.stderr
+    after = bc.snapshot()
+    assert before["brokers"] == after["brokers"] and before["restart_overrides"] == after["restart_overrides"]

@@ -1,0 +1,293 @@
+"""Sweeps against the real testbed: configs applied and read back, restored on every exit, resume, sharing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from brokerconf import dist
+from brokerconf.apply import BrokerConfigs
+from brokerconf.testbed import Testbed, TestbedState
+from tests.helpers import REPO, kafkatune
+
+FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0}
+
+
+def write_spec(path: Path, name: str, stages: list[dict[str, Any]], **extra: Any) -> Path:
+    spec = {
+        "name": name,
+        "cluster": {"testbed": True},
+        "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
+        "plan": "staged",
+        "stages": stages,
+        "baselines": [],
+        "confirm_top": 0,
+        "measurement": FAST,
+        "seed": 7,
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def configs(tb: Testbed) -> BrokerConfigs:
+    return BrokerConfigs.connect(tb.state().bootstrap_servers, testbed=tb, progress=lambda m: None)
+
+
+def same_configs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a["brokers"] == b["brokers"] and a["restart_overrides"] == b["restart_overrides"]
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("trials/*/trial.json"))]
+
+
+def popen_sweep(spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
+    cmd += ["--runs-dir", str(runs), *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+
+
+def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"sweep exited ({proc.returncode}) before {what}")
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:
+    """A producer key, a dynamic broker key and a restart-only broker key; every record shows read-back values."""
+    bc = configs(testbed)
+    before = bc.snapshot()
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "apply-readback",
+        [
+            {
+                "name": "mixed",
+                "params": {
+                    "batch.size": {"choices": [65536, 262144]},
+                    "num.io.threads": {"choices": [4, 16]},
+                    "replica.fetch.max.bytes": {"choices": [2097152]},
+                },
+                "trials": 2,
+            }
+        ],
+        confirm_top=1,
+        baselines=["kafka-defaults"],
+    )
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    run_dir = tmp_path / "apply-readback"
+    recs = records(run_dir)
+    assert len(recs) == 4  # 1 baseline + 2 trials + 1 confirmation
+    for r in recs:
+        assert r["state"] == "complete", r.get("fail_reason")
+        cfg = r["config"]
+        assert r["applied"]["producer"]["batch.size"] == str(cfg["batch.size"])
+        for b in ("1", "2", "3"):
+            rb = r["broker_read_back"][b]
+            if "num.io.threads" in cfg:
+                assert rb["num.io.threads"] == str(cfg["num.io.threads"])
+            if "replica.fetch.max.bytes" in cfg:
+                assert rb["replica.fetch.max.bytes"] == "2097152"
+        assert r["measured"]["lost"] == 0 and r["measured"]["mean_mb_s"] > 0
+        assert len(r["measured"]["windows_mb_s"]) == 2
+    # The baseline ran with Kafka's defaults; the first stage trial needed one rolling restart (3 nodes);
+    # the later trials kept replica.fetch.max.bytes, so no more restarts until the final restore.
+    base = next(r for r in recs if r["stage"] == "baseline-kafka-defaults")
+    assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
+    assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
+    assert summary["best"]["from"] == "confirmation"
+    assert same_configs(bc.snapshot(), before)
+    assert not json.loads(next(run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
+
+    show = kafkatune("study", "show", str(run_dir))
+    assert show.returncode == 0 and "BEST (confirmation)" in show.stdout, show.stderr
+    assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
+
+    # optuna-dashboard opens the study's storage
+    dash = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "optuna-dashboard"),
+            f"sqlite:///{run_dir / 'optuna.db'}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "38917",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        body: dict[str, Any] = {}
+
+        def up() -> bool:
+            nonlocal body
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:38917/api/studies", timeout=2) as r:
+                    body = json.loads(r.read())
+                return True
+            except OSError:
+                return False
+
+        wait_for(up, 60, "optuna-dashboard")
+        names = {s["study_name"] for s in body["study_summaries"]}
+        assert {"apply-readback.baselines", "apply-readback.mixed", "apply-readback.confirm"} <= names
+    finally:
+        dash.terminate()
+        dash.wait(timeout=10)
+
+
+def test_sigint_mid_trial_restores_configs(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:
+    bc = configs(testbed)
+    before = bc.snapshot()
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "sigint",
+        [
+            {
+                "name": "brokers",
+                "params": {"num.io.threads": {"choices": [32]}, "num.network.threads": {"choices": [6]}},
+                "trials": 3,
+            }
+        ],
+        measurement={**FAST, "window_s": 5, "windows": 4},
+    )
+    snap_files = lambda: list((tmp_path / "sigint").glob("broker-snapshot-*.json"))  # noqa: E731
+
+    def changed() -> bool:
+        f = snap_files()
+        if not f or not json.loads(f[0].read_text()).get("dirty"):
+            return False
+        return bc.describe(1, ["num.io.threads"])["num.io.threads"][0] == "32"
+
+    proc = popen_sweep(spec, testbed, tmp_path, tmp_path / "log")
+    try:
+        wait_for(changed, 120, "the sweep to change broker configs", proc)
+        time.sleep(4)  # inside the measurement
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = (tmp_path / "log").read_text()
+    assert rc == 130, log[-3000:]
+    assert "restored broker 1 num.io.threads: 32 -> 8" in log
+    assert same_configs(bc.snapshot(), before)
+    assert not json.loads(snap_files()[0].read_text())["dirty"]
+    assert any(r["state"] == "interrupted" for r in records(tmp_path / "sigint"))
+
+
+def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:
+    """kill -9 mid-trial leaves configs changed; the same command restores them, keeps completed trials,
+    re-runs the interrupted one, and restores again at the end."""
+    bc = configs(testbed)
+    before = bc.snapshot()
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "kill9",
+        [
+            {
+                "name": "s1",
+                "params": {"num.io.threads": {"choices": [16]}, "linger.ms": {"low": 0, "high": 20}},
+                "trials": 3,
+            }
+        ],
+        measurement={**FAST, "window_s": 3, "windows": 2},
+    )
+    run_dir = tmp_path / "kill9"
+    done = lambda: [r for r in records(run_dir) if r["state"] == "complete"]  # noqa: E731
+    proc = popen_sweep(spec, testbed, tmp_path, tmp_path / "log1")
+    try:
+        wait_for(lambda: len(done()) >= 1, 180, "the first trial", proc)
+        time.sleep(5)  # the second trial is running
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first = {(r["stage"], r["number"]) for r in done()}
+    assert len(first) in (1, 2)
+    assert bc.describe(1, ["num.io.threads"])["num.io.threads"][0] == "16"  # left changed by the kill
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "restoring the broker configs an interrupted sweep left changed" in p.stderr
+    assert same_configs(bc.snapshot(), before)
+    after = {(r["stage"], r["number"]) for r in done()}
+    assert first <= after and len(after) == 3  # nothing lost; the interrupted trial was run again
+
+    import optuna
+
+    st = optuna.load_study(study_name="kill9.s1", storage=f"sqlite:///{run_dir / 'optuna.db'}")
+    states = [t.state.name for t in st.trials]
+    assert states.count("COMPLETE") == 3
+    interrupted = [t for t in st.trials if t.user_attrs.get("interrupted")]
+    assert len(interrupted) == (1 if len(first) < 3 else 0)
+    if interrupted:  # re-run with the same parameters
+        redo = [t for t in st.trials if t.state.name == "COMPLETE" and t.params == interrupted[0].params]
+        assert redo
+
+
+@pytest.fixture(scope="module")
+def second_testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist) -> Iterator[Testbed]:
+    tb = Testbed(tmp_path_factory.mktemp("testbed2"), kafka_dist, base_port=39590, heap="512m")
+    tb.down(wipe=True, progress=lambda m: None)
+    tb.state_dir.mkdir(parents=True, exist_ok=True)
+    tb.up(progress=print)
+    yield tb
+    tb.down(wipe=True, progress=print)
+
+
+def test_two_workers_share_a_postgresql_study(
+    healthy: TestbedState, testbed: Testbed, second_testbed: Testbed, postgres_url: str, tmp_path: Path
+) -> None:
+    n = 4
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        f"shared-{os.getpid()}",
+        [
+            {
+                "name": "p",
+                "params": {
+                    "batch.size": {"low": 16384, "high": 524288, "log": True},
+                    "linger.ms": {"low": 0, "high": 50},
+                },
+                "trials": n,
+            }
+        ],
+        storage=postgres_url,
+    )
+    procs = []
+    for i, tb in enumerate((testbed, second_testbed)):
+        procs.append(popen_sweep(spec, tb, tmp_path / f"w{i}", tmp_path / f"log{i}"))
+    for i, p in enumerate(procs):
+        assert p.wait(timeout=600) == 0, (tmp_path / f"log{i}").read_text()[-3000:]
+    import optuna
+
+    st = optuna.load_study(study_name=f"shared-{os.getpid()}.p", storage=postgres_url)
+    complete = [t for t in st.trials if t.state.name == "COMPLETE"]
+    assert len(complete) == n
+    assert len({t.number for t in complete}) == n
+    owners = {t.user_attrs["owner"] for t in complete}
+    assert len(owners) == 2  # both workers measured
+    recs = records(tmp_path / "w0" / st.study_name.split(".")[0]) + records(
+        tmp_path / "w1" / st.study_name.split(".")[0]
+    )
+    assert sorted(r["number"] for r in recs if r["state"] == "complete") == sorted(t.number for t in complete)

@@ -158,6 +158,7 @@ def run(
                     place(),
                     message_size=w.messageSize,
                     rate=per_rate,
+                    payload_content=w.payloadContent,
                     key_mode=w.keyDistributor,
                     partitions=w.partitionsPerTopic,
                 )

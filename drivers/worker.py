@@ -47,6 +47,7 @@ class WorkerTask:
     overrides: dict[str, str]
     netns: str | None = None
     message_size: int = 1024  # every payload of a run has this size
+    payload_content: str = "random"  # see drivers.payload.bodies
     # producer
     rate: float = 0.0  # msg/s for this producer, 0 = max
     key_mode: str = "NO_KEY"
@@ -180,7 +181,8 @@ def _produce(
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
     tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
-    body = os.urandom(task.message_size - payload.HEADER_BYTES)
+    pool = payload.bodies(task.message_size - payload.HEADER_BYTES, task.payload_content, seed=task.wid)
+    n_pool = len(pool)
     pack, pid, on_done, send, poll = payload.pack, task.wid, st.on_done, prod.send, prod.poll
     interval = 1e9 / task.rate if task.rate > 0 else 0.0
     m_start, m_end = st.buf.m_start, st.buf.m_end
@@ -221,7 +223,7 @@ def _produce(
             else (str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
         )
         try:
-            send(key, pack(pid, seq, now) + body, on_done)
+            send(key, pack(pid, seq, now) + pool[seq % n_pool], on_done)
         except api.BufferFull:
             tick.buffer_full += 1
             poll(0.005)  # the same sequence number goes again: its delay keeps growing

@@ -75,10 +75,7 @@ def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
     w = spec.base_workload()
     per_trial = m.warmup_s + m.window_s * m.windows + TRIAL_OVERHEAD_S
     stages = spec.stage_list
-    n_search = sum(s.trials for s in stages)
-    if spec.budget.trials is not None:
-        n_search = min(n_search, spec.budget.trials)
-    n = len(spec.baselines) + n_search + spec.confirm_top
+    n = sum(spec.planned)
     cl = "the local testbed" if spec.cluster.is_testbed else spec.cluster.bootstrap
     lines = [
         f"study {spec.name}: plan {spec.plan}, sampler {spec.sampler}, objectives {', '.join(spec.objectives)}",
@@ -103,7 +100,8 @@ def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
         fixed = f" fixed {dict(s.fixed)}" if s.fixed else ""
         lines.append(f"stage {i} {s.name}: {s.trials} trials: {params}{fixed}")
     lines += [
-        f"confirmation: top {spec.confirm_top} re-measured",
+        f"confirmation: top {spec.confirm_top} re-measured"
+        + (", and Kafka's defaults once more" if spec.planned[2] > spec.confirm_top else ""),
         f"budget: {n} trials (~{n * per_trial / 60:.0f} min)"
         + (f", stop after {spec.budget.minutes:g} min" if spec.budget.minutes else ""),
         f"storage: {storage.display_url(storage_url or spec.storage, run_dir)}; records in {run_dir}/trials/",
@@ -266,7 +264,9 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
         if s.get("best_fraction_of_ceiling"):
             lines.append(f"  {s['best_fraction_of_ceiling'] * 100:.1f} % of the {s['ceiling_mb_s']:.1f} MB/s ceiling")
         if s.get("best_vs_defaults"):
-            lines.append(f"  {s['best_vs_defaults']:.2f}× Kafka defaults")
+            again = " (re-measured at the end)" if s.get("defaults_remeasured") else ""
+            d = s.get("defaults_mb_s") or s["baselines"]["kafka-defaults"]["mb_s"]
+            lines.append(f"  {s['best_vs_defaults']:.2f}× Kafka defaults: {d:.2f} MB/s{again}")
         if s.get("trials_to_95pct_of_best"):
             lines.append(f"  95 % of the best reached after {s['trials_to_95pct_of_best']} trials")
     inv = s["this_invocation"]

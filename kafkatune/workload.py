@@ -28,6 +28,8 @@ class Workload(BaseModel):
     partitionsPerTopic: Annotated[int, Field(ge=1, le=10000)] = 1
     replicationFactor: Annotated[int, Field(ge=1)] | None = None
     messageSize: Annotated[int, Field(ge=HEADER_BYTES, le=64 * 1024 * 1024)] = 1024
+    # random: incompressible bodies; text: word soup that lz4 halves. Never one body repeated.
+    payloadContent: Literal["random", "text"] = "random"
     keyDistributor: Literal["NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO"] = "NO_KEY"
     subscriptionsPerTopic: Annotated[int, Field(ge=0, le=100)] = 1
     consumerPerSubscription: Annotated[int, Field(ge=1, le=256)] = 1

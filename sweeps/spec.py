@@ -123,6 +123,8 @@ class Cluster(_Model):
     def _one(self) -> Cluster:
         if self.testbed and self.bootstrap:
             raise ValueError("give either testbed: true or bootstrap, not both")
+        if self.testbed is False and not self.bootstrap:
+            raise ValueError("testbed: false needs bootstrap (host:port,…) of the cluster to sweep")
         if self.bootstrap is not None:
             for hp in self.bootstrap.split(","):
                 host, _, port = hp.strip().rpartition(":")
@@ -214,6 +216,15 @@ class Spec(_Params):
     @property
     def directions(self) -> list[Literal["minimize", "maximize"]]:
         return [OBJECTIVES[o] for o in self.objectives]
+
+    @property
+    def planned(self) -> tuple[int, int, int]:
+        """Trials planned: (baselines, search within the budget, confirmation runs)."""
+        search = sum(s.trials for s in self.stage_list)
+        if self.budget.trials is not None:
+            search = min(search, self.budget.trials)
+        again = 1 if self.confirm_top and "kafka-defaults" in self.baselines else 0
+        return len(self.baselines), search, self.confirm_top + again
 
     def base_workload(self) -> Workload:
         return parse_workload({"name": self.name, **self.workload}, "workload")

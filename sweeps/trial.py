@@ -51,7 +51,7 @@ class Outcome:
     record_dir: Path
     values: dict[str, float] = field(default_factory=dict)  # throughput_mb_s, p99_publish_ms, p99_e2e_ms
     windows_mb_s: list[float] = field(default_factory=list)
-    constraints: list[float] = field(default_factory=list)  # ≤ 0 feasible (Optuna's convention)
+    constraints: dict[str, float] = field(default_factory=dict)  # ≤ 0 feasible (Optuna's convention)
     violations: list[str] = field(default_factory=list)
     restarts: int = 0
     fail_reason: str | None = None
@@ -95,22 +95,23 @@ def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
     return out
 
 
-def _constraints(spec: Spec, summary: Mapping[str, Any]) -> tuple[list[float], list[str]]:
+def _constraints(spec: Spec, summary: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """Constraint values (≤ 0 is feasible, Optuna's convention) and what each violation was."""
     c = spec.constraints
-    vals: list[float] = [float(summary["lost"] - c.max_lost)]
+    vals: dict[str, float] = {"lost": float(summary["lost"] - c.max_lost)}
     why = [f"lost {summary['lost']} > {c.max_lost}"] if summary["lost"] > c.max_lost else []
     checks = (
-        (c.p99_publish_ms, summary["publish_latency_ms"].get("p99"), "p99 publish"),
-        (c.p99_e2e_ms, summary["end_to_end_latency_ms"].get("p99"), "p99 end-to-end"),
-        (c.p999_e2e_ms, summary["end_to_end_latency_ms"].get("p99.9"), "p99.9 end-to-end"),
+        ("p99_publish_ms", c.p99_publish_ms, summary["publish_latency_ms"].get("p99"), "p99 publish"),
+        ("p99_e2e_ms", c.p99_e2e_ms, summary["end_to_end_latency_ms"].get("p99"), "p99 end-to-end"),
+        ("p999_e2e_ms", c.p999_e2e_ms, summary["end_to_end_latency_ms"].get("p99.9"), "p99.9 end-to-end"),
     )
-    for limit, got, name in checks:
+    for name, limit, got, label in checks:
         if limit is None:
             continue
-        g = float(got if got is not None else float("inf"))
-        vals.append(g - limit)
+        g = float(got) if got is not None else 1e12  # nothing measured: as bad as it gets
+        vals[name] = g - limit
         if g > limit:
-            why.append(f"{name} {g:.1f} ms > {limit:g} ms")
+            why.append(f"{label} {g:.1f} ms > {limit:g} ms")
     return vals, why
 
 

@@ -68,9 +68,7 @@ class SweepView:
 
     # ---- events ------------------------------------------------------------------------------------
     def plan(self, spec: Any) -> None:
-        self.total = len(spec.baselines) + sum(s.trials for s in spec.stage_list) + spec.confirm_top
-        if spec.budget.trials is not None:
-            self.total = len(spec.baselines) + min(spec.budget.trials, self.total) + spec.confirm_top
+        self.total = sum(spec.planned)
 
     def note(self, msg: str) -> None:
         self._print(f"  {msg}")

@@ -85,6 +85,7 @@ BAD = [
     ("storage", _with("storage", "mysql://x"), "storage: a sqlite:///"),
     ("bootstrap-no-port", _with("cluster", {"bootstrap": "localhost"}), "'localhost' is not host:port"),
     ("trials-zero", _with("stages/0/trials", 0), "stages.0.trials"),
+    ("no-cluster", _with("cluster", {"testbed": False}), "testbed: false needs bootstrap"),
 ]
 
 

@@ -72,6 +72,7 @@ class RawRun:
     machine_cpu_percent: float | None = None
     consumer_assignment_wait_s: float = 0.0
     client_hosts: list[str | None] = field(default_factory=list)  # network namespace per worker, None = here
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall time of set-up and clean-up steps
 
 
 View = Callable[[RawRun, Tick], None]
@@ -111,6 +112,7 @@ def run(
     created = False
     n_prod = w.topics * w.producersPerTopic
     per_rate = w.producerRate / n_prod if w.producerRate else 0.0
+    t_setup = time.monotonic()
     try:
         drv.create_topics(specs)
         created = True
@@ -168,6 +170,7 @@ def run(
             p.start()
         say(f"started {pid} producer and {cid} consumer processes; waiting for consumer assignment")
         t_wait = time.monotonic()
+        raw.phases_s["create_topics"] = t_wait - t_setup
         _await_ready(q, pid, cid, procs, timeout_s=90)
         raw.consumer_assignment_wait_s = time.monotonic() - t_wait
 
@@ -190,9 +193,11 @@ def run(
         psutil.cpu_percent(None)
         go.set()
         _collect(raw, q, procs, pid, cid, stop_consumers, on_tick)
+        raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - values["produce_end_ns"] / 1e9
         raw.machine_cpu_percent = psutil.cpu_percent(None)
         return raw
     finally:
+        t_clean = time.monotonic()
         stop_producers.set()
         stop_consumers.set()
         go.set()
@@ -203,11 +208,14 @@ def run(
             p.join(timeout=max(0.1, deadline - time.monotonic()))
             if p.is_alive():
                 p.terminate()
+        raw.phases_s["stop_workers"] = time.monotonic() - t_clean
         if sampler:
             raw.broker_samples = sampler.stop()
+        t_del = time.monotonic()
         if created and not keep_topics:
             drv.delete_topics(topics)
         drv.close()
+        raw.phases_s["delete_topics"] = time.monotonic() - t_del
 
 
 def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: float) -> None:

@@ -136,8 +136,20 @@ def register(cli: click.Group) -> None:
     @cli.command("sweep")
     @click.argument("spec_file", metavar="SPEC", type=click.Path(path_type=Path))
     @click.option("--dry-run", is_flag=True, help="Validate the spec and print the plan; touch nothing.")
-    @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
-    @click.option("--storage", "storage_url", default=None, help="Optuna storage URL (overrides the spec's).")
+    @click.option(
+        "--runs-dir",
+        type=click.Path(path_type=Path),
+        default=Path("runs"),
+        show_default=True,
+        help="Where study folders live: the study is <runs-dir>/<spec name>/.",
+    )
+    @click.option(
+        "--storage",
+        "storage_url",
+        default=None,
+        help="Optuna storage URL, overriding the spec's: sqlite:///…, journal:<file>, postgresql://user@host/db "
+        "(share a study between workers, each with its own cluster).",
+    )
     @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="Testbed state folder.")
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout at the end.")
     def sweep(

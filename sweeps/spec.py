@@ -143,6 +143,8 @@ class Measurement(_Model):
     windows: Annotated[int, Field(ge=1, le=100)] = 3
     # After a rolling restart the brokers' JIT is cold again: load them this long before measuring.
     restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 30
+    # Longest wait for consumers to receive everything acknowledged after the window (acks=0: 5 s).
+    drain_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120
     # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.
     trials_per_restart: Annotated[int, Field(ge=1, le=100)] = 3
 

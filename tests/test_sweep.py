@@ -245,6 +245,40 @@ def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: P
         assert redo
 
 
+def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path
+) -> None:
+    bc = configs(testbed)
+    before = bc.snapshot()
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "heal",
+        [{"name": "s1", "params": {"num.io.threads": {"choices": [16]}}, "trials": 4}],
+        measurement={**FAST, "window_s": 3, "windows": 2},
+    )
+    run_dir = tmp_path / "heal"
+    snap = lambda: list(run_dir.glob("broker-snapshot-*.json"))  # noqa: E731
+    proc = popen_sweep(spec, testbed, tmp_path, tmp_path / "log")
+    try:
+        wait_for(lambda: bool(snap()) and json.loads(snap()[0].read_text()).get("dirty"), 120, "trial 1", proc)
+        testbed.kill(3)  # a broker dies under the sweep
+        rc = proc.wait(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = (tmp_path / "log").read_text()
+    assert rc == 0, log[-3000:]
+    recs = records(run_dir)
+    failed = [r for r in recs if r["state"] == "failed"]
+    assert failed and all(r["fail_reason"] for r in failed), [r.get("fail_reason") for r in recs]
+    assert "healing: starting node 3" in log
+    assert len(recs) == 4  # a failed trial counts against the budget
+    first_fail = min(r["number"] for r in failed)
+    assert any(r["state"] == "complete" and r["number"] > first_fail for r in recs)  # it went on
+    assert all(n["alive"] for n in testbed.status()["nodes"])
+    assert same_configs(bc.snapshot(), before)
+
+
 @pytest.fixture(scope="module")
 def second_testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist) -> Iterator[Testbed]:
     tb = Testbed(tmp_path_factory.mktemp("testbed2"), kafka_dist, base_port=39590, heap="512m")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from brokerconf import admin as kadmin
@@ -30,6 +31,11 @@ SNAPSHOT_SCHEMA_VERSION = 1
 Progress = Callable[[str], None]
 DYNAMIC_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "dynamic")
 RESTART_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")
+
+
+def _retriable(e: KafkaException) -> bool:
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() == KafkaError._TIMED_OUT)
 
 
 class ConfigMismatch(RunFailed):
@@ -70,7 +76,14 @@ class BrokerConfigs:
     def describe(self, broker_id: int, keys: tuple[str, ...] | list[str]) -> dict[str, tuple[str | None, str]]:
         """key -> (value, source name) as the broker reports them now."""
         res = ConfigResource("BROKER", str(broker_id))
-        entries = self.admin.describe_configs([res], request_timeout=15)[res].result(timeout=20)
+        for attempt in range(3):  # a broker busy compiling or collecting garbage can miss one timeout
+            try:
+                entries = self.admin.describe_configs([res], request_timeout=10)[res].result(timeout=15)
+                break
+            except KafkaException as exc:
+                if attempt == 2 or not _retriable(exc):
+                    raise RunFailed(f"cannot read the configs of broker {broker_id}: {exc}") from None
+                time.sleep(1 + attempt)
         out = {}
         for k in keys:
             e = entries.get(k)

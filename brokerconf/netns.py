@@ -143,39 +143,44 @@ def exec_prefix(netns: str | None) -> list[str]:
     return ["ip", "netns", "exec", netns] if netns else []
 
 
-def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0) -> float:
-    """Host-to-host TCP goodput in MB/s with iperf3 (one stream, client sends)."""
-    if shutil.which("iperf3") is None:
-        raise EnvironmentProblem("iperf3 is needed to measure the shaped link: apt-get install iperf3")
-    port = "5299"
-    srv = subprocess.Popen(
-        [*exec_prefix(server.netns), "iperf3", "-s", "-1", "-B", server.ip, "-p", port],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        out = _iperf_client(client, server.ip, port, seconds)
-    finally:
-        srv.kill()
-        srv.wait()
-    return out
+def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0, attempts: int = 5) -> float:
+    """Host-to-host TCP goodput in MB/s with iperf3 (one stream, client sends).
 
-
-def _iperf_client(client: NetHost, ip: str, port: str, seconds: float) -> float:
+    Each attempt starts a fresh one-off server: a client that connected too early (server not yet
+    listening) or got a partial result (iperf3 exits 0 with an `error` and no totals) tries again.
+    """
     import json
     import time
 
-    deadline = time.monotonic() + 10
-    while True:
-        proc = _run(
-            *exec_prefix(client.netns), "iperf3", "-c", ip, "-p", port, "-t", str(seconds), "-O", "1", "-J", check=False
+    if shutil.which("iperf3") is None:
+        raise EnvironmentProblem("iperf3 is needed to measure the shaped link: apt-get install iperf3")
+    port = "5299"
+    why = ""
+    for attempt in range(attempts):
+        srv = subprocess.Popen(
+            [*exec_prefix(server.netns), "iperf3", "-s", "-1", "-B", server.ip, "-p", port],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
-        if proc.returncode == 0:
-            data = json.loads(proc.stdout)
-            return float(data["end"]["sum_received"]["bits_per_second"]) / 8e6
-        if time.monotonic() > deadline:
-            raise EnvironmentProblem(f"iperf3 {client.name} -> {ip} failed: {proc.stdout[-300:]}")
-        time.sleep(0.2)
+        try:
+            time.sleep(0.3 + attempt * 0.5)  # let it listen
+            proc = _run(
+                *exec_prefix(client.netns),
+                *("iperf3", "-c", server.ip, "-p", port, "-t", str(seconds), "-O", "1", "-J"),
+                check=False,
+            )
+            data: object = None
+            try:
+                data = json.loads(proc.stdout)
+                return float(data["end"]["sum_received"]["bits_per_second"]) / 8e6  # type: ignore[index]
+            except (ValueError, KeyError, TypeError):
+                why = (
+                    (data.get("error") if isinstance(data, dict) else None) or proc.stdout[-300:] or proc.stderr[-300:]
+                )
+        finally:
+            srv.kill()
+            srv.wait()
+    raise EnvironmentProblem(f"iperf3 {client.name} -> {server.ip} failed {attempts} times: {why}")
 
 
 def host_names(net: ShapedNetwork, kind: str) -> Sequence[NetHost]:

@@ -96,7 +96,7 @@ def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: T
     summary = json.loads(p.stdout.strip().splitlines()[-1])
     run_dir = tmp_path / "apply-readback"
     recs = records(run_dir)
-    assert len(recs) == 4  # 1 baseline + 2 trials + 1 confirmation
+    assert len(recs) == 5  # 1 baseline + 2 trials + 1 confirmation + Kafka's defaults again
     for r in recs:
         assert r["state"] == "complete", r.get("fail_reason")
         cfg = r["config"]
@@ -115,6 +115,7 @@ def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: T
     assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
     assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
     assert summary["best"]["from"] == "confirmation"
+    assert summary["defaults_remeasured"]["config"]["batch.size"] == 16384
     assert same_configs(bc.snapshot(), before)
     assert not json.loads(next(run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
 

@@ -37,6 +37,55 @@ def merge(encoded: Iterable[bytes | None]) -> HdrHistogram:
     return h
 
 
+# hdrh answers percentiles, mean and stddev with Python loops over all 23,552 buckets: a run record
+# of 80 s took 12-14 s to build. The same arithmetic over numpy arrays, per bucket index: the lowest,
+# highest and median equivalent value (computed once with hdrh's own functions, so results match).
+_TABLES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _tables(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    t = _TABLES.get(h.counts_len)
+    if t is None:
+        low = [h.get_value_from_index(i) for i in range(h.counts_len)]
+        high = np.array([h.get_highest_equivalent_value(v) for v in low], dtype=np.int64)
+        mid = np.array([h._hdr_median_equiv_value(v) for v in low], dtype=np.float64)
+        t = _TABLES[h.counts_len] = (np.array(low, dtype=np.int64), high, mid)
+    return t
+
+
+def _counts(h: HdrHistogram) -> np.ndarray:
+    return np.ctypeslib.as_array(h.counts).astype(np.int64)
+
+
+def percentiles(h: HdrHistogram, ps: Iterable[float]) -> list[int]:
+    """`h.get_value_at_percentile(p)` for each p, in one pass."""
+    ps = list(ps)
+    n = h.get_total_count()
+    if n == 0:
+        return [0] * len(ps)
+    low, high, _ = _tables(h)
+    cum = np.cumsum(_counts(h))
+    out = []
+    for p in ps:
+        idx = int(np.searchsorted(cum, h.get_target_count_at_percentile(p), side="left"))
+        if idx >= len(cum):
+            out.append(0)
+        else:
+            out.append(int(high[idx] if p else low[idx]))
+    return out
+
+
+def mean_std(h: HdrHistogram) -> tuple[float, float]:
+    """`(h.get_mean_value(), h.get_stddev())` without hdrh's per-bucket Python loop."""
+    n = h.get_total_count()
+    if n == 0:
+        return 0.0, 0.0
+    _, _, mid = _tables(h)
+    c = _counts(h).astype(np.float64)
+    mean = float((c * mid).sum() / n)
+    return mean, float(np.sqrt((c * (mid - mean) ** 2).sum() / n))
+
+
 def summary_ms(h: HdrHistogram) -> dict[str, float | int]:
     """count, mean, std, min, the percentiles and max, in ms (NaN-free: an empty histogram gives zeros)."""
     n = h.get_total_count()
@@ -44,11 +93,12 @@ def summary_ms(h: HdrHistogram) -> dict[str, float | int]:
     if n == 0:
         out.update(mean=0.0, std=0.0, min=0.0, max=0.0, **{f"p{p:g}": 0.0 for p in PERCENTILES})
         return out
-    out["mean"] = h.get_mean_value() / 1000
-    out["std"] = h.get_stddev() / 1000
+    mean, std = mean_std(h)
+    out["mean"] = mean / 1000
+    out["std"] = std / 1000
     out["min"] = h.get_min_value() / 1000
-    for p in PERCENTILES:
-        out[f"p{p:g}"] = h.get_value_at_percentile(p) / 1000
+    for p, v in zip(PERCENTILES, percentiles(h, PERCENTILES), strict=True):
+        out[f"p{p:g}"] = v / 1000
     out["max"] = h.get_max_value() / 1000
     return out
 

@@ -33,9 +33,10 @@ def _phase(raw: RawRun, second: int) -> str:
 def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, Any]:
     """OMB's aggregated fields for one histogram; `scale` turns µs into the field's unit."""
     n = h.get_total_count()
-    out: dict[str, Any] = {f"{prefix}Avg": (h.get_mean_value() * scale) if n else 0.0}
-    for name, p in _OMB_PCTS:
-        out[f"{prefix}{name}"] = h.get_value_at_percentile(p) * scale if n else 0.0
+    out: dict[str, Any] = {f"{prefix}Avg": (recorder.mean_std(h)[0] * scale) if n else 0.0}
+    values = recorder.percentiles(h, [p for _, p in _OMB_PCTS])
+    for (name, _), v in zip(_OMB_PCTS, values, strict=True):
+        out[f"{prefix}{name}"] = v * scale if n else 0.0
     out[f"{prefix}Max"] = h.get_max_value() * scale if n else 0.0
     return out
 
@@ -44,7 +45,7 @@ def _quantiles(h: Any, scale: float) -> dict[str, float]:
     if not h.get_total_count():
         return {}
     qs = [50, 75, 90, 95, 99, 99.9, 99.99, 99.999, 100]
-    return {f"{q:g}": h.get_value_at_percentile(q) * scale for q in qs}
+    return {f"{q:g}": v * scale for q, v in zip(qs, recorder.percentiles(h, qs), strict=True)}
 
 
 def _loss(raw: RawRun) -> dict[str, Any]:
@@ -233,9 +234,10 @@ def build(
 def _tick_pcts(enc: bytes | None) -> dict[str, float]:
     h = recorder.merge([enc])
     n = h.get_total_count()
+    p50, p99 = recorder.percentiles(h, (50, 99))
     return {
-        "p50": h.get_value_at_percentile(50) / 1000 if n else 0.0,
-        "p99": h.get_value_at_percentile(99) / 1000 if n else 0.0,
+        "p50": p50 / 1000 if n else 0.0,
+        "p99": p99 / 1000 if n else 0.0,
         "max": h.get_max_value() / 1000 if n else 0.0,
     }
 

@@ -57,8 +57,8 @@ class LiveView:
         r = self._rows[s]
         w = raw.workload
         phase = phase_of(s, w.warmup_seconds, w.test_seconds)
-        p99p = recorder.merge(r["ph"]).get_value_at_percentile(99) / 1000
-        p99e = recorder.merge(r["ch"]).get_value_at_percentile(99) / 1000
+        p99p = recorder.percentiles(recorder.merge(r["ph"]), [99])[0] / 1000
+        p99e = recorder.percentiles(recorder.merge(r["ch"]), [99])[0] / 1000
         return (
             f"t={s + 1:>4}s/{self.total_s:.0f} {phase:<7} publish {r['pm']:>9,} msg/s "
             f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
@@ -90,8 +90,8 @@ class LiveView:
                     f"{r['pb'] / 1e6:.2f}",
                     f"{r['cm']:,}",
                     f"{r['cb'] / 1e6:.2f}",
-                    f"{recorder.merge(r['ph']).get_value_at_percentile(99) / 1000:.2f}",
-                    f"{recorder.merge(r['ch']).get_value_at_percentile(99) / 1000:.2f}",
+                    f"{recorder.percentiles(recorder.merge(r['ph']), [99])[0] / 1000:.2f}",
+                    f"{recorder.percentiles(recorder.merge(r['ch']), [99])[0] / 1000:.2f}",
                 )
             self._live.update(tab)
         elif time.monotonic() - self._last_plain >= self.plain_every_s:

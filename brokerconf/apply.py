@@ -60,8 +60,10 @@ class BrokerConfigs:
         testbed: Any = None,
         progress: Progress = print,
         settle_timeout_s: float = 30,
+        reconnect: Callable[[], AdminClient] | None = None,
     ) -> None:
         self.admin = admin
+        self.reconnect = reconnect
         self.broker_ids = broker_ids
         self.testbed = testbed
         self.progress = progress
@@ -69,8 +71,11 @@ class BrokerConfigs:
 
     @classmethod
     def connect(cls, bootstrap: str, admin_conf: Mapping[str, str] | None = None, **kw: Any) -> BrokerConfigs:
-        a = kadmin.admin_client(bootstrap, admin_conf)
-        return cls(a, kadmin.live_brokers(a, timeout_s=10), **kw)
+        def new() -> AdminClient:
+            return kadmin.admin_client(bootstrap, admin_conf)
+
+        a = new()
+        return cls(a, kadmin.live_brokers(a, timeout_s=10), reconnect=new, **kw)
 
     # ---- reading -----------------------------------------------------------------------------------
     def describe(self, broker_id: int, keys: tuple[str, ...] | list[str]) -> dict[str, tuple[str | None, str]]:
@@ -84,6 +89,9 @@ class BrokerConfigs:
                 if attempt == 2 or not _retriable(exc):
                     raise RunFailed(f"cannot read the configs of broker {broker_id}: {exc}") from None
                 time.sleep(1 + attempt)
+                if self.reconnect is not None:
+                    # after a rolling restart an old client can stay stuck on a dead connection
+                    self.admin = self.reconnect()
         out = {}
         for k in keys:
             e = entries.get(k)

@@ -162,7 +162,7 @@ class Testbed:
         b = self.base_port
         return [Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i) for i in range(1, NODES + 1)]
 
-    def _write_node_files(self, st: TestbedState, node: Node) -> Path:
+    def _write_node_files(self, st: TestbedState, node: Node, overrides: dict[str, str] | None = None) -> Path:
         d = self.node_dir(node.id)
         d.mkdir(parents=True, exist_ok=True)
         voters = ",".join(f"{n.id}@{n.host}:{n.controller_port}" for n in st.nodes)
@@ -177,7 +177,7 @@ class Testbed:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(d / "data"),
             **BROKER_DEFAULTS,
-            **st.overrides,
+            **(st.overrides if overrides is None else overrides),
         }
         path = d / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -239,7 +239,10 @@ class Testbed:
             p = psutil.Process(pid)
             if p.status() == psutil.STATUS_ZOMBIE:
                 return None
-            if str(self.node_dir(node.id) / "server.properties") in " ".join(p.cmdline()):
+            cmdline = p.cmdline()
+            # Empty while `ip netns exec` is exec'ing java: /proc/<pid>/cmdline reads empty for an
+            # instant. The process exists and is no zombie, so it is the node starting.
+            if not cmdline or str(self.node_dir(node.id) / "server.properties") in " ".join(cmdline):
                 return pid
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
@@ -390,13 +393,16 @@ class Testbed:
         self._await_exit(pid, 30)
         return pid
 
-    def restart(self, node_id: int, progress: Progress = print) -> None:
-        """Clean restart of one node; returns once it serves and every partition has a full ISR."""
+    def restart(self, node_id: int, progress: Progress = print, overrides: dict[str, str] | None = None) -> None:
+        """Clean restart of one node; returns once it serves and every partition has a full ISR.
+
+        `overrides`: the restart-only configs it starts with (default: the testbed's current ones).
+        """
         st = self.state()
         node = self._node(st, node_id)
         progress(f"stopping node {node_id}")
         self._stop_node(st, node)
-        self._write_node_files(st, node)
+        self._write_node_files(st, node, overrides)
         progress(f"starting node {node_id}")
         st.pids[str(node_id)] = self._start(st, node)
         self._save(st)
@@ -412,10 +418,13 @@ class Testbed:
         st = self.state()
         if st.overrides == overrides:
             return 0
+        for n in st.nodes:
+            self.restart(n.id, progress=progress, overrides=overrides)
+        # Recorded only once every node runs them: after a failed roll the state still differs,
+        # so the next call rolls all nodes again instead of trusting half-restarted brokers.
+        st = self.state()
         st.overrides = dict(overrides)
         self._save(st)
-        for n in st.nodes:
-            self.restart(n.id, progress=progress)
         return len(st.nodes)
 
     def heal(self, progress: Progress = print) -> list[int]:

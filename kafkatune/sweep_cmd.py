@@ -55,7 +55,9 @@ def _target(spec: Any, state_dir: Path | None) -> Any:
         ids = admin.live_brokers(a, timeout_s=10)
     except Exception as e:
         raise EnvironmentProblem(f"cluster.bootstrap {spec.cluster.bootstrap} is not reachable: {e}") from None
-    configs = BrokerConfigs(a, ids, progress=_say)
+    configs = BrokerConfigs(
+        a, ids, progress=_say, reconnect=lambda: admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
+    )
     return Target(spec.cluster.bootstrap, configs, [None], {}, None, None, common=dict(spec.cluster.admin))
 
 

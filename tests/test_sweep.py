@@ -115,6 +115,7 @@ def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: T
     assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
     assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
     assert summary["best"]["from"] == "confirmation"
+    bc = configs(testbed)  # a new client: every broker was restarted since the first one connected
     assert summary["defaults_remeasured"]["config"]["batch.size"] == 16384
     assert same_configs(bc.snapshot(), before)
     assert not json.loads(next(run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]

@@ -242,7 +242,8 @@ class Testbed:
             cmdline = p.cmdline()
             # Empty while `ip netns exec` is exec'ing java: /proc/<pid>/cmdline reads empty for an
             # instant. The process exists and is no zombie, so it is the node starting.
-            if not cmdline or str(self.node_dir(node.id) / "server.properties") in " ".join(cmdline):
+            starting = not cmdline and time.time() - p.create_time() < 60  # not a reused pid of a kernel thread
+            if starting or str(self.node_dir(node.id) / "server.properties") in " ".join(cmdline):
                 return pid
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass

@@ -16,7 +16,7 @@ narrow them. Cross-key rules are checked on every configuration before it is app
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -56,9 +56,6 @@ class Param:
         if not self.low <= value <= self.high:
             return f"an integer in [{self.low}, {self.high}]"
         return None
-
-    def kafka_value(self, value: object) -> str:
-        return str(value)
 
 
 def _p(name: str, scope: Scope, apply: Apply, default: int | str | None, **kw: object) -> Param:
@@ -280,7 +277,3 @@ def thread_pool_steps(old: int, new: int) -> Iterator[int]:
     while cur != new:
         cur = min(new, cur * 2) if new > cur else max(new, math.ceil(cur / 2))
         yield cur
-
-
-def by_apply(values: Mapping[str, object], pred: Callable[[Param], bool]) -> dict[str, object]:
-    return {k: v for k, v in values.items() if pred(get(k))}

@@ -36,10 +36,6 @@ optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
 
-def _constraints(ft: optuna.trial.FrozenTrial) -> list[float]:
-    return list(ft.user_attrs.get("constraints", [0.0]))
-
-
 def make_sampler(spec: Spec, stage: Stage) -> optuna.samplers.BaseSampler:
     n = stage.trials
     if spec.sampler == "tpe":
@@ -56,7 +52,7 @@ def make_sampler(spec: Spec, stage: Stage) -> optuna.samplers.BaseSampler:
 
 
 def feasible(t: optuna.trial.FrozenTrial) -> bool:
-    return t.state == TrialState.COMPLETE and all(c <= 0 for c in _constraints(t))
+    return t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values())
 
 
 def ranked(st: Any) -> list[optuna.trial.FrozenTrial]:
@@ -130,7 +126,6 @@ class Sweep:
         trial.set_user_attr("restarts", out.restarts)
         if out.ok:
             trial.set_user_attr("windows_mb_s", out.windows_mb_s)
-            trial.set_user_attr("constraints", list(out.constraints.values()))
             for name, value in out.constraints.items():
                 trial.set_constraint(name, value)  # the samplers steer away from infeasible regions
             trial.set_user_attr("violations", out.violations)

@@ -492,36 +492,56 @@ class Testbed:
         }
 
     # ---- profile -----------------------------------------------------------------------------------
-    def write_profile(self, st: TestbedState, progress: Progress = print) -> dict[str, Any]:
-        """The cluster profile a run records: brokers, listeners, network (measured when shaped), disk."""
+    def write_profile(
+        self,
+        st: TestbedState,
+        progress: Progress = print,
+        *,
+        disk_segment_mb: int = 64,
+        disk_files: int = 2,
+        measure_network: bool = True,
+    ) -> dict[str, Any]:
+        """The cluster profile a run records: brokers, listeners, network (measured when shaped), disk.
+
+        `up` runs it quickly (2 × 64 MiB per log dir); `kafkatune probe` runs it with larger files.
+        With measure_network=False the network section of the existing profile is kept.
+        """
+        from brokerconf import probe
+
         net = self.network(st)
-        network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
-        if net is not None:
+        network_: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
+        if not measure_network and self.profile_file.exists():
+            network_ = json.loads(self.profile_file.read_text())["network"]
+        elif net is not None:
             progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
             measured = netns.measure_rate(net.host("b1"), net.host("b2"))
-            network.update(
+            network_.update(
                 nic_mb_s_configured=st.nic_mb_s,
                 nic_mb_s_measured=round(measured, 2),
                 client_hosts=[asdict(h) for h in netns.host_names(net, "c")],
             )
             progress(f"measured {measured:.1f} MB/s per link (configured {st.nic_mb_s:g} MB/s)")
         else:
-            network.update(
+            network_.update(
                 nic_mb_s_configured=None, nic_mb_s_measured=None, note="unshaped loopback: no network ceiling is known"
             )
-        log_dir = self.node_dir(st.nodes[0].id) / "data"
-        du = shutil.disk_usage(log_dir) if log_dir.exists() else None
+        log_dirs = [self.node_dir(n.id) / "data" for n in st.nodes]
+        du = shutil.disk_usage(log_dirs[0]) if log_dirs[0].exists() else None
+        progress(
+            f"measuring disk writes in the {len(log_dirs)} log dirs at once ({disk_files} × {disk_segment_mb} MiB each)"
+        )
+        d = probe.probe_disk(log_dirs, segment_mb=disk_segment_mb, files=disk_files)
+        progress(
+            f"disk: {d.write_mb_s_measured:g} MB/s per log dir with fsync ({d.write_mb_s_total:g} MB/s together), "
+            f"{d.fsync_per_s:g} small fsyncs/s"
+        )
         profile = {
             "schema_version": SCHEMA_VERSION,
             "kafka_version": st.kafka_version,
             "brokers": [{"id": n.id, "listener": n.listener, "host": n.host, "netns": n.netns} for n in st.nodes],
             "bootstrap_servers": st.bootstrap_servers,
-            "network": network,
-            "disk": {
-                "log_dirs": [str(self.node_dir(n.id) / "data") for n in st.nodes],
-                "free_bytes": du.free if du else None,
-                "write_mb_s_measured": None,
-            },
+            "network": network_,
+            "disk": {**d.as_profile(), "free_bytes": du.free if du else None},
             "machine": {
                 "cpus": os.cpu_count(),
                 "memory_bytes": psutil.virtual_memory().total,

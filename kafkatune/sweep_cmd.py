@@ -185,6 +185,10 @@ def register(cli: click.Group) -> None:
         target = _target(spec, state_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "spec.yaml").write_text(_redacted_spec(spec_file, run_dir))
+        if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
+            from kafkatune import atomic
+
+            atomic.write_json(run_dir / "profile.json", target.profile)
         guard = ConfigGuard(target.configs, run_dir / f"broker-snapshot-{_cluster_tag(target)}.json", _say)
         with guard, SweepView() as view:
             sw = engine.Sweep(

@@ -42,6 +42,9 @@ def test_profile_written(healthy: TestbedState, testbed: Testbed) -> None:
     assert prof["kafka_version"] == healthy.kafka_version
     assert len(prof["brokers"]) == 3
     assert prof["network"]["mode"] == "loopback" and prof["network"]["shaped"] is False
+    disk = prof["disk"]  # the probe ran at `up`: all three log dirs written at once
+    assert disk["write_mb_s_measured"] > 0 and disk["fsync_per_s"] > 0
+    assert len(disk["log_dirs"]) == 3 and disk["write_mb_s_total"] >= disk["write_mb_s_measured"]
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (make installs it)")

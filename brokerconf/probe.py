@@ -1,0 +1,139 @@
+"""Disk probes for the cluster profile: what a broker's log dir can absorb.
+
+Kafka appends to segment files sequentially and leaves flushing to the OS unless
+`log.flush.interval.*` says otherwise. So the probe writes segment-sized files in 1 MiB blocks, in every
+log dir at once (brokers that share a device share its bandwidth), twice:
+
+- `fsync`: each file is fsynced when complete, as a segment is when it rolls; the time includes the
+  fsync, so this is what the device sustains. This is the disk term of the ceiling model.
+- `buffered`: no fsync; what the page cache absorbs in a burst (an upper bound, not a ceiling).
+
+and measures the rate of small synchronous appends (1 KiB write + fdatasync), the cost a broker pays per
+flush when `log.flush.interval.messages=1`.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkatune.errors import UserError
+
+MiB = 1024 * 1024
+BLOCK = MiB
+
+
+@dataclass(frozen=True)
+class DiskProbe:
+    log_dirs: list[str]
+    segment_mb: int
+    files_per_dir: int
+    write_mb_s_measured: float  # per log dir, all dirs writing at once, fsync per file
+    write_mb_s_total: float  # all dirs together
+    write_mb_s_buffered: float  # per log dir, no fsync (page cache)
+    fsync_per_s: float  # 1 KiB write + fdatasync, one dir alone
+    fsync_ms_p50: float
+    seconds: float
+
+    def as_profile(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["method"] = (
+            f"{self.files_per_dir} × {self.segment_mb} MiB sequential files per log dir, {len(self.log_dirs)} dirs "
+            "at once, 1 MiB writes; measured = fsync per file; buffered = no fsync; fsync_per_s = 1 KiB append + "
+            "fdatasync"
+        )
+        return d
+
+
+def _write_files(d: Path, tag: str, segment_mb: int, files: int, fsync: bool, out: list[float], i: int) -> None:
+    buf = os.urandom(BLOCK)
+    t0 = time.perf_counter()
+    for n in range(files):
+        p = d / f".kafkatune-probe-{tag}-{n}.tmp"
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            for _ in range(segment_mb):
+                os.write(fd, buf)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    out[i] = time.perf_counter() - t0
+
+
+def _cleanup(dirs: Sequence[Path]) -> None:
+    for d in dirs:
+        for p in d.glob(".kafkatune-probe-*.tmp"):
+            p.unlink(missing_ok=True)
+
+
+def _parallel(dirs: Sequence[Path], tag: str, segment_mb: int, files: int, fsync: bool) -> float:
+    """Per-dir MB/s with every dir writing at the same time (the slowest dir's pace)."""
+    took = [0.0] * len(dirs)
+    threads = [
+        threading.Thread(target=_write_files, args=(d, tag, segment_mb, files, fsync, took, i))
+        for i, d in enumerate(dirs)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _cleanup(dirs)
+    return segment_mb * files * MiB / 1e6 / max(took)
+
+
+def _fsync_rate(d: Path, max_ops: int = 300, max_s: float = 1.5) -> tuple[float, float]:
+    p = d / ".kafkatune-probe-fsync.tmp"
+    buf = os.urandom(1024)
+    lat: list[float] = []
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
+    try:
+        t0 = time.perf_counter()
+        while len(lat) < max_ops and time.perf_counter() - t0 < max_s:
+            t = time.perf_counter()
+            os.write(fd, buf)
+            os.fdatasync(fd)
+            lat.append(time.perf_counter() - t)
+        total = time.perf_counter() - t0
+    finally:
+        os.close(fd)
+        p.unlink(missing_ok=True)
+    return len(lat) / total, statistics.median(lat) * 1e3
+
+
+def probe_disk(log_dirs: Sequence[str | Path], *, segment_mb: int = 64, files: int = 2) -> DiskProbe:
+    """Measure write bandwidth on the given log dirs (created if missing). Temporary files are removed."""
+    if not log_dirs:
+        raise UserError("disk probe: no log dir given")
+    if segment_mb < 1 or files < 1:
+        raise UserError("disk probe: segment size and file count must be ≥ 1")
+    dirs = [Path(d) for d in log_dirs]
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        if not os.access(d, os.W_OK):
+            raise UserError(f"disk probe: log dir {d} is not writable")
+    t0 = time.perf_counter()
+    try:
+        buffered = _parallel(dirs, "buffered", segment_mb, files, fsync=False)
+        os.sync()  # the buffered pass must not be written back during the fsync pass
+        synced = _parallel(dirs, "fsync", segment_mb, files, fsync=True)
+        fsync_per_s, fsync_ms = _fsync_rate(dirs[0])
+    finally:
+        _cleanup(dirs)
+    return DiskProbe(
+        log_dirs=[str(d) for d in dirs],
+        segment_mb=segment_mb,
+        files_per_dir=files,
+        write_mb_s_measured=round(synced, 1),
+        write_mb_s_total=round(synced * len(dirs), 1),
+        write_mb_s_buffered=round(buffered, 1),
+        fsync_per_s=round(fsync_per_s, 1),
+        fsync_ms_p50=round(fsync_ms, 3),
+        seconds=round(time.perf_counter() - t0, 2),
+    )

@@ -60,8 +60,12 @@ demo: deps
 	$(KT) testbed status
 	$(KT) sweep examples/demo-sweep.yaml
 	$(KT) study show runs/demo-sweep
-	@echo "demo done: the study is in runs/demo-sweep/ (summary.json, trials/*/trial.json + Parquet);" \
-	      "run the sweep again to resume it; stop the testbed with: $(KT) testbed down"
+	$(KT) analyze runs/demo-sweep
+	@echo "top recommendations:"
+	$(KT) advise runs/demo-sweep --top 5
+	@echo "demo done: the study is in runs/demo-sweep/ (summary.json, trials/*/trial.json + Parquet)," \
+	      "its analysis in runs/demo-sweep/analysis/; run the sweep again to resume it;" \
+	      "stop the testbed with: $(KT) testbed down"
 
 demo-down: venv
 	$(KT) testbed down

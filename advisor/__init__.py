@@ -1,1 +1,1 @@
-"""Ceiling model, diagnosis rules, recommendations and capacity planning. Not built yet."""
+"""Ceiling model, diagnosis rules, recommendations and capacity planning (pure: files and numbers in)."""

@@ -41,6 +41,17 @@ def _target(bootstrap: str | None, state_dir: Path | None) -> tuple[str, list[st
     return st.bootstrap_servers, client_ns, {n.id: n.metrics_url for n in st.nodes}, profile
 
 
+def _broker_config(bootstrap: str, say: Any) -> dict[str, dict[str, str | None]] | None:
+    """The catalogue's broker keys as each broker runs them, so the record says what the run ran against."""
+    from brokerconf.apply import DYNAMIC_KEYS, RESTART_KEYS, BrokerConfigs
+
+    try:
+        return BrokerConfigs.connect(bootstrap, progress=say).read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+    except Exception as e:  # a cluster that refuses DescribeConfigs still gets measured
+        say(f"note: broker configs not recorded ({e})")
+        return None
+
+
 def register(cli: click.Group) -> None:
     @cli.command("bench")
     @click.argument("workload", type=click.Path(path_type=Path))
@@ -85,6 +96,7 @@ def register(cli: click.Group) -> None:
             f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
             f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}"
         )
+        broker_config = _broker_config(boot, say)
         with LiveView(w.warmup_seconds + w.test_seconds) as view:
             raw = runner.run(
                 w,
@@ -106,6 +118,7 @@ def register(cli: click.Group) -> None:
                 "librdkafka": confluent_kafka.libversion()[0],
             },
         )
+        result["brokerConfig"] = broker_config
         d = out or _out_dir(runs_dir, w.name)
         res.write(d, result, samples, brokers)
         shutil.copyfile(workload, d / "workload.yaml")

@@ -1,1 +1,1 @@
-"""PySpark jobs over `runs/` (per-trial, per-second and per-parameter tables). Not built yet."""
+"""PySpark jobs over `runs/`: a study's files in, Parquet tables out (see `spark.analyze`)."""

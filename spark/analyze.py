@@ -266,7 +266,12 @@ def importance_rows(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+BINS = 6  # a numeric parameter with more than BIN_ABOVE distinct values is shown in BINS quantile bins
+BIN_ABOVE = 8
+
+
 def params_table(spark: Any, trials_df: Any) -> Any:
+    """Per stage and swept parameter, the trials grouped by value (or by quantile bin for a continuous one)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -275,12 +280,36 @@ def params_table(spark: Any, trials_df: Any) -> Any:
         & F.col("mb_s").isNotNull()
         & ~F.col("stage").rlike("^(" + "|".join(NOT_SEARCH) + ")")
     )
-    ex = search.select("trial_id", "stage", F.explode("params").alias("param", "value"), "mb_s", "e2e_p99_ms")
-    varying = ex.groupBy("stage", "param").agg(F.countDistinct("value").alias("n_values")).filter("n_values > 1")
-    g = (
-        ex.join(varying, ["stage", "param"])
-        .groupBy("stage", "param", "value")
+    ex = search.select(
+        "trial_id", "stage", F.explode("params").alias("param", "value"), "mb_s", "e2e_p99_ms"
+    ).withColumn("num", F.expr("try_cast(value AS DOUBLE)"))
+    shape = (
+        ex.groupBy("stage", "param")
         .agg(
+            F.countDistinct("value").alias("n_values"),
+            F.count("num").alias("n_num"),
+            F.count(F.lit(1)).alias("n"),
+        )
+        .filter("n_values > 1")
+        .withColumn("binned", (F.col("n_values") > BIN_ABOVE) & (F.col("n_num") == F.col("n")))
+    )
+    ordered = Window.partitionBy("stage", "param").orderBy("num", "trial_id")
+    ex = (
+        ex.join(shape.select("stage", "param", "binned"), ["stage", "param"])
+        .withColumn("bin", F.ntile(BINS).over(ordered))
+        .withColumn("key", F.when(F.col("binned"), F.col("bin").cast("string")).otherwise(F.col("value")))
+    )
+
+    def label(c: str) -> Any:
+        return F.regexp_replace(F.col(c).cast("string"), r"\.0$", "")
+
+    g = (
+        ex.groupBy("stage", "param", "key")
+        .agg(
+            F.first("binned").alias("binned"),
+            F.first("value").alias("first_value"),
+            F.min("num").alias("lo"),
+            F.max("num").alias("hi"),
             F.count(F.lit(1)).alias("trials"),
             F.avg("mb_s").alias("mean_mb_s"),
             F.percentile_approx("mb_s", 0.5).alias("median_mb_s"),
@@ -289,7 +318,12 @@ def params_table(spark: Any, trials_df: Any) -> Any:
             F.avg("e2e_p99_ms").alias("mean_e2e_p99_ms"),
             F.sort_array(F.collect_list("trial_id")).alias("trial_ids"),
         )
-        .withColumn("value_num", F.expr("try_cast(value AS DOUBLE)"))
+        .withColumn(
+            "value",
+            F.when(F.col("binned"), F.concat(label("lo"), F.lit("–"), label("hi"))).otherwise(F.col("first_value")),
+        )
+        .withColumn("value_num", F.when(F.col("binned"), (F.col("lo") + F.col("hi")) / 2).otherwise(F.col("lo")))
+        .drop("key", "first_value", "lo", "hi")
     )
     stage_mean = search.groupBy("stage").agg(F.avg("mb_s").alias("stage_mean_mb_s"))
     w = Window.partitionBy("stage", "param")
@@ -297,6 +331,23 @@ def params_table(spark: Any, trials_df: Any) -> Any:
         g.join(stage_mean, "stage")
         .withColumn("effect", F.col("mean_mb_s") / F.col("stage_mean_mb_s") - 1)
         .withColumn("best_value", F.col("mean_mb_s") == F.max("mean_mb_s").over(w))
+        .select(
+            "stage",
+            "param",
+            "value",
+            "value_num",
+            "binned",
+            "trials",
+            "mean_mb_s",
+            "median_mb_s",
+            "max_mb_s",
+            "min_mb_s",
+            "mean_e2e_p99_ms",
+            "effect",
+            "best_value",
+            "trial_ids",
+            "stage_mean_mb_s",
+        )
         .orderBy("stage", "param", "value_num", "value")
     )
 

@@ -145,7 +145,9 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "trial_id": d.name,
         "stage": str(tj.get("stage") or study.kind),
         "number": int(tj.get("number") or 0),
-        "baseline": tj.get("baseline"),
+        # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
+        "baseline": tj.get("baseline")
+        or (str(tj["confirms"]).split(":", 1)[1] if str(tj.get("confirms", "")).startswith("baseline:") else None),
         "state": state,
         "fail_reason": tj.get("fail_reason"),
         "started_ns": int(tj.get("started_ns") or res.get("started_ns") or 0),

@@ -85,3 +85,13 @@ def postgres_url() -> Iterator[str]:
     finally:
         run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local Spark session for the whole run (a session start costs ~10 s here)."""
+    from spark.session import session
+
+    s = session("local[2]", app="kafkatune-tests", driver_memory="2g")
+    yield s
+    s.stop()

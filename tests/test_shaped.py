@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from brokerconf import dist, netns
 from brokerconf.testbed import Testbed
+from spark.analyze import analyze, load_table
 from tests.helpers import kafkatune, write_workload
 
 NIC_MB_S = 20.0
@@ -34,6 +36,8 @@ def shaped(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist)
         "198.18.1",
         "--netns-prefix",
         "ktt",
+        "--warm-up",
+        "30",  # a cold JIT runs several times slower: the network-bound diagnosis needs a warm cluster
         timeout=600,
     )
     if proc.returncode != 0:  # a half-built network must not outlive the test
@@ -75,3 +79,25 @@ def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(shaped: Testb
     b = s["broker_rates"]
     assert b["produce_mb_s"] <= NIC_MB_S * 1.1, b
     assert b["replicate_mb_s"] <= 2 * NIC_MB_S * 1.1, b
+
+
+def test_a_saturated_link_is_diagnosed_as_network_bound(shaped: Testbed, spark: Any, tmp_path: Path) -> None:
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name="shaped-net",
+        partitionsPerTopic=6,
+        producersPerTopic=2,
+        consumerPerSubscription=1,
+        warmupDurationMinutes=0.15,
+        testDurationMinutes=0.25,
+        producerConfig={"acks": "all", "linger.ms": 20, "batch.size": 262144},
+    )
+    out = tmp_path / "run"
+    proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    analyze(out, spark)
+    (t,) = load_table(out / "analysis", "trials")
+    assert t["bound"] in ("network_in", "network_out"), (t["bound"], t["bound_reason"], t["broker_in_max_mb_s"])
+    assert t["fraction_of_ceiling"] > 0.8
+    prof = json.loads(shaped.profile_file.read_text())
+    assert t["ceiling_mb_s"] == pytest.approx(prof["network"]["nic_mb_s_measured"])

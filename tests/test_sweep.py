@@ -70,7 +70,9 @@ def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[byte
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:
+def test_sweep_applies_reads_back_and_restores(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, spark: Any
+) -> None:
     """A producer key, a dynamic broker key and a restart-only broker key; every record shows read-back values."""
     bc = configs(testbed)
     before = bc.snapshot()
@@ -122,6 +124,19 @@ def test_sweep_applies_reads_back_and_restores(healthy: TestbedState, testbed: T
 
     show = kafkatune("study", "show", str(run_dir))
     assert show.returncode == 0 and "BEST (confirmation)" in show.stdout, show.stderr
+    assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
+
+    # the Spark analysis of this real sweep: one row per record, rates from the brokers' JMX rows
+    from spark.analyze import analyze, load_table
+
+    an = analyze(run_dir, spark)
+    assert an["trials"] == 5 and an["rows"]["series"] > 0
+    rows = {t["trial_id"]: t for t in load_table(run_dir / "analysis", "trials")}
+    for r in recs:
+        t = rows[f"{r['stage']}-{r['number']:03d}"]
+        assert t["mb_s"] == pytest.approx(r["measured"]["throughput_mb_s"])
+        assert t["broker"]["num.io.threads"] == r["broker_read_back"]["1"]["num.io.threads"]
+        assert t["produce_mb_s"] > 0 and 1.5 < t["replication_ratio"] < 2.5 and t["bound"]
     assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
 
     # optuna-dashboard opens the study's storage

@@ -1,5 +1,6 @@
 # kafkatune: `make demo` and `make test` each install what they need from nothing, idempotently:
-# Debian packages (Java 17, Maven, kcat, iperf3, iproute2), the Python venv, and the Kafka jars.
+# Debian packages (Java 17, Maven, kcat, iperf3, iproute2, PostgreSQL, Chromium for the report tests),
+# the Python venv, and the Kafka jars.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -7,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kafkatune
 STAMPS := .make
-APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Shaped network for the demo when root (network namespaces + tc); loopback otherwise.
 DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo shaped || echo loopback)
@@ -63,8 +64,10 @@ demo: deps
 	$(KT) analyze runs/demo-sweep
 	@echo "top recommendations:"
 	$(KT) advise runs/demo-sweep --top 5
+	$(KT) report runs/demo-sweep
 	@echo "demo done: the study is in runs/demo-sweep/ (summary.json, trials/*/trial.json + Parquet)," \
-	      "its analysis in runs/demo-sweep/analysis/; run the sweep again to resume it;" \
+	      "its analysis in runs/demo-sweep/analysis/, the report in runs/demo-sweep/report/report.html" \
+	      "(and report.md, recommended/*.properties); run the sweep again to resume it;" \
 	      "stop the testbed with: $(KT) testbed down"
 
 demo-down: venv

@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+def write_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write via a temporary file and rename; `mode` (e.g. 0o644) for files meant to be shared."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -1,1 +1,1 @@
-"""HTML, Markdown and .properties reports built from stored results only. Not built yet."""
+"""Reports from a study and its analysis: report.html (inline SVG charts), report.md, recommended .properties."""

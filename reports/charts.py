@@ -1,0 +1,276 @@
+"""Charts as inline SVG (matplotlib, no JavaScript, no network), each with a one-line takeaway.
+
+Every function takes rows from the analysis tables and returns a `Chart`, or None when the study has
+nothing to show for it (e.g. no Pareto front for a single objective). The takeaway is written from the
+same numbers the chart plots.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+plt.rcParams.update(
+    {
+        "svg.fonttype": "none",  # text stays text: smaller, searchable
+        "font.size": 9,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+    }
+)
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+
+
+@dataclass(frozen=True)
+class Chart:
+    key: str  # unique within a report, used as the element id
+    title: str
+    svg: str
+    takeaway: str
+
+
+def _svg(fig: Any, key: str) -> str:
+    plt.rcParams["svg.hashsalt"] = key  # distinct clip-path ids for every inline SVG in one page
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]
+    return text.replace("<svg ", '<svg class="plot" ', 1)
+
+
+def _mb(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f} MB/s"
+
+
+def history(trials: list[dict[str, Any]], ceiling: float | None) -> Chart | None:
+    done = sorted(
+        (t for t in trials if t["state"] == "complete" and t["mb_s"] is not None), key=lambda t: t["started_ns"]
+    )
+    if not done:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    stages = list(dict.fromkeys(t["stage"] for t in done))
+    for i, s in enumerate(stages):
+        pts = [(n, t["mb_s"]) for n, t in enumerate(done, 1) if t["stage"] == s]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, color=COLORS[i % len(COLORS)], label=s, zorder=3)
+    best, run = [], 0.0
+    for t in done:
+        if str(t["params"].get("acks", "all")) in ("all", "-1"):
+            run = max(run, t["mb_s"])
+        best.append(run)
+    ax.step(range(1, len(done) + 1), best, where="post", color="black", lw=1.2, label="best so far (acks=all)")
+    if ceiling:
+        ax.axhline(ceiling, color="#d62728", ls="--", lw=1, label=f"ceiling {ceiling:.1f} MB/s")
+    ax.set_xlabel("trial (in the order run)")
+    ax.set_ylabel("MB/s (consumer-confirmed)")
+    ax.legend(fontsize=7, ncol=3, loc="lower right")
+    top = max(best)
+    first = next(n for n, b in enumerate(best, 1) if b >= 0.95 * top) if top else None
+    frac = f" = {top / ceiling:.0%} of the {ceiling:.1f} MB/s ceiling" if ceiling and top else ""
+    take = f"Best acks=all rate {top:.2f} MB/s{frac}; 95 % of it was reached by trial {first} of {len(done)}."
+    return Chart("history", "Optimisation history and best so far", _svg(fig, "history"), take)
+
+
+def param_effects(params: list[dict[str, Any]], trials: list[dict[str, Any]]) -> list[Chart]:
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in params:
+        by.setdefault((p["stage"], p["param"]), []).append(p)
+    ids = {t["trial_id"]: t for t in trials}
+    out = []
+    for (stage, param), rows in sorted(by.items()):
+        rows = sorted(rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else math.inf, r["value"]))
+        fig, ax = plt.subplots(figsize=(4.2, 2.8))
+        numeric = all(r["value_num"] is not None for r in rows)
+        xs = [r["value_num"] for r in rows] if numeric else list(range(len(rows)))
+        ax.plot(xs, [r["mean_mb_s"] for r in rows], marker="o", color=COLORS[0], label="mean")
+        for x, r in zip(xs, rows, strict=True):
+            pts = [ids[i]["mb_s"] for i in r["trial_ids"] if i in ids]
+            ax.scatter([x] * len(pts), pts, s=10, color=COLORS[1], alpha=0.6, zorder=3)
+        if numeric and min(xs) > 0 and max(xs) / min(xs) >= 16:
+            ax.set_xscale("log", base=2)
+        if not numeric:
+            ax.set_xticks(xs, [r["value"] for r in rows], rotation=30, fontsize=7)
+        ax.set_xlabel(param)
+        ax.set_ylabel("MB/s")
+        ax.set_title(f"stage {stage}", fontsize=8)
+        best = max(rows, key=lambda r: r["mean_mb_s"])
+        worst = min(rows, key=lambda r: r["mean_mb_s"])
+        spread = [
+            ids[i]["window_cv"] * ids[i]["mb_s"]
+            for r in rows
+            for i in r["trial_ids"]
+            if i in ids and ids[i]["window_cv"]
+        ]
+        noise = statistics.median(spread) if spread else None
+        delta = best["mean_mb_s"] - worst["mean_mb_s"]
+        take = (
+            f"{param}: best {best['value']} ({_mb(best['mean_mb_s'])} mean), "
+            f"worst {worst['value']} ({_mb(worst['mean_mb_s'])})"
+        )
+        if noise is not None:
+            take += (
+                f"; the {delta:.2f} MB/s difference is "
+                + ("within" if delta < 2 * noise else "beyond")
+                + f" run-to-run noise ({noise:.2f} MB/s)."
+            )
+        else:
+            take += "."
+        key = re.sub(r"[^a-z0-9]+", "-", f"param-{stage}-{param}".lower())
+        out.append(Chart(key, f"Throughput against {param} (stage {stage})", _svg(fig, key), take))
+    return out
+
+
+def rates_vs_ceiling(
+    base: dict[str, Any] | None, best: dict[str, Any] | None, ceiling: float | None, rf: int
+) -> Chart | None:
+    shown = [(n, t) for n, t in (("Kafka defaults", base), ("best", best)) if t and t.get("produce_mb_s") is not None]
+    if not shown:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3))
+    kinds = [("produce_mb_s", "produce"), ("replicate_mb_s", "replicate"), ("consume_mb_s", "consume")]
+    w = 0.8 / len(shown)
+    for i, (name, t) in enumerate(shown):
+        xs = [k + i * w for k in range(len(kinds))]
+        ax.bar(xs, [t.get(c) or 0 for c, _ in kinds], width=w, color=COLORS[i], label=f"{name} ({t['trial_id']})")
+    ax.set_xticks([k + w * (len(shown) - 1) / 2 for k in range(len(kinds))], [lab for _, lab in kinds])
+    if ceiling:
+        ax.hlines(ceiling, -0.4, 0.4 + w, colors="#d62728", linestyles="--", label=f"ceiling {ceiling:.1f} MB/s")
+        ax.hlines((rf - 1) * ceiling, 0.6, 1.4 + w, colors="#d62728", linestyles=":", label=f"{rf - 1} × ceiling")
+        ax.hlines(ceiling, 1.6, 2.4 + w, colors="#d62728", linestyles="--")
+    ax.set_ylabel("MB/s (broker JMX, all brokers)")
+    ax.legend(fontsize=7)
+    b = shown[-1][1]
+    ratio = (b["replicate_mb_s"] / b["produce_mb_s"]) if b.get("produce_mb_s") else None
+    take = f"{shown[-1][0]}: produce {_mb(b['produce_mb_s'])}"
+    if ceiling:
+        take += f" ({b['produce_mb_s'] / ceiling:.0%} of the ceiling)"
+    if ratio is not None:
+        take += f", replication {ratio:.2f}× produce (RF {rf} means {rf - 1}×)"
+    if len(shown) == 2 and base and base.get("produce_mb_s"):
+        take += f"; {b['produce_mb_s'] / base['produce_mb_s']:.1f}× Kafka's defaults"
+    return Chart("rates", "Produce / replicate / consume against the ceiling", _svg(fig, "rates"), take + ".")
+
+
+PCTS = ["50", "75", "90", "95", "99", "99.9", "99.99", "100"]
+
+
+def latency_curves(curves: dict[str, dict[str, dict[str, float]]]) -> Chart | None:
+    """curves: label → {"publish": {pct: ms}, "e2e": {pct: ms}} (from the records' quantiles)."""
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    xs = [-math.log10(1 - float(p) / 100) if p != "100" else 5.5 for p in PCTS]
+    for i, (label, c) in enumerate(curves.items()):
+        for kind, ls in (("publish", "--"), ("e2e", "-")):
+            q = c.get(kind) or {}
+            pts = [(x, q[p]) for x, p in zip(xs, PCTS, strict=True) if q.get(p)]
+            if pts:
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    ls=ls,
+                    marker=".",
+                    color=COLORS[i],
+                    label=f"{label} {kind}",
+                )
+    ax.set_yscale("log")
+    ax.set_xticks(xs, ["p50", "p75", "p90", "p95", "p99", "p99.9", "p99.99", "max"])
+    ax.set_ylabel("latency, ms (log)")
+    ax.legend(fontsize=7)
+    parts = []
+    for label, c in curves.items():
+        e = (c.get("e2e") or {}).get("99")
+        if e:
+            parts.append(f"{label} p99 end-to-end {e:,.1f} ms")
+    return Chart(
+        "latency", "Latency percentiles (log scale)", _svg(fig, "latency"), "; ".join(parts) + "." if parts else ""
+    )
+
+
+def pareto(trials: list[dict[str, Any]], front: list[dict[str, Any]], objectives: list[str]) -> Chart | None:
+    lat = next((o for o in objectives[1:] if o in ("p99_e2e_ms", "p99_publish_ms")), None)
+    if lat is None:
+        return None
+    col = "e2e_p99_ms" if lat == "p99_e2e_ms" else "publish_p99_ms"
+    done = [t for t in trials if t["state"] == "complete" and t["mb_s"] and t.get(col)]
+    if not done:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.scatter([t["mb_s"] for t in done], [t[col] for t in done], s=14, color="#999999", label="trials")
+    fr = sorted((f for f in front if f.get(col)), key=lambda f: f["mb_s"])
+    ax.plot([f["mb_s"] for f in fr], [f[col] for f in fr], marker="o", color=COLORS[3], label="Pareto front")
+    ax.set_yscale("log")
+    ax.set_xlabel("MB/s")
+    ax.set_ylabel(f"{lat} (log)")
+    ax.legend(fontsize=7)
+    take = (
+        (
+            f"{len(fr)} trial(s) on the front, from {_mb(fr[0]['mb_s'])} at {fr[0][col]:,.1f} ms "
+            f"to {_mb(fr[-1]['mb_s'])} at {fr[-1][col]:,.1f} ms."
+        )
+        if fr
+        else ""
+    )
+    return Chart("pareto", f"Pareto front: throughput against {lat}", _svg(fig, "pareto"), take)
+
+
+def importance(rows: list[dict[str, Any]]) -> Chart | None:
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda r: (r["stage"], r["importance"]))
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(rows) + 1))
+    labels = [f"{r['stage']}: {r['param']}" for r in rows]
+    stages = list(dict.fromkeys(r["stage"] for r in rows))
+    ax.barh(
+        labels, [r["importance"] for r in rows], color=[COLORS[stages.index(r["stage"]) % len(COLORS)] for r in rows]
+    )
+    ax.set_xlabel("importance (Optuna PED-ANOVA, per stage, sums to 1)")
+    tops = []
+    for s in stages:
+        top = max((r for r in rows if r["stage"] == s), key=lambda r: r["importance"])
+        tops.append(f"{s}: {top['param']} ({top['importance']:.0%}, {top['n_trials']} trials)")
+    return Chart(
+        "importance",
+        "Parameter importance",
+        _svg(fig, "importance"),
+        "Most important per stage: " + "; ".join(tops) + ".",
+    )
+
+
+def stability(series: list[dict[str, Any]], trial: dict[str, Any] | None) -> Chart | None:
+    if not trial:
+        return None
+    rows = sorted((s for s in series if s["trial_id"] == trial["trial_id"]), key=lambda s: s["second"])
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    xs = [r["second"] for r in rows]
+    ax.plot(xs, [r.get("client_consume_mb_s") or 0 for r in rows], color=COLORS[0], label="consumed (clients)")
+    ax.plot(xs, [r.get("produce_mb_s") or 0 for r in rows], color=COLORS[1], lw=0.8, label="produce (brokers)")
+    meas = [r["second"] for r in rows if r.get("phase") == "measure"]
+    if meas:
+        ax.axvspan(min(meas), max(meas) + 1, color="#2ca02c", alpha=0.08, label="measured")
+    ax.set_xlabel("second")
+    ax.set_ylabel("MB/s")
+    ax.legend(fontsize=7)
+    cv = trial.get("second_cv")
+    take = (
+        f"{trial['trial_id']}: {_mb(trial.get('second_mean_mb_s'))} per second in the measured phase, "
+        f"min {_mb(trial.get('second_min_mb_s'))}, max {_mb(trial.get('second_max_mb_s'))}"
+        + (f", coefficient of variation {cv:.1%}." if cv is not None else ".")
+    )
+    return Chart(
+        "stability", f"Per-second stability of the best trial ({trial['trial_id']})", _svg(fig, "stability"), take
+    )

@@ -1,0 +1,100 @@
+"""The recommended settings as files an operator applies: producer/consumer/server .properties and topics.
+
+Only keys the study swept and whose recommended value differs from the baseline appear. Each carries a
+comment with the old value, the new value, the measured gain and the trial it comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brokerconf.catalogue import CATALOGUE
+from kafkatune.errors import UserError
+
+FILES = {
+    "producer": "producer.properties",
+    "consumer": "consumer.properties",
+    "broker": "server.properties",
+    "topic": "topic-configs.txt",
+    "workload": "topic-configs.txt",
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    scope: str
+    old: str | None
+    new: str
+    gain_mb_s: float | None  # measured: the key's own effect in its stage, when it was swept alone
+    gain_note: str
+    trial: str
+
+
+def _same(a: Any, b: Any) -> bool:
+    return str(a) == str(b)
+
+
+def changes(
+    best: Mapping[str, Any],
+    baseline_params: Mapping[str, Any],
+    swept: set[str],
+    effects: Mapping[str, tuple[float, str]],
+    whole_gain: float | None,
+) -> list[Change]:
+    """The swept keys whose best value differs from the baseline (Kafka's defaults when measured)."""
+    out = []
+    for key in sorted(swept):
+        p = CATALOGUE.get(key)
+        if p is None or key not in best["params"]:
+            continue
+        new = str(best["params"][key])
+        old = baseline_params.get(key, p.default)
+        if _same(old, new) or new in ("None", ""):
+            continue
+        if key in effects:
+            gain, note = effects[key]
+        else:
+            gain, note = (
+                None,
+                (
+                    f"part of the best configuration, +{whole_gain:.2f} MB/s as a whole vs Kafka's defaults"
+                    if whole_gain is not None
+                    else "part of the best configuration"
+                ),
+            )
+        out.append(Change(key, p.scope, None if old is None else str(old), new, gain, note, best["trial_id"]))
+    return out
+
+
+def render(changes_: list[Change], header: str) -> dict[str, str]:
+    """File name → text."""
+    files: dict[str, list[str]] = {}
+    for c in changes_:
+        name = FILES[c.scope]
+        lines = files.setdefault(name, [f"# {header}", f"# {name}: only the keys the study changed"])
+        gain = f"+{c.gain_mb_s:.2f} MB/s measured ({c.gain_note})" if c.gain_mb_s is not None else c.gain_note
+        lines.append(f"# {c.key}: {c.old if c.old is not None else '(unset)'} -> {c.new}; {gain}; trial {c.trial}")
+        if c.scope == "workload":
+            lines.append(f"# a client count for the deployment, not a Kafka config: run {c.new} {c.key}")
+        lines.append(f"{c.key}={c.new}")
+    for name in ("producer.properties", "consumer.properties", "server.properties", "topic-configs.txt"):
+        files.setdefault(name, [f"# {header}", f"# {name}: the study changed no key of this file"])
+    return {k: "\n".join(v) + "\n" for k, v in files.items()}
+
+
+def parse(path: Path) -> dict[str, str]:
+    """A .properties file (key=value, # comments) as a dict; a malformed line is an error naming it."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        s = line.strip()
+        if not s or s.startswith(("#", "!")):
+            continue
+        if "=" not in s:
+            raise UserError(f"{path}:{n}: expected key=value, got {s!r}")
+        k, v = s.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out

@@ -1,0 +1,108 @@
+"""Reports: the HTML opens in headless Chromium with every chart, the .properties files parse."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reports.properties import parse
+from spark import synthetic
+from spark.analyze import analyze, load_table
+from tests.helpers import kafkatune
+
+FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium(page: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium with a fresh profile; console messages go to stderr (--enable-logging)."""
+    if CHROMIUM is None:
+        pytest.fail("chromium is not installed: `make deps` installs Debian's chromium package")
+    profile = tmp / f"chromium-profile-{len(list(tmp.glob('chromium-profile-*')))}"
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *args,
+        page.as_uri(),
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+
+
+CONSOLE = re.compile(r"CONSOLE|Uncaught|console\.error", re.I)
+
+
+def console_errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if CONSOLE.search(line)]
+
+
+def test_console_error_detection_is_not_vacuous(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>console.error('planted'); undefinedFunction();</script></body></html>")
+    proc = chromium(bad, tmp_path, "--dump-dom")
+    assert console_errors(proc.stderr), proc.stderr[-2000:]
+
+
+def _check_report(run_dir: Path, tmp: Path, expect: set[str]) -> dict[str, Any]:
+    proc = kafkatune("report", str(run_dir), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    page = Path(out["html"])
+    assert expect <= set(out["charts"]), out["charts"]
+    text = page.read_text()
+    assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text, "must open offline"
+    assert "<script" not in text
+    dom = chromium(page, tmp, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert not console_errors(dom.stderr), console_errors(dom.stderr)
+    figures = re.findall(r'<figure class="chart" id="chart-([^"]+)"[^>]*>\s*<svg', dom.stdout)
+    assert sorted(figures) == sorted(out["charts"])  # every chart is in the rendered DOM with its SVG
+    assert len(re.findall(r"<figcaption><b>[^<]+</b>[^<]{10,}</figcaption>", dom.stdout)) == len(figures)
+    shot = tmp / f"{run_dir.name}.png"
+    proc = chromium(page, tmp, "--window-size=1200,3000", f"--screenshot={shot}")
+    assert proc.returncode == 0 and shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 50_000  # a blank page is a few kB
+    return out
+
+
+def test_report_of_a_recorded_study(tmp_path: Path, spark: Any) -> None:
+    d = tmp_path / "study-demo"
+    shutil.copytree(FIXTURE, d)
+    analyze(d, spark)
+    out = _check_report(d, tmp_path, {"history", "rates", "latency", "importance", "stability"})
+    assert any(c.startswith("param-") for c in out["charts"])
+    md = (d / "report" / "report.md").read_text()
+    for section in ("## Recommendations", "## Recommended settings", "## Capacity plan", "## Durability trade-off"):
+        assert section in md
+    # .properties: parse, only swept keys, values of the best trial
+    trials = {t["trial_id"]: t for t in load_table(d / "analysis", "trials")}
+    spec_keys = {"batch.size", "linger.ms", "producers", "num.io.threads", "num.replica.fetchers"}
+    best_id = re.search(r"from trial (\S+)", (d / "report" / "recommended" / "producer.properties").read_text())
+    assert best_id
+    best = trials[best_id.group(1)]
+    seen = {}
+    for name in ("producer.properties", "consumer.properties", "server.properties", "topic-configs.txt"):
+        props = parse(d / "report" / "recommended" / name)
+        assert set(props) <= spec_keys, (name, props)
+        for k, v in props.items():
+            assert best["params"][k] == v
+        seen.update(props)
+    assert seen  # the demo changed batch.size at least
+
+
+def test_report_of_a_multi_objective_study_has_a_pareto_chart(tmp_path: Path, spark: Any) -> None:
+    d = synthetic.generate(tmp_path / "gen", trials=20, samples=40_000)
+    analyze(d, spark)
+    _check_report(d, tmp_path, {"history", "pareto", "importance"})
+    assert "synthetic" in (d / "report" / "report.md").read_text()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -47,7 +48,16 @@ def _svg(fig: Any, key: str) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
+    text = re.sub(r"<metadata>.*?</metadata>\s*", "", text, flags=re.S)  # RDF block: date, creator
     return text.replace("<svg ", '<svg class="plot" ', 1)
+
+
+def _si(v: float, _pos: int | None = None) -> str:
+    """1048576 → 1M, 65536 → 64K (sizes in bytes, as Kafka's configs count them)."""
+    for unit, div in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{unit}"
+    return f"{v:g}"
 
 
 def _mb(v: float | None) -> str:
@@ -98,8 +108,11 @@ def param_effects(params: list[dict[str, Any]], trials: list[dict[str, Any]]) ->
         for x, r in zip(xs, rows, strict=True):
             pts = [ids[i]["mb_s"] for i in r["trial_ids"] if i in ids]
             ax.scatter([x] * len(pts), pts, s=10, color=COLORS[1], alpha=0.6, zorder=3)
-        if numeric and min(xs) > 0 and max(xs) / min(xs) >= 16:
+        if numeric and min(xs) > 0 and max(xs) / min(xs) >= 4:
             ax.set_xscale("log", base=2)
+        if numeric and max(xs) >= 10_000:
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_si))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         if not numeric:
             ax.set_xticks(xs, [r["value"] for r in rows], rotation=30, fontsize=7)
         ax.set_xlabel(param)

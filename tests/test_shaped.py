@@ -173,6 +173,7 @@ def test_recommended_settings_reproduce_the_best_trial_and_keep_secrets_out(
     proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out), "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout)["consume_mb_s"]
+    print(f"recommended settings {producer}: {got:.2f} MB/s; study's windows for {best_id}'s config {windows}")
     # within the spread the study measured for this configuration (its windows, search and confirmation),
     # widened by 5 % for one more run on a shared machine
     assert 0.95 * lo <= got <= 1.05 * hi, (got, windows, best_id)

@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kafkatune
 STAMPS := .make
-APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql chromium
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql chromium mosquitto sockperf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Shaped network for the demo when root (network namespaces + tc); loopback otherwise.
 DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo shaped || echo loopback)

@@ -212,13 +212,14 @@ def testbed_restart(state_dir: Path | None, cache_dir: Path | None, base_port: i
 
 
 def main() -> None:
-    from kafkatune import advise_cmd, bench_cmd, ceiling_cmd, report_cmd, sweep_cmd
+    from kafkatune import advise_cmd, bench_cmd, ceiling_cmd, report_cmd, servers_cmd, sweep_cmd
 
     bench_cmd.register(cli)
     sweep_cmd.register(cli)
     ceiling_cmd.register(cli)
     advise_cmd.register(cli)
     report_cmd.register(cli)
+    servers_cmd.register(cli)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

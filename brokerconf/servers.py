@@ -1,0 +1,186 @@
+"""The servers the other messaging systems need, started and stopped by `kafkatune servers`.
+
+- mosquitto: Debian's Mosquitto with our own config file, listening on 127.0.0.1 only (no systemd).
+- zenoh: a Zenoh router, a Python session in `mode: router` (`python -m drivers.zenoh_router`), TCP on
+  127.0.0.1, multicast scouting off.
+
+Each server has a folder (<root>/<system>/) with its config, log and a state file (pid, port). `up` waits
+until the server accepts a protocol-level connection, not just a TCP one; `down` stops it (SIGTERM, then
+SIGKILL after a timeout).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from kafkatune.errors import EnvironmentProblem, UserError
+
+Progress = Callable[[str], None]
+SYSTEMS = ("mosquitto", "zenoh")
+DEFAULT_PORTS = {"mosquitto": 1883, "zenoh": 7447}
+
+
+@dataclass
+class ServerState:
+    system: str
+    pid: int
+    port: int
+    address: str  # what a driver's `bootstrap.servers` takes
+    started: float
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+class Servers:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def dir(self, system: str) -> Path:
+        if system not in SYSTEMS:
+            raise UserError(f"servers: unknown system {system!r}; known: {', '.join(SYSTEMS)}")
+        return self.root / system
+
+    def state(self, system: str) -> ServerState | None:
+        p = self.dir(system) / "state.json"
+        if not p.exists():
+            return None
+        return ServerState(**json.loads(p.read_text()))
+
+    def alive(self, system: str) -> ServerState | None:
+        st = self.state(system)
+        if st is None:
+            return None
+        try:
+            proc = psutil.Process(st.pid)
+            if proc.status() == psutil.STATUS_ZOMBIE or abs(proc.create_time() - st.started) > 2:
+                return None
+        except psutil.NoSuchProcess:
+            return None
+        return st
+
+    # ---- up ----------------------------------------------------------------------------------------
+    def up(
+        self, system: str, port: int | None = None, progress: Progress = print, timeout_s: float = 60
+    ) -> ServerState:
+        st = self.alive(system)
+        if st is not None:
+            progress(f"{system} already running on {st.address} (pid {st.pid})")
+            return st
+        port = port or DEFAULT_PORTS[system]
+        if not _free(port):
+            raise EnvironmentProblem(f"{system}: port {port} on 127.0.0.1 is taken; pass --port")
+        d = self.dir(system)
+        d.mkdir(parents=True, exist_ok=True)
+        cmd = self._command(system, d, port)
+        log = (d / "server.log").open("ab")
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        st = ServerState(system, proc.pid, port, f"127.0.0.1:{port}", psutil.Process(proc.pid).create_time())
+        (d / "state.json").write_text(json.dumps(asdict(st)))
+        deadline = time.monotonic() + timeout_s
+        while not self._ready(system, port):
+            if proc.poll() is not None:
+                tail = (d / "server.log").read_text(errors="replace")[-1500:]
+                raise EnvironmentProblem(f"{system} exited with {proc.returncode} while starting:\n{tail}")
+            if time.monotonic() > deadline:
+                self.down(system, progress=lambda m: None)
+                raise EnvironmentProblem(f"{system} did not accept connections on 127.0.0.1:{port} in {timeout_s:g} s")
+            time.sleep(0.2)
+        progress(f"{system} up on {st.address} (pid {st.pid}, log {d / 'server.log'})")
+        return st
+
+    def _command(self, system: str, d: Path, port: int) -> list[str]:
+        if system == "mosquitto":
+            exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+            if not Path(exe).exists():
+                raise EnvironmentProblem("mosquitto is not installed: `make deps` installs Debian's mosquitto")
+            conf = d / "mosquitto.conf"
+            conf.write_text(
+                "\n".join(
+                    [
+                        f"listener {port} 127.0.0.1",
+                        "allow_anonymous true",
+                        "persistence false",
+                        "max_queued_messages 1000000",
+                        "max_inflight_messages 1000",
+                        "log_dest stdout",
+                        "log_type error",
+                        "log_type warning",
+                        "",
+                    ]
+                )
+            )
+            return [exe, "-c", str(conf)]
+        return [sys.executable, "-m", "drivers.zenoh_router", "--listen", f"tcp/127.0.0.1:{port}"]
+
+    def _ready(self, system: str, port: int) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                if system != "mosquitto":
+                    return True
+                # MQTT 3.1.1 CONNECT with a clean session; ready when CONNACK (0x20) comes back.
+                cid = b"kt-ready"
+                var = b"\x00\x04MQTT\x04\x02\x00\x3c"
+                payload = len(cid).to_bytes(2, "big") + cid
+                s.sendall(bytes([0x10, len(var) + len(payload)]) + var + payload)
+                s.settimeout(2)
+                return s.recv(4)[:1] == b"\x20"
+        except OSError:
+            return False
+
+    # ---- down / status -------------------------------------------------------------------------------
+    def down(self, system: str, progress: Progress = print, timeout_s: float = 20) -> bool:
+        st = self.alive(system)
+        if st is None:
+            progress(f"{system} is not running")
+            (self.dir(system) / "state.json").unlink(missing_ok=True)
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(st.pid, signal.SIGTERM)
+        try:
+            psutil.Process(st.pid).wait(timeout=timeout_s)
+        except psutil.TimeoutExpired:
+            os.killpg(st.pid, signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+        (self.dir(system) / "state.json").unlink(missing_ok=True)
+        progress(f"{system} stopped (pid {st.pid})")
+        return True
+
+    def status(self) -> list[dict[str, Any]]:
+        out = []
+        for s in SYSTEMS:
+            st = self.alive(s)
+            out.append(
+                {
+                    "system": s,
+                    "running": st is not None,
+                    "address": st.address if st else None,
+                    "pid": st.pid if st else None,
+                    "ready": self._ready(s, st.port) if st else False,
+                }
+            )
+        return out

@@ -1,0 +1,176 @@
+"""A second Kafka driver, on kafka-python (pure Python), to compare clients against the same brokers.
+
+Config keys are the Java client's (`batch.size`, `linger.ms`, `acks`, …), translated to kafka-python's
+underscored names; a key kafka-python does not know is an error naming it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+from drivers import api
+from kafkatune.errors import EnvironmentProblem, UserError
+
+INT_KEYS = {
+    "batch_size", "linger_ms", "buffer_memory", "max_in_flight_requests_per_connection", "fetch_max_bytes",
+    "max_partition_fetch_bytes", "fetch_min_bytes", "fetch_max_wait_ms", "max_request_size", "retries",
+    "request_timeout_ms", "delivery_timeout_ms", "max_block_ms", "max_poll_records",
+}  # fmt: skip
+
+
+def _conf(conf: Mapping[str, str], known: Mapping[str, Any], where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in conf.items():
+        nk = k.replace(".", "_")
+        if nk not in known:
+            raise UserError(f"{where}: kafka-python has no setting {k!r}")
+        if nk == "acks":
+            out[nk] = "all" if str(v) in ("all", "-1") else int(v)
+        elif nk in INT_KEYS:
+            try:
+                out[nk] = int(v)
+            except ValueError:
+                raise UserError(f"{where}: {k} must be an integer (got {v!r})") from None
+        else:
+            out[nk] = None if str(v) == "none" and nk == "compression_type" else str(v)
+    return out
+
+
+class KpProducer(api.Producer):
+    def __init__(self, bootstrap: str, topic: str, conf: dict[str, Any]) -> None:
+        self.topic = topic
+        # max_block_ms=0: a full buffer raises at once instead of blocking the send loop
+        self.p = KafkaProducer(bootstrap_servers=bootstrap.split(","), max_block_ms=conf.pop("max_block_ms", 0), **conf)
+        self.done: collections.deque[tuple[api.DeliveryCallback, str | None, bytes]] = collections.deque()
+        self.outstanding = 0
+        self.lock = threading.Lock()
+
+    def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        try:
+            fut = self.p.send(self.topic, value=payload, key=key)
+        except KafkaTimeoutError:
+            raise api.BufferFull from None
+        with self.lock:
+            self.outstanding += 1
+
+        def ok(_md: Any) -> None:
+            self.done.append((on_done, None, payload))
+
+        def err(e: BaseException) -> None:
+            self.done.append((on_done, str(e) or type(e).__name__, payload))
+
+        fut.add_callback(ok).add_errback(err)
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        n = 0
+        while self.done:
+            cb, e, payload = self.done.popleft()
+            cb(e, payload)
+            n += 1
+        with self.lock:
+            self.outstanding -= n
+        if not n and timeout_s > 0:
+            threading.Event().wait(min(timeout_s, 0.001))
+        return n
+
+    def flush(self, timeout_s: float) -> int:
+        with contextlib.suppress(KafkaTimeoutError):
+            self.p.flush(timeout=timeout_s)
+        end = time.monotonic() + 1
+        while self.outstanding and time.monotonic() < end:
+            self.poll(0.01)
+        return self.outstanding
+
+    def close(self) -> None:
+        self.p.close(timeout=5)
+
+
+class KpConsumer(api.Consumer):
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, on_message: api.MessageCallback, conf: dict[str, Any]
+    ) -> None:
+        self.on_message = on_message
+        self.c = KafkaConsumer(
+            topic, bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
+            enable_auto_commit=False, **conf,
+        )  # fmt: skip
+
+    def poll(self, timeout_s: float) -> int:
+        n = 0
+        for records in self.c.poll(timeout_ms=int(timeout_s * 1000), max_records=5000).values():
+            for r in records:
+                self.on_message(r.value)
+                n += 1
+        return n
+
+    def ready(self) -> bool:
+        # assigned partitions with a fetch position: from here on every new record is read
+        parts = self.c.assignment()
+        if not parts:
+            return False
+        try:
+            for tp in parts:
+                self.c.position(tp)
+        except KafkaError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self.c.close()
+
+
+class KafkaPythonDriver(api.Driver):
+    name: ClassVar[str] = "kafka-python"
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        super().__init__(common)
+        self.bootstrap = str(common.get("bootstrap.servers") or "127.0.0.1:9092")
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        _conf(producer_config, KafkaProducer.DEFAULT_CONFIG, "producerConfig")
+        _conf(consumer_config, KafkaConsumer.DEFAULT_CONFIG, "consumerConfig")
+
+    def _admin(self) -> Any:
+        try:
+            return KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","), request_timeout_ms=30000)
+        except KafkaError as e:
+            raise EnvironmentProblem(f"Kafka at {self.bootstrap} is not reachable (kafka-python): {e}") from None
+
+    def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
+        a = self._admin()
+        try:
+            new = [
+                NewTopic(t.name, t.partitions, t.replication_factor or 3, topic_configs=dict(t.config)) for t in topics
+            ]
+            a.create_topics(new, validate_only=validate_only)
+        except TopicAlreadyExistsError as e:
+            raise UserError(f"topic already exists: {e}") from None
+        finally:
+            a.close()
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        a = self._admin()
+        try:
+            a.delete_topics(list(names))
+        except UnknownTopicOrPartitionError:
+            pass
+        finally:
+            a.close()
+
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
+        return KpProducer(self.bootstrap, topic, _conf(overrides or {}, KafkaProducer.DEFAULT_CONFIG, "producerConfig"))
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> api.Consumer:
+        conf = _conf(overrides or {}, KafkaConsumer.DEFAULT_CONFIG, "consumerConfig")
+        return KpConsumer(self.bootstrap, topic, subscription, on_message, conf)

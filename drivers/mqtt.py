@@ -1,0 +1,171 @@
+"""MQTT driver on paho-mqtt (2.x), for Mosquitto or any MQTT 3.1.1 broker.
+
+Config keys (producer/consumer overrides, all optional): `qos` 0|1|2 (default 1), `max.inflight`
+(paho's in-flight window for QoS > 0, default 1000), `max.queued` (paho's local queue; full → BufferFull,
+default 100000). `bootstrap.servers` is the broker's host:port. MQTT has no partitions: a topic is a
+topic name, and `partitions` is not applicable (reported, not faked).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import paho.mqtt.client as mqtt
+
+from drivers import api
+from kafkatune.errors import EnvironmentProblem, UserError
+
+KEYS = {"qos": ("0", "1", "2"), "max.inflight": None, "max.queued": None}
+_ids = itertools.count()
+
+
+def _check(conf: Mapping[str, str], where: str) -> None:
+    for k, v in conf.items():
+        if k not in KEYS:
+            raise UserError(f"{where}: unknown MQTT key {k!r}; known: {', '.join(KEYS)}")
+        allowed = KEYS[k]
+        if allowed and str(v) not in allowed:
+            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
+        if allowed is None and (not str(v).isdigit() or int(v) < 1):
+            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
+
+
+def _client(addr: str, tag: str, inflight: int = 1000, queued: int = 0) -> mqtt.Client:
+    host, _, port = addr.rpartition(":")
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"kt-{tag}-{next(_ids)}-{id(object())}")
+    c.max_inflight_messages_set(inflight)  # paho allows these only before the connection
+    c.max_queued_messages_set(queued)
+    try:
+        c.connect(host or "127.0.0.1", int(port or 1883), keepalive=60)
+    except OSError as e:
+        raise EnvironmentProblem(f"MQTT broker {addr} is not reachable: {e}") from None
+    return c
+
+
+class MqttProducer(api.Producer):
+    def __init__(self, addr: str, topic: str, conf: Mapping[str, str]) -> None:
+        self.qos = int(conf.get("qos", "1"))
+        self.topic = topic
+        self.c = _client(addr, "p", int(conf.get("max.inflight", "1000")), int(conf.get("max.queued", "100000")))
+        self.pending: dict[int, tuple[api.DeliveryCallback, bytes]] = {}
+        self.early: set[int] = set()
+        self.done: collections.deque[tuple[api.DeliveryCallback, str | None, bytes]] = collections.deque()
+        self.lock = threading.Lock()
+        self.c.on_publish = self._on_publish
+        self.c.loop_start()
+
+    def _on_publish(self, client: Any, userdata: Any, mid: int, rc: Any, props: Any) -> None:
+        # paho's network thread, holding paho's own lock: take ours briefly, never call into paho here
+        with self.lock:
+            item = self.pending.pop(mid, None)
+            if item is None:
+                self.early.add(mid)  # acknowledged before send() recorded the mid
+                return
+        self.done.append((item[0], None, item[1]))
+
+    def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        info = self.c.publish(self.topic, payload, qos=self.qos)  # never under self.lock (paho locks too)
+        if info.rc == mqtt.MQTT_ERR_QUEUE_SIZE:
+            raise api.BufferFull
+        if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
+            self.done.append((on_done, mqtt.error_string(info.rc), payload))
+            return
+        with self.lock:
+            if info.mid in self.early:
+                self.early.discard(info.mid)
+                acked = True
+            else:
+                self.pending[info.mid] = (on_done, payload)
+                acked = False
+        if acked:
+            self.done.append((on_done, None, payload))
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        n = 0
+        while self.done:
+            cb, err, payload = self.done.popleft()
+            cb(err, payload)
+            n += 1
+        if not n and timeout_s > 0:
+            threading.Event().wait(min(timeout_s, 0.001))
+        return n
+
+    def flush(self, timeout_s: float) -> int:
+        import time
+
+        end = time.monotonic() + timeout_s
+        while True:
+            self.poll()
+            with self.lock:
+                left = len(self.pending)
+            if not left or time.monotonic() > end:
+                return left + len(self.done)
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        self.c.loop_stop()
+        self.c.disconnect()
+
+
+class MqttConsumer(api.Consumer):
+    def __init__(
+        self, addr: str, topic: str, subscription: str, on_message: api.MessageCallback, conf: Mapping[str, str]
+    ) -> None:
+        self.on_message = on_message
+        self.q: collections.deque[bytes] = collections.deque()
+        self.subscribed = threading.Event()
+        self.c = _client(addr, "c")
+        self.c.on_message = lambda c, u, m: self.q.append(bytes(m.payload))
+        self.c.on_subscribe = lambda c, u, mid, rcs, props: self.subscribed.set()
+        self.c.loop_start()
+        # a shared subscription: consumers of one subscription split the messages, as a Kafka group does
+        self.c.subscribe(f"$share/{subscription}/{topic}", qos=int(conf.get("qos", "1")))
+
+    def poll(self, timeout_s: float) -> int:
+        if not self.q and timeout_s > 0:
+            threading.Event().wait(min(timeout_s, 0.002))
+        n = 0
+        while self.q:
+            self.on_message(self.q.popleft())
+            n += 1
+        return n
+
+    def ready(self) -> bool:
+        return self.subscribed.is_set()  # SUBACK received: every later publish is delivered
+
+    def close(self) -> None:
+        self.c.loop_stop()
+        self.c.disconnect()
+
+
+class MqttDriver(api.Driver):
+    name: ClassVar[str] = "mqtt"
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        super().__init__(common)
+        self.addr = str(common.get("bootstrap.servers") or "127.0.0.1:1883").split(",")[0]
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        _check(producer_config, "producerConfig")
+        _check(consumer_config, "consumerConfig")
+
+    def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
+        for t in topics:
+            if any(ch in t.name for ch in "+#"):
+                raise UserError(f"MQTT topic {t.name!r}: wildcards + and # are not allowed in a publish topic")
+        # MQTT topics exist when used; partitions and replication are not MQTT concepts.
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        return None
+
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
+        return MqttProducer(self.addr, topic, dict(overrides or {}))
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> api.Consumer:
+        return MqttConsumer(self.addr, topic, subscription, on_message, dict(overrides or {}))

@@ -1,0 +1,68 @@
+"""`kafkatune servers up|down|status [SYSTEM…]`: the servers the non-Kafka drivers talk to."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from kafkatune import paths
+
+
+def _servers() -> object:
+    from brokerconf.servers import Servers
+
+    return Servers(paths.home() / "servers")
+
+
+def register(cli: click.Group) -> None:
+    from brokerconf.servers import SYSTEMS
+
+    @cli.group("servers")
+    def servers() -> None:
+        """Mosquitto (MQTT) and a Zenoh router, on 127.0.0.1, for `bench`/`compare` with those drivers.
+        (Kafka itself is `kafkatune testbed`.)"""
+
+    def say(m: str) -> None:
+        click.echo(m, err=True)
+
+    @servers.command("up")
+    @click.argument("systems", nargs=-1)
+    @click.option("--port", type=int, default=None, help="Port (one system only; default 1883 MQTT, 7447 Zenoh).")
+    def up(systems: tuple[str, ...], port: int | None) -> None:
+        """Start SYSTEMS (default: all of them) and wait until each accepts connections."""
+        from brokerconf.servers import Servers
+
+        sv = Servers(paths.home() / "servers")
+        todo = systems or SYSTEMS
+        if port is not None and len(todo) != 1:
+            raise click.UsageError("--port needs exactly one system")
+        for s in todo:
+            st = sv.up(s, port=port, progress=say)
+            click.echo(f"{s} {st.address}")
+
+    @servers.command("down")
+    @click.argument("systems", nargs=-1)
+    def down(systems: tuple[str, ...]) -> None:
+        """Stop SYSTEMS (default: all of them)."""
+        from brokerconf.servers import Servers
+
+        sv = Servers(paths.home() / "servers")
+        for s in systems or SYSTEMS:
+            sv.down(s, progress=say)
+
+    @servers.command("status")
+    @click.option("--json", "as_json", is_flag=True)
+    def status(as_json: bool) -> None:
+        """Which servers run, where, and whether they answer."""
+        from brokerconf.servers import Servers
+
+        rows = Servers(paths.home() / "servers").status()
+        if as_json:
+            click.echo(json.dumps(rows))
+            return
+        for r in rows:
+            click.echo(
+                f"{r['system']:<10} {'running' if r['running'] else 'stopped':<8} {r['address'] or '':<22} "
+                f"{'ready' if r['ready'] else ''}"
+            )

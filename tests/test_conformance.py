@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,6 +96,16 @@ class TestZenohPeer(TestZenohBrokered):
     @pytest.fixture()
     def driver(self, peer_router: str) -> Iterator[api.Driver]:
         yield from _driver("zenoh", {"bootstrap.servers": peer_router, "zenoh.mode": "peer"})
+
+
+class TestDdsReliableKeepAll(DriverConformance):
+    producer_overrides: ClassVar[dict[str, str]] = {"reliability": "RELIABLE", "history": "KEEP_ALL"}
+    consumer_overrides: ClassVar[dict[str, str]] = {"reliability": "RELIABLE", "history": "KEEP_ALL"}
+
+    @pytest.fixture()
+    def driver(self) -> Iterator[api.Driver]:
+        # a domain of its own, so another DDS run on this host cannot join the test's topics
+        yield from _driver("dds", {"dds.domain": str(100 + os.getpid() % 100)})
 
 
 def test_servers_cli_up_status_down(tmp_path: Path) -> None:

@@ -1,0 +1,171 @@
+"""DDS driver on Eclipse Cyclone DDS (the `cyclonedds` wheel bundles the C library).
+
+Common keys: `dds.domain` (domain id, default 0). Discovery is pinned to the loopback interface with
+unicast peers (127.0.0.1), so runs stay on this host and need no multicast. Producer and consumer keys:
+`reliability` RELIABLE (default) | BEST_EFFORT, `history` KEEP_ALL (default) | KEEP_LAST, `depth` (KEEP_LAST
+depth, default 1). A write that returned counts as sent; `flush` waits for the readers' acknowledgements
+(reliable). Payloads travel as `sequence<uint8>` (a `bytes` field fails in the Python binding).
+"""
+
+# No `from __future__ import annotations` here: Cyclone's IDL types are resolved from real annotations.
+import collections
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from cyclonedds.idl import IdlStruct
+from cyclonedds.idl.types import sequence, uint8
+
+from drivers import api
+from kafkatune.errors import UserError
+
+KEYS = {"reliability": ("RELIABLE", "BEST_EFFORT"), "history": ("KEEP_ALL", "KEEP_LAST"), "depth": None}
+MATCH_WAIT_S = 10.0
+LOOPBACK = (
+    "<CycloneDDS><Domain id='any'><General><Interfaces><NetworkInterface name='lo'/></Interfaces>"
+    "<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>"
+    "<MaxAutoParticipantIndex>200</MaxAutoParticipantIndex><Peers><Peer address='127.0.0.1'/></Peers>"
+    "</Discovery></Domain></CycloneDDS>"
+)
+
+
+@dataclass
+class KtMessage(IdlStruct, typename="kafkatune.Message"):
+    data: sequence[uint8]  # type: ignore[type-arg]
+
+
+def _check(conf: Mapping[str, str], where: str) -> None:
+    for k, v in conf.items():
+        if k not in KEYS:
+            raise UserError(f"{where}: unknown DDS key {k!r}; known: {', '.join(KEYS)}")
+        allowed = KEYS[k]
+        if allowed and str(v) not in allowed:
+            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
+        if allowed is None and (not str(v).isdigit() or int(v) < 1):
+            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
+
+
+def _qos(conf: Mapping[str, str]) -> Any:
+    from cyclonedds.core import Policy, Qos
+    from cyclonedds.util import duration
+
+    rel = (
+        Policy.Reliability.Reliable(max_blocking_time=duration(seconds=10))
+        if conf.get("reliability", "RELIABLE") == "RELIABLE"
+        else Policy.Reliability.BestEffort
+    )
+    hist = (
+        Policy.History.KeepAll
+        if conf.get("history", "KEEP_ALL") == "KEEP_ALL"
+        else Policy.History.KeepLast(int(conf.get("depth", "1")))
+    )
+    return Qos(rel, hist)
+
+
+class DdsProducer(api.Producer):
+    def __init__(self, drv: "DdsDriver", topic: str, conf: Mapping[str, str]) -> None:
+        from cyclonedds.pub import DataWriter
+
+        self.msg = drv.msg
+        self.w = DataWriter(drv.participant, drv.topic(topic), qos=_qos(conf))
+        self.reliable = conf.get("reliability", "RELIABLE") == "RELIABLE"
+        self.done: collections.deque[tuple[api.DeliveryCallback, bytes]] = collections.deque()
+        end = time.monotonic() + MATCH_WAIT_S  # discovery: a write before a reader matched reaches no one
+        while self.w.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
+            time.sleep(0.02)
+
+    def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        self.w.write(self.msg(data=payload))  # type: ignore[arg-type]
+        self.done.append((on_done, payload))
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        n = 0
+        while self.done:
+            cb, payload = self.done.popleft()
+            cb(None, payload)
+            n += 1
+        return n
+
+    def flush(self, timeout_s: float) -> int:
+        from cyclonedds.util import duration
+
+        self.poll()
+        if self.reliable:
+            self.w.wait_for_acks(duration(seconds=timeout_s))
+        return 0
+
+    def close(self) -> None:
+        return None  # Cyclone entities are deleted with their participant (DdsDriver.close)
+
+
+class DdsConsumer(api.Consumer):
+    def __init__(self, drv: "DdsDriver", topic: str, on_message: api.MessageCallback, conf: Mapping[str, str]) -> None:
+        from cyclonedds.sub import DataReader
+
+        self.on_message = on_message
+        self.r = DataReader(drv.participant, drv.topic(topic), qos=_qos(conf))
+
+    def poll(self, timeout_s: float) -> int:
+        n = 0
+        end = time.monotonic() + timeout_s
+        while True:
+            for s in self.r.take(N=4096):
+                data = getattr(s, "data", None)  # an InvalidSample (a writer went away) carries no data
+                if data is None:
+                    continue
+                self.on_message(bytes(data))
+                n += 1
+            if n or time.monotonic() >= end:
+                return n
+            time.sleep(0.001)
+
+    def ready(self) -> bool:
+        return True  # a reader matches every writer created after it; writers wait for that match
+
+    def close(self) -> None:
+        return None
+
+
+class DdsDriver(api.Driver):
+    name: ClassVar[str] = "dds"
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        super().__init__(common)
+        os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK)
+        from cyclonedds.domain import DomainParticipant
+
+        self.msg = KtMessage
+        self.participant = DomainParticipant(int(common.get("dds.domain", "0")))
+        self._topics: dict[str, Any] = {}
+
+    def topic(self, name: str) -> Any:
+        from cyclonedds.topic import Topic
+
+        safe = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+        if safe not in self._topics:
+            self._topics[safe] = Topic(self.participant, safe, self.msg)
+        return self._topics[safe]
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        _check(producer_config, "producerConfig")
+        _check(consumer_config, "consumerConfig")
+
+    def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
+        return None  # topics are declared by the writers and readers; no partitions in DDS
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        return None
+
+    def close(self) -> None:
+        self._topics.clear()
+        del self.participant  # deletes the participant and every writer, reader and topic under it
+
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
+        return DdsProducer(self, topic, dict(overrides or {}))
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> api.Consumer:
+        return DdsConsumer(self, topic, on_message, dict(overrides or {}))

@@ -95,3 +95,27 @@ def spark() -> Iterator[object]:
     s = session("local[2]", app="kafkatune-tests", driver_memory="2g")
     yield s
     s.stop()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, dict[str, str]]]:
+    """Mosquitto and a Zenoh router on free ports, started through the same code as `kafkatune servers`."""
+    from brokerconf.servers import Servers
+
+    sv = Servers(tmp_path_factory.mktemp("servers"))
+    addrs = {}
+    try:
+        for system in ("mosquitto", "zenoh"):
+            addrs[system] = sv.up(system, port=free_port(), progress=print).address
+        yield sv, addrs
+    finally:
+        for system in ("mosquitto", "zenoh"):
+            sv.down(system, progress=print)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -14,27 +13,8 @@ from brokerconf.servers import Servers
 from brokerconf.testbed import TestbedState
 from drivers import api
 from drivers.testing import DriverConformance
+from tests.conftest import free_port as _port
 from tests.helpers import kafkatune
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Servers, dict[str, str]]]:
-    """Mosquitto and a Zenoh router on free ports, started through the same code as `kafkatune servers`."""
-    sv = Servers(tmp_path_factory.mktemp("servers"))
-    addrs = {}
-    try:
-        for system in ("mosquitto", "zenoh"):
-            addrs[system] = sv.up(system, port=_port(), progress=print).address
-        yield sv, addrs
-    finally:
-        for system in ("mosquitto", "zenoh"):
-            sv.down(system, progress=print)
 
 
 def _driver(name: str, common: dict[str, str]) -> Iterator[api.Driver]:

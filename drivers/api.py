@@ -12,6 +12,7 @@ client library is only needed when that system is used.
 from __future__ import annotations
 
 import abc
+import collections
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -74,6 +75,37 @@ class Consumer(abc.ABC):
 
     @abc.abstractmethod
     def close(self) -> None: ...
+
+
+class SentOnReturn:
+    """For systems that acknowledge nothing (Zenoh, DDS): a message counts as delivered once the client
+    call that sent it returned; its callback runs on the next `poll`, like any other driver's."""
+
+    def __init__(self) -> None:
+        self.done: collections.deque[tuple[DeliveryCallback, bytes]] = collections.deque()
+
+    def sent(self, on_done: DeliveryCallback, payload: bytes) -> None:
+        self.done.append((on_done, payload))
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        n = 0
+        while self.done:
+            cb, payload = self.done.popleft()
+            cb(None, payload)
+            n += 1
+        return n
+
+
+def check_keys(conf: Mapping[str, str], where: str, system: str, keys: Mapping[str, tuple[str, ...] | None]) -> None:
+    """Each key known to `system`; a choice among its values, or a positive integer where `keys` says None."""
+    for k, v in conf.items():
+        if k not in keys:
+            raise UserError(f"{where}: unknown {system} key {k!r}; known: {', '.join(keys)}")
+        allowed = keys[k]
+        if allowed and str(v) not in allowed:
+            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
+        if allowed is None and (not str(v).isdigit() or int(v) < 1):
+            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
 
 
 class BufferFull(Exception):

@@ -8,7 +8,6 @@ depth, default 1). A write that returned counts as sent; `flush` waits for the r
 """
 
 # No `from __future__ import annotations` here: Cyclone's IDL types are resolved from real annotations.
-import collections
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,6 @@ from cyclonedds.idl import IdlStruct
 from cyclonedds.idl.types import sequence, uint8
 
 from drivers import api
-from kafkatune.errors import UserError
 
 KEYS = {"reliability": ("RELIABLE", "BEST_EFFORT"), "history": ("KEEP_ALL", "KEEP_LAST"), "depth": None}
 MATCH_WAIT_S = 10.0
@@ -37,14 +35,7 @@ class KtMessage(IdlStruct, typename="kafkatune.Message"):
 
 
 def _check(conf: Mapping[str, str], where: str) -> None:
-    for k, v in conf.items():
-        if k not in KEYS:
-            raise UserError(f"{where}: unknown DDS key {k!r}; known: {', '.join(KEYS)}")
-        allowed = KEYS[k]
-        if allowed and str(v) not in allowed:
-            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
-        if allowed is None and (not str(v).isdigit() or int(v) < 1):
-            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
+    api.check_keys(conf, where, "DDS", KEYS)
 
 
 def _qos(conf: Mapping[str, str]) -> Any:
@@ -71,22 +62,17 @@ class DdsProducer(api.Producer):
         self.msg = drv.msg
         self.w = DataWriter(drv.participant, drv.topic(topic), qos=_qos(conf))
         self.reliable = conf.get("reliability", "RELIABLE") == "RELIABLE"
-        self.done: collections.deque[tuple[api.DeliveryCallback, bytes]] = collections.deque()
+        self.acks = api.SentOnReturn()
         end = time.monotonic() + MATCH_WAIT_S  # discovery: a write before a reader matched reaches no one
         while self.w.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
             time.sleep(0.02)
 
     def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
         self.w.write(self.msg(data=payload))  # type: ignore[arg-type]
-        self.done.append((on_done, payload))
+        self.acks.sent(on_done, payload)
 
     def poll(self, timeout_s: float = 0.0) -> int:
-        n = 0
-        while self.done:
-            cb, payload = self.done.popleft()
-            cb(None, payload)
-            n += 1
-        return n
+        return self.acks.poll()
 
     def flush(self, timeout_s: float) -> int:
         from cyclonedds.util import duration

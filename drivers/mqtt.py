@@ -24,14 +24,7 @@ _ids = itertools.count()
 
 
 def _check(conf: Mapping[str, str], where: str) -> None:
-    for k, v in conf.items():
-        if k not in KEYS:
-            raise UserError(f"{where}: unknown MQTT key {k!r}; known: {', '.join(KEYS)}")
-        allowed = KEYS[k]
-        if allowed and str(v) not in allowed:
-            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
-        if allowed is None and (not str(v).isdigit() or int(v) < 1):
-            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
+    api.check_keys(conf, where, "MQTT", KEYS)
 
 
 def _client(addr: str, tag: str, inflight: int = 1000, queued: int = 0) -> mqtt.Client:

@@ -54,7 +54,7 @@ class ZenohProducer(api.Producer):
         )
         self.s = session
         self.pub = session.declare_publisher(topic, congestion_control=cc, reliability=rel)
-        self.done: collections.deque[tuple[api.DeliveryCallback, bytes]] = collections.deque()
+        self.acks = api.SentOnReturn()
         # A put before the publisher knows of a subscriber goes nowhere (in peer mode the route to a
         # new peer is learnt through the router's gossip). Wait for a match, up to MATCH_WAIT_S: a
         # producer with no subscriber at all then sends into the void, as Zenoh does.
@@ -64,15 +64,10 @@ class ZenohProducer(api.Producer):
 
     def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
         self.pub.put(payload)
-        self.done.append((on_done, payload))
+        self.acks.sent(on_done, payload)
 
     def poll(self, timeout_s: float = 0.0) -> int:
-        n = 0
-        while self.done:
-            cb, payload = self.done.popleft()
-            cb(None, payload)
-            n += 1
-        return n
+        return self.acks.poll()
 
     def flush(self, timeout_s: float) -> int:
         self.poll()
@@ -119,11 +114,7 @@ class ZenohDriver(api.Driver):
             raise UserError(f"zenoh.mode must be client (brokered) or peer (got {self.mode!r})")
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        for k, v in producer_config.items():
-            if k not in PRODUCER_KEYS:
-                raise UserError(f"producerConfig: unknown Zenoh key {k!r}; known: {', '.join(PRODUCER_KEYS)}")
-            if str(v) not in PRODUCER_KEYS[k]:
-                raise UserError(f"producerConfig: {k} must be one of {', '.join(PRODUCER_KEYS[k])} (got {v!r})")
+        api.check_keys(producer_config, "producerConfig", "Zenoh", PRODUCER_KEYS)
         if consumer_config:
             raise UserError(f"consumerConfig: Zenoh subscribers take no keys (got {', '.join(consumer_config)})")
 

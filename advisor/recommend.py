@@ -54,8 +54,9 @@ def best_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(pool, key=lambda t: t["mb_s"]) if pool else None
 
 
-def _defaults(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ds = [t for t in trials if t.get("baseline") == "kafka-defaults"]
+def defaults_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
+    ds = [t for t in _complete(trials) if t.get("baseline") == "kafka-defaults"]
     return max(ds, key=lambda t: t.get("started_ns") or 0) if ds else None
 
 
@@ -67,7 +68,7 @@ def _fmt(v: float | None, unit: str = " MB/s") -> str:
 
 
 def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
-    best, dflt = best_trial(trials), _defaults(trials)
+    best, dflt = best_trial(trials), defaults_trial(trials)
     if not best:
         return []
     changed = {}
@@ -184,26 +185,19 @@ def rule_params(
 
 def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
     n = int(study.get("brokers") or 3)
-    flagged = []
-    for t in trials:
-        f = _num((t.get("params") or {}).get("num.replica.fetchers"))
-        if f and f > DEFAULT_FETCHERS and int(f) % n == 0:
-            flagged.append((t, int(f)))
+
+    def fetchers(t: dict[str, Any]) -> float:
+        return _num((t.get("params") or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
+
+    def multiple(t: dict[str, Any]) -> bool:
+        return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
+
+    flagged = [(t, int(fetchers(t))) for t in trials if multiple(t)]
     if not flagged:
         return []
     done = _complete(trials)
-    mult = [
-        t["mb_s"]
-        for t in done
-        if (_num(t["params"].get("num.replica.fetchers")) or 1) % n == 0
-        and (_num(t["params"].get("num.replica.fetchers")) or 1) > 1
-    ]
-    other = [
-        t["mb_s"]
-        for t in done
-        if (_num(t["params"].get("num.replica.fetchers")) or 1) % n != 0
-        or (_num(t["params"].get("num.replica.fetchers")) or 1) == 1
-    ]
+    mult = [t["mb_s"] for t in done if multiple(t)]
+    other = [t["mb_s"] for t in done if not multiple(t)]
     values = sorted({f for _, f in flagged})
     ev = [
         f"num.replica.fetchers={', '.join(map(str, values))} is a multiple of the broker count {n}: fetcher "

@@ -79,7 +79,7 @@ class KpProducer(api.Producer):
         with self.lock:
             self.outstanding -= n
         if not n and timeout_s > 0:
-            threading.Event().wait(min(timeout_s, 0.001))
+            time.sleep(min(timeout_s, 0.001))
         return n
 
     def flush(self, timeout_s: float) -> int:

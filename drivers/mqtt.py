@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -84,12 +85,10 @@ class MqttProducer(api.Producer):
             cb(err, payload)
             n += 1
         if not n and timeout_s > 0:
-            threading.Event().wait(min(timeout_s, 0.001))
+            time.sleep(min(timeout_s, 0.001))
         return n
 
     def flush(self, timeout_s: float) -> int:
-        import time
-
         end = time.monotonic() + timeout_s
         while True:
             self.poll()
@@ -120,7 +119,7 @@ class MqttConsumer(api.Consumer):
 
     def poll(self, timeout_s: float) -> int:
         if not self.q and timeout_s > 0:
-            threading.Event().wait(min(timeout_s, 0.002))
+            time.sleep(min(timeout_s, 0.002))
         n = 0
         while self.q:
             self.on_message(self.q.popleft())

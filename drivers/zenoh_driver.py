@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -88,7 +87,7 @@ class ZenohConsumer(api.Consumer):
 
     def poll(self, timeout_s: float) -> int:
         if not self.q and timeout_s > 0:
-            threading.Event().wait(min(timeout_s, 0.002))
+            time.sleep(min(timeout_s, 0.002))
         n = 0
         while self.q:
             self.on_message(self.q.popleft())

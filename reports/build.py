@@ -18,7 +18,7 @@ import yaml
 
 from advisor import diagnose
 from advisor import plan as planner
-from advisor.recommend import Recommendation, best_trial, recommend, rule_params
+from advisor.recommend import Recommendation, best_trial, defaults_trial, recommend, rule_params
 from kafkatune import atomic
 from reports import charts, properties
 from spark.analyze import load_table, read_summary
@@ -34,11 +34,6 @@ class Report:
     markdown: Path
     files: list[Path]
     charts: list[str]
-
-
-def _defaults(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    ds = [t for t in trials if t.get("baseline") == "kafka-defaults" and t["state"] == "complete" and t["mb_s"]]
-    return max(ds, key=lambda t: t["started_ns"] or 0) if ds else None
 
 
 def _quantiles(study: Study, trial: dict[str, Any] | None) -> dict[str, dict[str, float]]:
@@ -144,9 +139,9 @@ def _secret_values(study: Study) -> list[str]:
 
     for p in [study.root / "spec.yaml", *[d / "result.json" for d in study.trial_dirs]]:
         if p.exists():
-            try:
-                walk(yaml.safe_load(p.read_text()))
-            except yaml.YAMLError:
+            try:  # JSON through json: YAML's pure-Python parser is slow on large records
+                walk(json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text()))
+            except (ValueError, yaml.YAMLError):
                 continue
     return sorted(set(vals), key=len, reverse=True)
 
@@ -163,7 +158,7 @@ def build(run_dir: Path, out_dir: Path | None = None) -> Report:
     ctx = {"brokers": len((study.profile or {}).get("brokers") or []) or 3, "rf": study.rf}
     recs = recommend(trials, params, ctx)
     best = best_trial(trials)
-    base = _defaults(trials)
+    base = defaults_trial(trials)
     ceiling = next((t["ceiling_mb_s"] for t in trials if t.get("ceiling_mb_s")), None)
 
     chart_list = [

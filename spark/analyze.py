@@ -96,8 +96,6 @@ def per_second(spark: Any, study: records.Study) -> Any:
                 .withColumn("phase", F.coalesce("phase", "broker_phase"))
                 .drop("broker_phase")
             )
-    if out is None:
-        return None
     return out
 
 

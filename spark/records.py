@@ -128,9 +128,6 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
     else:  # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
         config = {k: str(v) for k, v in (res.get("producerConfig") or {}).items()}
         config.update({k: str(v) for k, v in (res.get("consumerConfig") or {}).items()})
-        for src, name in WORKLOAD_PARAMS.items():
-            if res.get(src) is not None:
-                config[name] = str(res[src])
         broker = _merged_broker(res.get("brokerConfig") or {})
         state = "complete" if res else "failed"
         mb_s = summ.get("consume_mb_s")

@@ -8,21 +8,22 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kafkatune
 STAMPS := .make
-APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql chromium mosquitto sockperf
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 procps postgresql chromium mosquitto sockperf \
+  openssh-server openssh-client
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Shaped network for the demo when root (network namespaces + tc); loopback otherwise.
 DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo shaped || echo loopback)
 DEMO_NIC_MBPS ?= 25
 PYTEST_ARGS ?=
 
-.PHONY: all deps apt venv kafka test lint demo demo-down clean help
+.PHONY: all deps apt venv kafka pulsar test lint demo demo-down clean help
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
 	@echo "make test    set up everything, then lint (ruff), type-check (mypy) and run the tests"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
 
-deps: apt venv kafka
+deps: apt venv kafka pulsar
 
 apt: $(STAMPS)/apt
 $(STAMPS)/apt: Makefile
@@ -46,13 +47,17 @@ $(STAMPS)/venv: pyproject.toml
 kafka: apt venv
 	$(KT) testbed install
 
+# The Pulsar standalone's jars (for the Pulsar driver's tests and `compare`); a no-op once cached.
+pulsar: apt venv
+	$(KT) servers install pulsar
+
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 test: deps lint
-	$(PY) -m pytest -v -ra --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -v -ra --durations=25 $(PYTEST_ARGS)
 
 demo: deps
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \

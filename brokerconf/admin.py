@@ -5,18 +5,62 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 
-def admin_client(bootstrap: str, extra: Mapping[str, str] | None = None) -> AdminClient:
-    conf: dict[str, str | int | float | bool] = {
+def admin_client(bootstrap: str, extra: Mapping[str, Any] | None = None) -> AdminClient:
+    conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "socket.timeout.ms": 10000,
         "log_level": 0,
     }
     conf.update(extra or {})
     return AdminClient(conf)
+
+
+class Unreachable(Exception):
+    """No broker answered; `kind` says why: "authentication", "tls" or "timeout"."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def reach(bootstrap: str, extra: Mapping[str, Any] | None = None, timeout_s: float = 10) -> list[int]:
+    """The live broker ids, or Unreachable as soon as the cluster refuses the credentials or the TLS handshake.
+
+    librdkafka retries a refused login quietly and the caller only sees a timeout much later ("Broker
+    transport failure", "timed out waiting for controller"); the client's error callback carries the real
+    cause, so it is read here before anything else talks to the cluster. Its text holds no secret.
+    """
+    seen: list[KafkaError] = []
+    a = admin_client(bootstrap, {**(extra or {}), "error_cb": seen.append})
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while True:
+        a.poll(0)  # serves the error callback
+        for e in seen:
+            if e.code() == KafkaError._AUTHENTICATION:
+                raise Unreachable("authentication", f"{bootstrap} refused the login: {e.str()}")
+            if e.code() == KafkaError._SSL:
+                raise Unreachable("tls", f"TLS with {bootstrap} failed: {e.str()}")
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable("timeout", f"no broker at {bootstrap} answered within {timeout_s:g} s ({last})")
+        try:
+            return sorted(a.list_topics(timeout=min(1.0, left)).brokers)
+        except KafkaException as e:
+            last = e
+
+
+def unreachable_hint(e: Unreachable, *, login: str, tls: str) -> str:
+    """e's message and what to fix: `login`/`tls` name the settings the user wrote (an inventory's, a spec's)."""
+    fixes = {"authentication": f"check {login}", "tls": f"check {tls}"}
+    fix = fixes.get(e.kind, "check the address and that the cluster runs")
+    return f"{e}: {fix}"
 
 
 @dataclass(frozen=True)

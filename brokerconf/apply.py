@@ -3,9 +3,9 @@
 Dynamic keys are set per broker id with IncrementalAlterConfigs (confluent-kafka cannot address the
 cluster-wide default resource `BROKER ""`). A broker applies a change asynchronously, so every step
 waits until DescribeConfigs shows it before the next one: thread pools may only move within
-[old/2, old×2] of the value the broker currently runs with. Restart-only keys are possible on the
-testbed only: they are written to every node's server.properties and the nodes are restarted one at
-a time.
+[old/2, old×2] of the value the broker currently runs with. Restart-only keys need a `Restarts`: the
+testbed's (it rewrites each node's server.properties) or a remote cluster's (brokerconf.remote: edits
+server.properties over SSH); either restarts the brokers one at a time, each back in full ISR first.
 
 A snapshot records, per broker, each catalogue key's value and whether it was a per-broker dynamic
 override. `restore` brings a cluster back to it: overrides that existed get their old value again, the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
@@ -51,6 +51,45 @@ class Applied:
     steps: int = 0
 
 
+class Restarts(Protocol):
+    """Who can change restart-only broker configs: a snapshot of them, and a rolling apply."""
+
+    def snapshot(self) -> Any:
+        """The restart-only configs the brokers run with now (JSON-able)."""
+
+    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
+        """Run `snap` overlaid with `restart`; rolling restart where that changes a broker. Returns restarts."""
+
+    def restore(self, snap: Any, progress: Progress) -> list[str]:
+        """Back to `snap`; what changed, in words."""
+
+    def heal(self, progress: Progress) -> object:
+        """Every broker serving and every ISR full again (after a trial that broke something)."""
+
+
+class LocalRestarts:
+    """The local testbed: one set of overrides for every node (brokerconf.testbed)."""
+
+    def __init__(self, testbed: Any) -> None:
+        self.testbed = testbed
+
+    def snapshot(self) -> dict[str, str]:
+        return dict(self.testbed.state().overrides)
+
+    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
+        return int(self.testbed.set_overrides({**(snap or {}), **restart}, progress=progress))
+
+    def restore(self, snap: Any, progress: Progress) -> list[str]:
+        want = dict(snap or {})
+        if self.testbed.state().overrides == want:
+            return []
+        self.testbed.set_overrides(want, progress=progress)
+        return [f"restart-only configs back to {want or 'Kafka defaults'} (rolling restart)"]
+
+    def heal(self, progress: Progress) -> object:
+        return self.testbed.heal(progress=progress)
+
+
 class BrokerConfigs:
     def __init__(
         self,
@@ -58,6 +97,7 @@ class BrokerConfigs:
         broker_ids: list[int],
         *,
         testbed: Any = None,
+        restarts: Restarts | None = None,
         progress: Progress = print,
         settle_timeout_s: float = 30,
         reconnect: Callable[[], AdminClient] | None = None,
@@ -65,7 +105,7 @@ class BrokerConfigs:
         self.admin = admin
         self.reconnect = reconnect
         self.broker_ids = broker_ids
-        self.testbed = testbed
+        self.restarts: Restarts | None = LocalRestarts(testbed) if testbed is not None else restarts
         self.progress = progress
         self.settle_timeout_s = settle_timeout_s
 
@@ -108,9 +148,7 @@ class BrokerConfigs:
         brokers = {}
         for b in self.broker_ids:
             brokers[str(b)] = {k: {"value": v, "source": s} for k, (v, s) in self.describe(b, DYNAMIC_KEYS).items()}
-        restart = None
-        if self.testbed is not None:
-            restart = dict(self.testbed.state().overrides)
+        restart = self.restarts.snapshot() if self.restarts is not None else None
         return {
             "schema_version": SNAPSHOT_SCHEMA_VERSION,
             "taken_ns": time.time_ns(),
@@ -121,11 +159,8 @@ class BrokerConfigs:
     def restore(self, snap: Mapping[str, Any], *, skip: tuple[str, ...] = (), restart: bool = True) -> list[str]:
         """Bring the brokers back to `snap` (except keys in `skip`); returns what changed."""
         changed: list[str] = []
-        if restart and snap.get("restart_overrides") is not None and self.testbed is not None:
-            want = dict(snap["restart_overrides"])
-            if self.testbed.state().overrides != want:
-                changed.append(f"restart-only configs back to {want or 'Kafka defaults'} (rolling restart)")
-                self.testbed.set_overrides(want, progress=self.progress)
+        if restart and snap.get("restart_overrides") is not None and self.restarts is not None:
+            changed += self.restarts.restore(snap["restart_overrides"], self.progress)
         for b, keys in snap["brokers"].items():
             now = self.describe(int(b), list(keys))
             for k, old in keys.items():
@@ -140,12 +175,12 @@ class BrokerConfigs:
                 if p.thread_pool and val is not None and old["value"] is not None:
                     for step in catalogue.thread_pool_steps(int(val), int(old["value"])):
                         self._alter(int(b), k, str(step))
-                        self._await(int(b), k, str(step))
+                        self._await(int(b), k, str(step), override=True)
                 if was_override:
                     self._alter(int(b), k, old["value"])
                 else:
                     self._alter(int(b), k, None)
-                self._await(int(b), k, old["value"])
+                self._await(int(b), k, old["value"], override=was_override)
         return changed
 
     # ---- applying ----------------------------------------------------------------------------------
@@ -156,11 +191,12 @@ class BrokerConfigs:
         trial's record describes the whole broker state it ran with.
         """
         out = Applied()
-        if self.testbed is not None:
-            base = dict(snap.get("restart_overrides") or {})
-            out.restarts = self.testbed.set_overrides({**base, **restart}, progress=self.progress)
+        if self.restarts is not None:
+            out.restarts = self.restarts.apply(snap.get("restart_overrides"), restart, self.progress)
         elif restart:
-            raise RunFailed(f"{', '.join(restart)} need a broker restart: possible on the testbed only")
+            raise RunFailed(
+                f"{', '.join(restart)} need a broker restart: possible on the testbed or a cluster with an inventory"
+            )
         self.restore(snap, skip=tuple(dynamic), restart=False)
         for b in self.broker_ids:
             cur = self.describe(b, list(dynamic))
@@ -174,7 +210,7 @@ class BrokerConfigs:
                     continue
                 for t in targets:
                     self._alter(b, k, t)
-                    self._await(b, k, t)
+                    self._await(b, k, t, override=True)
                     out.steps += 1
         # Every catalogue broker key, not only the ones set: the record shows the whole broker state.
         out.read_back = self.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
@@ -199,15 +235,19 @@ class BrokerConfigs:
         except Exception as e:
             raise RunFailed(f"broker {broker_id} refused {key}={value}: {e}") from None
 
-    def _await(self, broker_id: int, key: str, value: str | None) -> None:
-        """Wait until the broker reports `value` (the change travels through the metadata log)."""
+    def _await(self, broker_id: int, key: str, value: str | None, *, override: bool) -> None:
+        """Wait until the broker reports `value`, as a dynamic override or not (the change travels through
+        the metadata log). The source matters: deleting an override equal to the default leaves the value
+        unchanged, and only the source shows whether the delete has landed."""
         deadline = time.monotonic() + self.settle_timeout_s
-        got: str | None = None
+        got: tuple[str | None, str] = (None, "")
         while time.monotonic() < deadline:
-            got = self.describe(broker_id, [key])[key][0]
-            if got == value:
+            got = self.describe(broker_id, [key])[key]
+            if got[0] == value and (got[1] == "DYNAMIC_BROKER_CONFIG") == override:
                 return
             time.sleep(0.2)
+        state = "an override" if override else "no override"
         raise ConfigMismatch(
-            f"broker {broker_id} still reports {key}={got!r} {self.settle_timeout_s:.0f} s after {value!r} was set"
+            f"broker {broker_id} still reports {key}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "
+            f"{value!r} as {state} was set"
         )

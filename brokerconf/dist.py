@@ -73,12 +73,11 @@ class KafkaDist:
         return java_home() / "bin" / "java"
 
     def installed(self) -> bool:
-        stamp = self.root / ".installed"
-        return stamp.exists() and stamp.read_text().strip() == _pom_hash()
+        return maven_installed(POM, self.root)
 
 
-def _pom_hash() -> str:
-    return hashlib.sha256(POM.read_bytes()).hexdigest()
+def _pom_hash(pom: Path = POM) -> str:
+    return hashlib.sha256(pom.read_bytes()).hexdigest()
 
 
 def default_dist(cache: Path | None = None) -> KafkaDist:
@@ -88,22 +87,31 @@ def default_dist(cache: Path | None = None) -> KafkaDist:
 def install(cache: Path | None = None, *, quiet: bool = True) -> KafkaDist:
     """Resolve the jars into the cache unless they are there already. Idempotent."""
     dist = default_dist(cache)
-    if dist.installed():
-        return dist
+    if not dist.installed():
+        maven_install(POM, dist.root, f"Kafka {KAFKA_VERSION}", quiet=quiet)
+    return dist
+
+
+def maven_install(pom: Path, root: Path, what: str, *, quiet: bool = True) -> None:
+    """`mvn dependency:copy-dependencies` of `pom` into root/libs, atomically, stamped with the pom's hash."""
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise EnvironmentProblem("Maven (mvn) is needed once to fetch the Kafka jars: apt-get install maven")
-    tmp = dist.root.with_name(dist.root.name + ".partial")
+        raise EnvironmentProblem(f"Maven (mvn) is needed once to fetch the {what} jars: apt-get install maven")
+    tmp = root.with_name(root.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    cmd = [mvn, "-B", "-f", str(POM), "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}"]
+    cmd = [mvn, "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={tmp / 'libs'}"]
     if quiet:
         cmd.insert(1, "-q")
     env = dict(os.environ, JAVA_HOME=str(java_home()))
     proc = subprocess.run(cmd, env=env, capture_output=quiet, text=True, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout or "").splitlines()[-15:])
-        raise EnvironmentProblem(f"mvn could not resolve Kafka {KAFKA_VERSION}:\n{tail}")
-    (tmp / ".installed").write_text(_pom_hash() + "\n")
-    shutil.rmtree(dist.root, ignore_errors=True)
-    tmp.rename(dist.root)
-    return dist
+        raise EnvironmentProblem(f"mvn could not resolve {what}:\n{tail}")
+    (tmp / ".installed").write_text(_pom_hash(pom) + "\n")
+    shutil.rmtree(root, ignore_errors=True)
+    tmp.rename(root)
+
+
+def maven_installed(pom: Path, root: Path) -> bool:
+    stamp = root / ".installed"
+    return stamp.exists() and stamp.read_text().strip() == _pom_hash(pom)

@@ -10,10 +10,15 @@ log dir at once (brokers that share a device share its bandwidth), twice:
 
 and measures the rate of small synchronous appends (1 KiB write + fdatasync), the cost a broker pays per
 flush when `log.flush.interval.messages=1`.
+
+This file depends on the standard library only: for a cluster kafkatune reaches over SSH it is copied
+to the host as it is and run there (`python3 probe.py disk DIR…`, and `net-server` / `net-client`, a TCP
+rate probe for hosts without iperf3); each prints one JSON object.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import threading
@@ -23,7 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkatune.errors import UserError
+try:
+    from kafkatune.errors import UserError
+except ImportError:  # shipped alone to a remote host
+
+    class UserError(Exception):  # type: ignore[no-redef]
+        pass
+
 
 MiB = 1024 * 1024
 BLOCK = MiB
@@ -137,3 +148,79 @@ def probe_disk(log_dirs: Sequence[str | Path], *, segment_mb: int = 64, files: i
         fsync_ms_p50=round(fsync_ms, 3),
         seconds=round(time.perf_counter() - t0, 2),
     )
+
+
+# ---- network: one TCP stream, receiver-side goodput (for hosts without iperf3) ------------------------
+def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
+    """Accept one connection, count what arrives until the sender closes; MB/s from first to last byte."""
+    import socket
+
+    with socket.create_server((address, port), reuse_port=False) as srv:
+        srv.settimeout(timeout_s)
+        print(json.dumps({"listening": True}), flush=True)
+        conn, _ = srv.accept()
+        with conn:
+            conn.settimeout(timeout_s)
+            n = 0
+            first = last = 0.0
+            buf = bytearray(MiB)
+            while True:
+                k = conn.recv_into(buf)
+                if not k:
+                    break
+                last = time.perf_counter()
+                if not n:
+                    first = last
+                n += k
+    return {"bytes": n, "seconds": round(last - first, 4), "mb_s": round(n / 1e6 / max(last - first, 1e-9), 2)}
+
+
+def net_client(address: str, port: int, seconds: float) -> dict[str, Any]:
+    import socket
+
+    buf = os.urandom(MiB)
+    n = 0
+    with socket.create_connection((address, port), timeout=30) as s:
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            s.sendall(buf)
+            n += len(buf)
+    return {"bytes_sent": n}
+
+
+def main(argv: Sequence[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="probe.py", description="kafkatune's host probes; one JSON object out.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("disk", help="write bandwidth in log dirs (all at once)")
+    d.add_argument("dirs", nargs="+")
+    d.add_argument("--segment-mb", type=int, default=64)
+    d.add_argument("--files", type=int, default=2)
+    s = sub.add_parser("net-server", help="receive one TCP stream and report its rate")
+    s.add_argument("address")
+    s.add_argument("port", type=int)
+    s.add_argument("--timeout", type=float, default=60)
+    c = sub.add_parser("net-client", help="send one TCP stream for some seconds")
+    c.add_argument("address")
+    c.add_argument("port", type=int)
+    c.add_argument("--seconds", type=float, default=3)
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "disk":
+            out = probe_disk(a.dirs, segment_mb=a.segment_mb, files=a.files).as_profile()
+        elif a.cmd == "net-server":
+            out = net_server(a.address, a.port, a.timeout)
+        else:
+            out = net_client(a.address, a.port, a.seconds)
+    except (OSError, UserError) as e:
+        print(json.dumps({"error": str(e)}), flush=True)
+        return 1
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -3,6 +3,9 @@
 - mosquitto: Debian's Mosquitto with our own config file, listening on 127.0.0.1 only (no systemd).
 - zenoh: a Zenoh router, a Python session in `mode: router` (`python -m drivers.zenoh_router`), TCP on
   127.0.0.1, multicast scouting off.
+- pulsar: Apache Pulsar standalone (broker + one in-process BookKeeper bookie + RocksDB metadata), its
+  jars assembled from Maven Central with `brokerconf/pulsar/pom.xml` like Kafka's; Java 17; data wiped
+  at each start. The binary protocol on the given port (default 6650), the admin REST API on a second one.
 
 Each server has a folder (<root>/<system>/) with its config, log and a state file (pid, port). `up` waits
 until the server accepts a protocol-level connection, not just a TCP one; `down` stops it (SIGTERM, then
@@ -30,8 +33,43 @@ import psutil
 from kafkatune.errors import EnvironmentProblem, UserError
 
 Progress = Callable[[str], None]
-SYSTEMS = ("mosquitto", "zenoh")
-DEFAULT_PORTS = {"mosquitto": 1883, "zenoh": 7447}
+SYSTEMS = ("mosquitto", "zenoh", "pulsar")
+DEFAULT_PORTS = {"mosquitto": 1883, "zenoh": 7447, "pulsar": 6650}
+# the driver each system serves, and the common config key its server address goes to
+DRIVER_OF = {"mosquitto": "mqtt", "zenoh": "zenoh", "pulsar": "pulsar"}
+PULSAR_POM = Path(__file__).with_name("pulsar") / "pom.xml"
+START_TIMEOUT_S = {"mosquitto": 60.0, "zenoh": 60.0, "pulsar": 180.0}
+
+
+def pulsar_version() -> str:
+    import re
+
+    m = re.search(r"<pulsar.version>([^<]+)<", PULSAR_POM.read_text())
+    assert m, f"{PULSAR_POM} has no <pulsar.version>"
+    return m.group(1)
+
+
+def pulsar_root(cache: Path | None = None) -> Path:
+    from kafkatune import paths
+
+    return (cache or paths.cache_dir()) / f"pulsar-{pulsar_version()}"
+
+
+def install_pulsar(cache: Path | None = None, progress: Progress = print) -> Path:
+    """The Pulsar jars in the cache (fetched once with Maven, ~235 MB); idempotent and offline once there."""
+    from brokerconf.dist import maven_install, maven_installed
+
+    root = pulsar_root(cache)
+    if not maven_installed(PULSAR_POM, root):
+        progress(f"pulsar: fetching Apache Pulsar {pulsar_version()} jars with Maven into {root} (once)")
+        maven_install(PULSAR_POM, root, f"Pulsar {pulsar_version()}")
+    return root
+
+
+def _any_free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -41,6 +79,14 @@ class ServerState:
     port: int
     address: str  # what a driver's `bootstrap.servers` takes
     started: float
+    admin: str | None = None  # Pulsar: the admin REST address (the driver's `pulsar.admin`)
+
+    def common(self) -> dict[str, str]:
+        """The driver's common config that points it at this server."""
+        c = {"bootstrap.servers": self.address}
+        if self.admin:
+            c["pulsar.admin"] = self.admin
+        return c
 
 
 def _free(port: int) -> bool:
@@ -82,7 +128,7 @@ class Servers:
 
     # ---- up ----------------------------------------------------------------------------------------
     def up(
-        self, system: str, port: int | None = None, progress: Progress = print, timeout_s: float = 60
+        self, system: str, port: int | None = None, progress: Progress = print, timeout_s: float | None = None
     ) -> ServerState:
         st = self.alive(system)
         if st is not None:
@@ -91,17 +137,26 @@ class Servers:
         port = port or DEFAULT_PORTS[system]
         if not _free(port):
             raise EnvironmentProblem(f"{system}: port {port} on 127.0.0.1 is taken; pass --port")
+        timeout_s = timeout_s or START_TIMEOUT_S[system]
         d = self.dir(system)
         d.mkdir(parents=True, exist_ok=True)
-        cmd = self._command(system, d, port)
+        admin_port = _any_free_port() if system == "pulsar" else None
+        cmd = self._command(system, d, port, admin_port, progress)
         log = (d / "server.log").open("ab")
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d
         )
-        st = ServerState(system, proc.pid, port, f"127.0.0.1:{port}", psutil.Process(proc.pid).create_time())
+        st = ServerState(
+            system,
+            proc.pid,
+            port,
+            f"127.0.0.1:{port}",
+            psutil.Process(proc.pid).create_time(),
+            f"127.0.0.1:{admin_port}" if admin_port else None,
+        )
         (d / "state.json").write_text(json.dumps(asdict(st)))
         deadline = time.monotonic() + timeout_s
-        while not self._ready(system, port):
+        while not self._ready(system, port, st.admin):
             if proc.poll() is not None:
                 tail = (d / "server.log").read_text(errors="replace")[-1500:]
                 raise EnvironmentProblem(f"{system} exited with {proc.returncode} while starting:\n{tail}")
@@ -112,7 +167,52 @@ class Servers:
         progress(f"{system} up on {st.address} (pid {st.pid}, log {d / 'server.log'})")
         return st
 
-    def _command(self, system: str, d: Path, port: int) -> list[str]:
+    def _command(self, system: str, d: Path, port: int, admin_port: int | None, progress: Progress) -> list[str]:
+        if system == "pulsar":
+            from brokerconf.dist import java_home
+
+            root = install_pulsar(progress=progress)
+            conf = d / "standalone.conf"
+            conf.write_text(
+                "\n".join(
+                    [
+                        "clusterName=standalone",
+                        "bindAddress=127.0.0.1",
+                        "advertisedAddress=127.0.0.1",
+                        f"brokerServicePort={port}",
+                        f"webServicePort={admin_port}",
+                        # one bookie: every entry is written once, acknowledged by that bookie (fsync'd journal)
+                        "managedLedgerDefaultEnsembleSize=1",
+                        "managedLedgerDefaultWriteQuorum=1",
+                        "managedLedgerDefaultAckQuorum=1",
+                        "allowAutoTopicCreation=true",
+                        "allowAutoTopicCreationType=non-partitioned",
+                        "brokerDeleteInactiveTopicsEnabled=false",
+                        "functionsWorkerEnabled=false",
+                        "",
+                    ]
+                )
+            )
+            return [
+                str(java_home() / "bin" / "java"),
+                "-Xms1g",
+                "-Xmx2g",
+                "-XX:MaxDirectMemorySize=2g",
+                "-cp",
+                str(root / "libs" / "*"),
+                "org.apache.pulsar.PulsarStandaloneStarter",
+                "--config",
+                str(conf),
+                "--no-functions-worker",
+                "--no-stream-storage",
+                "--wipe-data",
+                "--bookkeeper-dir",
+                str(d / "data" / "bookkeeper"),
+                "--metadata-dir",
+                str(d / "data" / "metadata"),
+                "--bookkeeper-port",
+                str(_any_free_port()),
+            ]
         if system == "mosquitto":
             exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
             if not Path(exe).exists():
@@ -136,7 +236,9 @@ class Servers:
             return [exe, "-c", str(conf)]
         return [sys.executable, "-m", "drivers.zenoh_router", "--listen", f"tcp/127.0.0.1:{port}"]
 
-    def _ready(self, system: str, port: int) -> bool:
+    def _ready(self, system: str, port: int, admin: str | None = None) -> bool:
+        if system == "pulsar":
+            return _pulsar_ready(port, admin)
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
                 if system != "mosquitto":
@@ -180,7 +282,22 @@ class Servers:
                     "running": st is not None,
                     "address": st.address if st else None,
                     "pid": st.pid if st else None,
-                    "ready": self._ready(s, st.port) if st else False,
+                    "ready": self._ready(s, st.port, st.admin) if st else False,
                 }
             )
         return out
+
+
+def _pulsar_ready(port: int, admin: str | None) -> bool:
+    """The namespace the driver uses exists and a topic lookup answers with this broker's address."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{admin}/admin/v2/namespaces/public", timeout=2) as r:
+            if "public/default" not in r.read().decode():
+                return False
+        url = f"http://{admin}/lookup/v2/topic/persistent/public/default/kt-ready"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return f":{port}" in r.read().decode()
+    except OSError:
+        return False

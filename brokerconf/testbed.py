@@ -37,6 +37,8 @@ Progress = Callable[[str], None]
 
 # Broker defaults of the testbed: synchronous replication as the product targets it. Everything else
 # is Kafka's default, so a sweep's baseline is what an untuned cluster does.
+SASL_USER = "kafkatune"
+
 BROKER_DEFAULTS = {
     "default.replication.factor": "3",
     "min.insync.replicas": "2",
@@ -64,10 +66,15 @@ class Node:
     controller_port: int
     metrics_port: int
     netns: str | None = None
+    sasl_port: int | None = None  # a SASL_SSL listener for clients (`up --security sasl_ssl`)
 
     @property
     def listener(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def sasl_listener(self) -> str | None:
+        return f"{self.host}:{self.sasl_port}" if self.sasl_port else None
 
     @property
     def metrics_url(self) -> str:
@@ -88,10 +95,15 @@ class TestbedState:
     pids: dict[str, int] = field(default_factory=dict)
     # restart-only broker configs on top of BROKER_DEFAULTS (a sweep sets them, then rolls the nodes)
     overrides: dict[str, str] = field(default_factory=dict)
+    security: str = "plaintext"  # "sasl_ssl": each node also has a SASL_SSL client listener
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(n.listener for n in self.nodes)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str | None:
+        return ",".join(n.sasl_listener or "" for n in self.nodes) if self.security == "sasl_ssl" else None
 
     @classmethod
     def load(cls, path: Path) -> TestbedState:
@@ -153,14 +165,95 @@ class Testbed:
         return [h.netns for h in netns.host_names(net, "c")] if net else [None]
 
     # ---- layout ------------------------------------------------------------------------------------
-    def _layout(self, network: str, subnet: str) -> list[Node]:
+    def _layout(self, network: str, subnet: str, security: str = "plaintext") -> list[Node]:
+        sasl = security == "sasl_ssl"
         if network == "shaped":
             net = netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
             return [
-                Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns) for i in range(1, NODES + 1)
+                Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns, 9094 if sasl else None)
+                for i in range(1, NODES + 1)
             ]
         b = self.base_port
-        return [Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i) for i in range(1, NODES + 1)]
+        return [
+            Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i, None, b + 300 + i if sasl else None)
+            for i in range(1, NODES + 1)
+        ]
+
+    # ---- the SASL_SSL listener ---------------------------------------------------------------------
+    @property
+    def security_dir(self) -> Path:
+        """Key store, CA certificate and the generated passwords (files readable by the owner only)."""
+        return self.state_dir / "security"
+
+    def _secret(self, name: str) -> str:
+        """A generated secret kept in security_dir/`name` (made on first use)."""
+        import secrets
+
+        p = self.security_dir / name
+        if not p.exists():
+            self.security_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(24))
+        return p.read_text().strip()
+
+    def _make_keystore(self, st: TestbedState) -> None:
+        """A self-signed certificate for every node address (keytool, PKCS12), and its PEM for clients."""
+        d = self.security_dir
+        ks, pem = d / "broker.p12", d / "ca.pem"
+        if ks.exists() and pem.exists():
+            return
+        keytool = str(Path(self._java()).with_name("keytool"))
+        env = {**os.environ, "KT_STOREPASS": self._secret("store-password")}  # never on a command line
+        san = ",".join(["dns:localhost", *sorted({f"ip:{n.host}" for n in st.nodes})])
+        for cmd in (
+            [keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
+             "-dname", "CN=kafkatune-testbed", "-ext", f"SAN={san}", "-ext", "BC:c=ca:true",
+             "-keystore", str(ks), "-storetype", "PKCS12", "-storepass:env", "KT_STOREPASS"],
+            [keytool, "-exportcert", "-rfc", "-alias", "broker", "-keystore", str(ks), "-storetype", "PKCS12",
+             "-storepass:env", "KT_STOREPASS", "-file", str(pem)],
+        ):  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+            if proc.returncode != 0:
+                raise EnvironmentProblem(f"keytool failed: {(proc.stdout + proc.stderr).strip()[-500:]}")
+        ks.chmod(0o600)
+
+    def _sasl_props(self, node: Node) -> dict[str, str]:
+        user, pw = SASL_USER, self._secret("password")
+        return {
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": (
+                f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{user}="{pw}";'
+            ),
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            ),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(self.security_dir / "broker.p12"),
+            "ssl.keystore.password": self._secret("store-password"),
+        }
+
+    def _add_scram_user(self, st: TestbedState) -> None:
+        """The SCRAM-SHA-512 credential of the testbed's user (through the PLAINTEXT listener, as an operator
+        would with kafka-configs); PLAIN checks the same password from the listener's JAAS config."""
+        from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+        a = kadmin.admin_client(st.bootstrap_servers)
+        up = UserScramCredentialUpsertion(
+            SASL_USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), self._secret("password").encode()
+        )
+        for fut in a.alter_user_scram_credentials([up], request_timeout=30).values():
+            fut.result(timeout=60)
+
+    def client_security(self, st: TestbedState, mechanism: str = "SCRAM-SHA-512") -> dict[str, Any]:
+        """An inventory's `security` block for the SASL_SSL listener (the password by file reference)."""
+        return {
+            "protocol": "SASL_SSL",
+            "sasl_mechanism": mechanism,
+            "username": SASL_USER,
+            "password": {"file": str(self.security_dir / "password")},
+            "ca_file": str(self.security_dir / "ca.pem"),
+        }
 
     def _write_node_files(self, st: TestbedState, node: Node, overrides: dict[str, str] | None = None) -> Path:
         d = self.node_dir(node.id)
@@ -170,17 +263,28 @@ class Testbed:
             "process.roles": "broker,controller",
             "node.id": str(node.id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+            "listeners": ",".join(
+                [f"PLAINTEXT://{node.host}:{node.port}", f"CONTROLLER://{node.host}:{node.controller_port}"]
+                + ([f"SASL_SSL://{node.sasl_listener}"] if node.sasl_port else [])
+            ),
+            "advertised.listeners": ",".join(
+                [f"PLAINTEXT://{node.host}:{node.port}"]
+                + ([f"SASL_SSL://{node.sasl_listener}"] if node.sasl_port else [])
+            ),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            + (",SASL_SSL:SASL_SSL" if node.sasl_port else ""),
             "log.dirs": str(d / "data"),
             **BROKER_DEFAULTS,
             **(st.overrides if overrides is None else overrides),
         }
+        if node.sasl_port:
+            props.update(self._sasl_props(node))
         path = d / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        if node.sasl_port:
+            path.chmod(0o600)  # it holds the key store's and the PLAIN user's passwords
         (d / "log4j2.xml").write_text(LOG4J2)
         metrics.write_exporter_config(d / "jmx-exporter.yaml")
         return path
@@ -290,9 +394,16 @@ class Testbed:
         network: str = "loopback",
         nic_mb_s: float | None = None,
         subnet: str = "198.18.0",
+        security: str | None = None,
         progress: Progress = print,
     ) -> TestbedState:
-        """Start every node that is not running; format a new cluster when there is none."""
+        """Start every node that is not running; format a new cluster when there is none.
+
+        `security="sasl_ssl"`: each node also gets a SASL_SSL listener for clients (SCRAM-SHA-512 and PLAIN,
+        a certificate made with keytool; brokers talk to each other over PLAINTEXT). None: what the existing
+        testbed has (plaintext for a new one), so healing or restarting never drops the listener."""
+        if security not in (None, "plaintext", "sasl_ssl"):
+            raise UserError(f"--security must be plaintext or sasl_ssl (got {security!r})")
         if not self.dist.installed():
             raise EnvironmentProblem("Kafka jars not installed: run `kafkatune testbed install`")
         if network == "shaped":
@@ -304,8 +415,14 @@ class Testbed:
         st: TestbedState | None = None
         if self.state_file.exists():
             st = self.state()
-            if st.network != network or (network == "shaped" and (st.nic_mb_s != nic_mb_s or st.subnet != subnet)):
-                progress(f"network changed ({st.network} -> {network}): recreating the testbed")
+            if (
+                st.network != network
+                or (network == "shaped" and (st.nic_mb_s != nic_mb_s or st.subnet != subnet))
+                or (security is not None and st.security != security)
+            ):
+                progress(
+                    f"network or security changed ({st.network}/{st.security} -> {network}/{security}): recreating"
+                )
                 self.down(wipe=True, progress=progress)
                 st = None
         if st is None:
@@ -315,12 +432,15 @@ class Testbed:
                 network,
                 _kafka_uuid(),
                 self.dist.version,
-                self._layout(network, subnet),
+                self._layout(network, subnet, security or "plaintext"),
                 nic_mb_s if network == "shaped" else None,
                 subnet if network == "shaped" else None,
                 self.prefix,
+                security=security or "plaintext",
             )
             self._save(st)
+        if st.security == "sasl_ssl":
+            self._make_keystore(st)
         net = self.network(st)
         if net is not None and not netns.exists(net):
             progress(f"building the shaped network: {len(net.hosts)} hosts at {net.rate_mb_s:g} MB/s each way")
@@ -335,6 +455,11 @@ class Testbed:
         self._wait_serving(st, [n.id for n in st.nodes], progress)
         if to_start and len(to_start) < NODES:
             kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+        if st.security == "sasl_ssl":
+            self._add_scram_user(st)
+            progress(
+                f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {self.security_dir})"
+            )
         self.write_profile(st, progress)
         return st
 
@@ -394,16 +519,26 @@ class Testbed:
         self._await_exit(pid, 30)
         return pid
 
-    def restart(self, node_id: int, progress: Progress = print, overrides: dict[str, str] | None = None) -> None:
+    def restart(
+        self,
+        node_id: int,
+        progress: Progress = print,
+        overrides: dict[str, str] | None = None,
+        *,
+        keep_config: bool = False,
+    ) -> None:
         """Clean restart of one node; returns once it serves and every partition has a full ISR.
 
         `overrides`: the restart-only configs it starts with (default: the testbed's current ones).
+        `keep_config`: start it with its server.properties as it is on disk (edited by someone else, as a
+        remote sweep does over SSH), instead of writing it from the testbed's state.
         """
         st = self.state()
         node = self._node(st, node_id)
         progress(f"stopping node {node_id}")
         self._stop_node(st, node)
-        self._write_node_files(st, node, overrides)
+        if not keep_config:
+            self._write_node_files(st, node, overrides)
         progress(f"starting node {node_id}")
         st.pids[str(node_id)] = self._start(st, node)
         self._save(st)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import abc
 import collections
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -67,7 +69,8 @@ class Producer(abc.ABC):
 class Consumer(abc.ABC):
     @abc.abstractmethod
     def poll(self, timeout_s: float) -> int:
-        """Receive what is available within the timeout, calling on_message per message; returns the count."""
+        """Receive what is available, calling on_message per message; returns the count. Returns as soon as
+        anything was received: the timeout bounds the wait for the first message, never adds to it."""
 
     @abc.abstractmethod
     def ready(self) -> bool:
@@ -96,6 +99,56 @@ class SentOnReturn:
         return n
 
 
+class Inbox:
+    """Messages a client library's own thread hands over, and a wake-up for a consumer waiting in `poll`.
+
+    `put` runs on the library's thread; `drain` on the worker's. A waiting `drain` returns as soon as a
+    message arrives (not after a fixed sleep), so ping-pong latency is the system's, not a poll period.
+    The event is set only while someone waits: the hot path is one append and one attribute read.
+    """
+
+    def __init__(self) -> None:
+        self.q: collections.deque[bytes] = collections.deque()
+        self.ev = threading.Event()
+        self.waiting = False
+
+    def put(self, data: bytes) -> None:
+        self.q.append(data)
+        if self.waiting:
+            self.ev.set()
+
+    def drain(self, on_message: MessageCallback, timeout_s: float) -> int:
+        q = self.q
+        if not q and timeout_s > 0:
+            self.ev.clear()
+            self.waiting = True
+            if not q:  # an append between the first check and `waiting` is seen here
+                self.ev.wait(timeout_s)
+            self.waiting = False
+        n = 0
+        while q:
+            on_message(q.popleft())
+            n += 1
+        return n
+
+
+# A delivery the client library's thread completed: (callback, error or None, payload).
+Done = tuple[DeliveryCallback, str | None, bytes]
+
+
+def serve_done(done: collections.deque[Done], timeout_s: float) -> int:
+    """Run completed deliveries' callbacks on the caller's thread (a producer's `poll`); when there were
+    none and a timeout was given, sleep up to 1 ms. Returns how many ran."""
+    n = 0
+    while done:
+        cb, err, payload = done.popleft()
+        cb(err, payload)
+        n += 1
+    if not n and timeout_s > 0:
+        time.sleep(min(timeout_s, 0.001))
+    return n
+
+
 def check_keys(conf: Mapping[str, str], where: str, system: str, keys: Mapping[str, tuple[str, ...] | None]) -> None:
     """Each key known to `system`; a choice among its values, or a positive integer where `keys` says None."""
     for k, v in conf.items():
@@ -110,6 +163,29 @@ def check_keys(conf: Mapping[str, str], where: str, system: str, keys: Mapping[s
 
 class BufferFull(Exception):
     """The producer's local queue is full: the load generator, not the cluster, is the limit right now."""
+
+
+def send_waiting(
+    p: Producer,
+    key: bytes | None,
+    payload: bytes,
+    on_done: DeliveryCallback,
+    timeout_s: float = 30.0,
+    also: Callable[[], object] | None = None,
+) -> None:
+    """`p.send` for callers without a schedule: on BufferFull (a full queue, or kafka-python's first send
+    to a topic whose metadata is not there yet) serve completions and try again, up to `timeout_s`."""
+    end = time.monotonic() + timeout_s
+    while True:
+        try:
+            p.send(key, payload, on_done)
+            return
+        except BufferFull:
+            if time.monotonic() > end:
+                raise
+            p.poll(0.005)
+            if also is not None:
+                also()
 
 
 class Driver(abc.ABC):

@@ -88,10 +88,14 @@ class DdsProducer(api.Producer):
 
 class DdsConsumer(api.Consumer):
     def __init__(self, drv: "DdsDriver", topic: str, on_message: api.MessageCallback, conf: Mapping[str, str]) -> None:
+        from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState, WaitSet
         from cyclonedds.sub import DataReader
 
         self.on_message = on_message
         self.r = DataReader(drv.participant, drv.topic(topic), qos=_qos(conf))
+        # a waitset on "any sample": poll wakes when data arrives, not after a fixed sleep
+        self.ws = WaitSet(drv.participant)
+        self.ws.attach(ReadCondition(self.r, SampleState.Any | ViewState.Any | InstanceState.Any))
 
     def poll(self, timeout_s: float) -> int:
         n = 0
@@ -103,9 +107,10 @@ class DdsConsumer(api.Consumer):
                     continue
                 self.on_message(bytes(data))
                 n += 1
-            if n or time.monotonic() >= end:
+            left = end - time.monotonic()
+            if n or left <= 0:
                 return n
-            time.sleep(0.001)
+            self.ws.wait(int(left * 1e9))
 
     def ready(self) -> bool:
         return True  # a reader matches every writer created after it; writers wait for that match

@@ -91,7 +91,14 @@ class KafkaConsumer(api.Consumer):
         return self._assigned
 
     def poll(self, timeout_s: float) -> int:
-        msgs = self._c.consume(num_messages=1000, timeout=timeout_s)
+        # consume(n, timeout) waits for n messages or the whole timeout: a lone message (a ping, a record at a
+        # low fixed rate) would sit in the queue for the full timeout. So: take what is queued; if nothing is,
+        # wait for the first message only, then take what came with it.
+        msgs = self._c.consume(num_messages=1000, timeout=0)
+        if not msgs and timeout_s > 0:
+            first = self._c.poll(timeout_s)
+            if first is not None:
+                msgs = [first, *self._c.consume(num_messages=999, timeout=0)]
         n = 0
         cb = self._on_message
         for m in msgs:
@@ -135,7 +142,8 @@ class KafkaDriver(api.Driver):
             ("consumerConfig", self._consumer_conf("validate", consumer_config)),
         ):
             try:
-                client: Any = _Producer(conf) if section == "producerConfig" else _Consumer(conf)
+                quiet = {**conf, "log_level": 0}  # no bootstrap warning from a client that never connects
+                client: Any = _Producer(quiet) if section == "producerConfig" else _Consumer(quiet)
             except (KafkaException, ValueError, TypeError) as e:
                 raise UserError(f"{section}: {_kafka_error_text(e)}") from e
             if section == "producerConfig":

@@ -1,7 +1,7 @@
 """MQTT driver on paho-mqtt (2.x), for Mosquitto or any MQTT 3.1.1 broker.
 
 Config keys (producer/consumer overrides, all optional): `qos` 0|1|2 (default 1), `max.inflight`
-(paho's in-flight window for QoS > 0, default 1000), `max.queued` (paho's local queue; full → BufferFull,
+(paho's in-flight window for QoS > 0, default 1000), `max.queued` (the local queue, every QoS; full → BufferFull,
 default 100000). `bootstrap.servers` is the broker's host:port. MQTT has no partitions: a topic is a
 topic name, and `partitions` is not applicable (reported, not faked).
 """
@@ -44,10 +44,11 @@ class MqttProducer(api.Producer):
     def __init__(self, addr: str, topic: str, conf: Mapping[str, str]) -> None:
         self.qos = int(conf.get("qos", "1"))
         self.topic = topic
-        self.c = _client(addr, "p", int(conf.get("max.inflight", "1000")), int(conf.get("max.queued", "100000")))
+        self.max_queued = int(conf.get("max.queued", "100000"))
+        self.c = _client(addr, "p", int(conf.get("max.inflight", "1000")), self.max_queued)
         self.pending: dict[int, tuple[api.DeliveryCallback, bytes]] = {}
         self.early: set[int] = set()
-        self.done: collections.deque[tuple[api.DeliveryCallback, str | None, bytes]] = collections.deque()
+        self.done: collections.deque[api.Done] = collections.deque()
         self.lock = threading.Lock()
         self.c.on_publish = self._on_publish
         self.c.loop_start()
@@ -62,6 +63,10 @@ class MqttProducer(api.Producer):
         self.done.append((item[0], None, item[1]))
 
     def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        # paho bounds its queue for QoS 1 and 2 only; a QoS 0 message waits, unbounded, until paho's thread
+        # writes it (on_publish then). The bound holds here for every QoS.
+        if len(self.pending) >= self.max_queued:
+            raise api.BufferFull
         info = self.c.publish(self.topic, payload, qos=self.qos)  # never under self.lock (paho locks too)
         if info.rc == mqtt.MQTT_ERR_QUEUE_SIZE:
             raise api.BufferFull
@@ -79,14 +84,7 @@ class MqttProducer(api.Producer):
             self.done.append((on_done, None, payload))
 
     def poll(self, timeout_s: float = 0.0) -> int:
-        n = 0
-        while self.done:
-            cb, err, payload = self.done.popleft()
-            cb(err, payload)
-            n += 1
-        if not n and timeout_s > 0:
-            time.sleep(min(timeout_s, 0.001))
-        return n
+        return api.serve_done(self.done, timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         end = time.monotonic() + timeout_s
@@ -108,23 +106,18 @@ class MqttConsumer(api.Consumer):
         self, addr: str, topic: str, subscription: str, on_message: api.MessageCallback, conf: Mapping[str, str]
     ) -> None:
         self.on_message = on_message
-        self.q: collections.deque[bytes] = collections.deque()
+        self.inbox = api.Inbox()
         self.subscribed = threading.Event()
         self.c = _client(addr, "c")
-        self.c.on_message = lambda c, u, m: self.q.append(bytes(m.payload))
+        put = self.inbox.put
+        self.c.on_message = lambda c, u, m: put(bytes(m.payload))
         self.c.on_subscribe = lambda c, u, mid, rcs, props: self.subscribed.set()
         self.c.loop_start()
         # a shared subscription: consumers of one subscription split the messages, as a Kafka group does
         self.c.subscribe(f"$share/{subscription}/{topic}", qos=int(conf.get("qos", "1")))
 
     def poll(self, timeout_s: float) -> int:
-        if not self.q and timeout_s > 0:
-            time.sleep(min(timeout_s, 0.002))
-        n = 0
-        while self.q:
-            self.on_message(self.q.popleft())
-            n += 1
-        return n
+        return self.inbox.drain(self.on_message, timeout_s)
 
     def ready(self) -> bool:
         return self.subscribed.is_set()  # SUBACK received: every later publish is delivered

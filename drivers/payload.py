@@ -5,6 +5,10 @@
     send time    i64   (ns, the producer's wall clock when it handed the message to the driver)
 
 The rest is a body taken in turn from a pool of distinct bodies (see `bodies`).
+
+Payloads smaller than 20 B (the comparison method starts at 8 B) use a shorter header, chosen by size:
+16-19 B carry producer id (16 bits) and sequence (48 bits) in one u64, then the send time; 8-15 B carry
+only that u64, so they are counted (loss and duplicates included) but have no latency: `timed(size)`.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+from collections.abc import Callable
 
 HEADER = struct.Struct("<IQq")
 HEADER_BYTES = HEADER.size
@@ -19,6 +24,47 @@ pack = HEADER.pack
 unpack_from = HEADER.unpack_from
 
 assert HEADER_BYTES == 20
+SHORT = struct.Struct("<Qq")
+TINY = struct.Struct("<Q")
+MIN_SIZE = TINY.size
+SEQ_BITS = 48
+
+
+def header_bytes(size: int) -> int:
+    return HEADER_BYTES if size >= HEADER_BYTES else SHORT.size if size >= SHORT.size else TINY.size
+
+
+def timed(size: int) -> bool:
+    """Whether a payload of `size` bytes carries its send time (so latencies can be measured)."""
+    return size >= SHORT.size
+
+
+def packer(size: int) -> Callable[[int, int, int], bytes]:
+    """pack(producer id, sequence, send ns) -> the header for payloads of `size` bytes."""
+    if size >= HEADER_BYTES:
+        return pack
+    short, tiny = SHORT.pack, TINY.pack
+    if size >= SHORT.size:
+        return lambda pid, seq, now: short(pid << SEQ_BITS | seq, now)
+    return lambda pid, seq, now: tiny(pid << SEQ_BITS | seq)
+
+
+def unpacker(size: int) -> Callable[[bytes], tuple[int, int, int]]:
+    """unpack(payload) -> (producer id, sequence, send ns); send ns is 0 when the size has no room for it."""
+    if size >= HEADER_BYTES:
+        return unpack_from
+    mask = (1 << SEQ_BITS) - 1
+    short, tiny = SHORT.unpack_from, TINY.unpack_from
+
+    def unpack_short(data: bytes) -> tuple[int, int, int]:
+        ps, sent = short(data)
+        return ps >> SEQ_BITS, ps & mask, sent
+
+    def unpack_tiny(data: bytes) -> tuple[int, int, int]:
+        (ps,) = tiny(data)
+        return ps >> SEQ_BITS, ps & mask, 0
+
+    return unpack_short if size >= SHORT.size else unpack_tiny
 
 
 # Larger than the largest producer batch (1 MiB), so a batch never holds the same body twice: with
@@ -33,7 +79,9 @@ def bodies(size: int, content: str = "random", seed: int | None = None) -> list[
     random: incompressible, so compression can only cost CPU (the conservative default);
     text:   words from a 2,000-word vocabulary, which lz4 compresses about 2x, like log lines.
     """
-    n = max(16, POOL_BYTES // max(1, size))
+    if size <= 0:
+        return [b""]
+    n = min(max(16, POOL_BYTES // size), 1 << 18)  # tiny bodies: enough distinct ones, not millions
     if content == "random":
         blob = os.urandom(n * size)
         return [blob[i * size : (i + 1) * size] for i in range(n)]

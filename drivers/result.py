@@ -17,13 +17,36 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from brokerconf import metrics
-from drivers import recorder
+from drivers import payload, recorder
 from drivers.runner import RawRun, measured_seconds, phase_of
 from kafkatune import atomic
 
 SCHEMA_VERSION = 1
 MB = 1e6
 _OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
+
+
+def _per_host(raw: RawRun) -> dict[str, dict[str, int]]:
+    """What the workers on each client host did; the run's totals (and latency counts) are these summed."""
+    out: dict[str, dict[str, int]] = {}
+    for (role, wid), host in raw.worker_hosts.items():
+        h = out.setdefault(
+            host or "local",
+            dict.fromkeys(("producers", "consumers", "sent", "acknowledged", "consumed", "publish_latency_count",
+                           "end_to_end_latency_count"), 0),
+        )  # fmt: skip
+        if role == "producer":
+            rep = raw.producers.get(wid) or {}
+            h["producers"] += 1
+            h["sent"] += int(rep.get("sent", 0))
+            h["acknowledged"] += int(rep.get("acked", 0))
+            h["publish_latency_count"] += recorder.merge([rep.get("publish_hist")]).get_total_count()
+        else:
+            rep = raw.consumers.get(wid) or {}
+            h["consumers"] += 1
+            h["consumed"] += int(rep.get("received", 0))
+            h["end_to_end_latency_count"] += recorder.merge([rep.get("e2e_hist")]).get_total_count()
+    return out
 
 
 def _phase(raw: RawRun, second: int) -> str:
@@ -118,6 +141,9 @@ def build(
     pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
     delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
     e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
+    timed = payload.timed(w.messageSize)
+    if not timed:  # no send time in the payload: the workers recorded 0s as placeholders, not latencies
+        pub, e2e = recorder.new_histogram(), recorder.new_histogram()
 
     # Per-second series over the whole run (OMB keeps them as lists), merged across workers.
     seconds = sorted({t.second for t in raw.ticks})
@@ -131,7 +157,7 @@ def build(
         series["consumeRate"].append(float(sum(t.msgs for t in cons)))
         series["publishErrorRate"].append(float(sum(t.errors for t in prod)))
         for prefix, ticks in (("publishLatency", prod), ("endToEndLatency", cons)):
-            h = recorder.merge(t.hist for t in ticks)
+            h = recorder.merge(t.hist for t in ticks) if timed else recorder.new_histogram()
             for k, v in _omb_latency(prefix, h, 1e-3).items():
                 series[k].append(v)
 
@@ -147,6 +173,11 @@ def build(
     consumed = sum(c["received"] for c in raw.consumers.values())
     broker_rows = _broker_rows(raw)
     warnings, client = _client_bound(raw, meas)
+    client_bound = bool(warnings)
+    if not timed:
+        warnings.append(
+            f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
+        )
 
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -187,6 +218,7 @@ def build(
             "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],
             "consumed": consumed,
             **loss,
+            "latency_measured": timed,
             "publish_latency_ms": recorder.summary_ms(pub),
             "publish_delay_ms": recorder.summary_ms(delay),
             "end_to_end_latency_ms": recorder.summary_ms(e2e),
@@ -194,11 +226,12 @@ def build(
             "drain_s": raw.drain_s,
             "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
             "client": client,
-            "client_bound": bool(warnings),
+            "client_bound": client_bound,
             "warnings": warnings,
         },
         "topics_used": raw.topics,
-        "client_hosts": sorted({h or "local" for h in raw.client_hosts}),
+        "client_hosts": sorted({h or "local" for h in raw.worker_hosts.values()}),
+        "per_client_host": _per_host(raw),
         "started_ns": raw.started_wall_ns,
         "timing": raw.timing,
         "producerConfig": w.str_map("producerConfig"),
@@ -220,7 +253,7 @@ def build(
                 "bytes": t.nbytes,
                 "errors": t.errors,
                 "buffer_full": t.buffer_full,
-                **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist).items()},
+                **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist if timed else None).items()},
                 "thread_cpu_s": t.thread_cpu_s,
                 "process_cpu_s": t.process_cpu_s,
             }

@@ -21,6 +21,7 @@ from typing import Any
 
 from brokerconf.metrics import BrokerMetricsSampler, BrokerSample
 from drivers import api
+from drivers.remote_workers import RemoteClient, RemoteWorkers
 from drivers.worker import TIMING_FIELDS, WorkerTask, run_consumer, run_producer
 from kafkatune.errors import RunFailed
 from kafkatune.workload import Workload
@@ -71,11 +72,14 @@ class RawRun:
     drain_s: float = 0.0
     machine_cpu_percent: float | None = None
     consumer_assignment_wait_s: float = 0.0
-    client_hosts: list[str | None] = field(default_factory=list)  # network namespace per worker, None = here
+    # (role, id) -> where the worker ran: its network namespace, a remote client host, or None (here)
+    worker_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
     phases_s: dict[str, float] = field(default_factory=dict)  # wall time of set-up and clean-up steps
 
 
 View = Callable[[RawRun, Tick], None]
+# Where a worker runs: this host (None), a network namespace on it (its name), or a client host over SSH.
+Placement = str | RemoteClient | None
 
 
 def _topic_names(w: Workload) -> list[str]:
@@ -87,7 +91,7 @@ def run(
     w: Workload,
     common: Mapping[str, str],
     *,
-    client_netns: Sequence[str | None] = (None,),
+    client_netns: Sequence[Placement] = (None,),
     metrics_urls: Mapping[int, str] | None = None,
     on_tick: View | None = None,
     say: Callable[[str], None] = print,
@@ -119,14 +123,23 @@ def run(
         say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
         host = 0
 
-        def place() -> str | None:
-            nonlocal host
-            ns = client_netns[host % len(client_netns)]
-            host += 1
-            raw.client_hosts.append(ns)
-            return ns
+        remote: dict[str, tuple[RemoteClient, list[WorkerTask]]] = {}
 
-        def spawn(target: Callable[..., None], task: WorkerTask, stop: Any) -> None:
+        def place() -> Placement:
+            """The next host, round robin."""
+            nonlocal host
+            where = client_netns[host % len(client_netns)]
+            host += 1
+            return where
+
+        def netns_of(where: Placement) -> str | None:
+            return None if isinstance(where, RemoteClient) else where
+
+        def spawn(target: Callable[..., None], task: WorkerTask, stop: Any, where: Placement) -> None:
+            raw.worker_hosts[(task.role, task.wid)] = where.label if isinstance(where, RemoteClient) else where
+            if isinstance(where, RemoteClient):
+                remote.setdefault(where.label, (where, []))[1].append(task)
+                return
             name = f"{task.role}-{task.wid}"
             procs.append(ctx.Process(target=target, args=(task, q, timing, go, stop), name=name, daemon=True))
 
@@ -134,6 +147,7 @@ def run(
         for t in topics:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
+                    where = place()
                     task = WorkerTask(
                         "consumer",
                         cid,
@@ -141,15 +155,16 @@ def run(
                         dict(common),
                         t,
                         cc,
-                        place(),
+                        netns_of(where),
                         message_size=w.messageSize,
                         subscription=f"kt-sub-{t}-{s}",
                     )
-                    spawn(run_consumer, task, stop_consumers)
+                    spawn(run_consumer, task, stop_consumers, where)
                     cid += 1
         pid = 0
         for t in topics:
             for _ in range(w.producersPerTopic):
+                where = place()
                 task = WorkerTask(
                     "producer",
                     pid,
@@ -157,15 +172,17 @@ def run(
                     dict(common),
                     t,
                     pc,
-                    place(),
+                    netns_of(where),
                     message_size=w.messageSize,
                     rate=per_rate,
                     payload_content=w.payloadContent,
                     key_mode=w.keyDistributor,
                     partitions=w.partitionsPerTopic,
                 )
-                spawn(run_producer, task, stop_producers)
+                spawn(run_producer, task, stop_producers, where)
                 pid += 1
+        for rc, tasks in remote.values():
+            procs.append(RemoteWorkers(rc, tasks, q, timing, go, stop_producers, stop_consumers))
         for p in procs:
             p.start()
         say(f"started {pid} producer and {cid} consumer processes; waiting for consumer assignment")
@@ -197,6 +214,10 @@ def run(
         raw.machine_cpu_percent = psutil.cpu_percent(None)
         return raw
     finally:
+        # Remote workers' messages are put on `q` by this process's threads; what nobody reads after an
+        # interruption must not keep this process from exiting (the queue's feeder thread would block on
+        # a full pipe at exit).
+        q.cancel_join_thread()
         t_clean = time.monotonic()
         stop_producers.set()
         stop_consumers.set()

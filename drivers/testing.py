@@ -10,10 +10,11 @@ producer then sends, intact and exactly once, across payload sizes; acknowledgem
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -35,56 +36,61 @@ class DriverConformance:
     consumer_overrides: ClassVar[dict[str, str]] = {}
     n_messages: ClassVar[int] = 2000
     timeout_s: ClassVar[float] = 60.0
+    partitions: ClassVar[int] = 1
+    # producer overrides that shrink the client's local queue to a message or two; None for a system whose
+    # client has no local queue to fill (its send blocks or drops by design: said by the driver)
+    small_buffer: ClassVar[dict[str, str] | None] = None
 
-    def round_trip(self, driver: api.Driver, sizes: Sequence[int]) -> tuple[int, list[str], list[bytes], list[bytes]]:
-        """Send one message per size (cycled to n); returns (acked, errors, sent, received)."""
+    @contextlib.contextmanager
+    def subscribed(self, driver: api.Driver) -> Iterator[tuple[str, api.Consumer, list[bytes]]]:
+        """A new topic and a consumer on it that is ready; both removed afterwards."""
         topic = f"kt-conf-{uuid.uuid4().hex[:10]}"
-        driver.create_topics([api.TopicSpec(topic, 1)])
+        driver.create_topics([api.TopicSpec(topic, self.partitions)])
         received: list[bytes] = []
-        errors: list[str] = []
-        acked = 0
         c = driver.create_consumer(topic, f"sub-{topic}", received.append, self.consumer_overrides)
-        p = None
         try:
             deadline = time.monotonic() + self.timeout_s
             while not c.ready():
                 c.poll(0.05)
                 assert time.monotonic() < deadline, "consumer never became ready"
-            p = driver.create_producer(topic, self.producer_overrides)
-
-            def done(err: str | None, payload: bytes) -> None:
-                nonlocal acked
-                if err is None:
-                    acked += 1
-                else:
-                    errors.append(err)
-
-            sent = []
-            for i, size in enumerate(sizes):
-                msg = _payload(i, size)
-                while True:
-                    try:
-                        p.send(None, msg, done)
-                        break
-                    except api.BufferFull:
-                        p.poll(0.01)
-                        c.poll(0)
-                sent.append(msg)
-                if i % 64 == 0:
-                    p.poll(0)
-                    c.poll(0)
-            left = p.flush(self.timeout_s)
-            assert left == 0, f"{left} message(s) unacknowledged after flush"
-            p.poll(0)
-            while len(received) < len(sent) and time.monotonic() < deadline + self.timeout_s:
-                c.poll(0.05)
-            c.poll(0.2)  # anything extra (duplicates) arrives now
-            return acked, errors, sent, received
+            yield topic, c, received
         finally:
-            if p is not None:
-                p.close()
             c.close()
             driver.delete_topics([topic])
+
+    def round_trip(self, driver: api.Driver, sizes: Sequence[int]) -> tuple[int, list[str], list[bytes], list[bytes]]:
+        """Send one message per size (cycled to n); returns (acked, errors, sent, received)."""
+        errors: list[str] = []
+        acked = 0
+        with self.subscribed(driver) as (topic, c, received):
+            deadline = time.monotonic() + self.timeout_s
+            p = driver.create_producer(topic, self.producer_overrides)
+            try:
+
+                def done(err: str | None, payload: bytes) -> None:
+                    nonlocal acked
+                    if err is None:
+                        acked += 1
+                    else:
+                        errors.append(err)
+
+                sent = []
+                for i, size in enumerate(sizes):
+                    msg = _payload(i, size)
+                    api.send_waiting(p, None, msg, done, self.timeout_s, also=lambda: c.poll(0))
+                    sent.append(msg)
+                    if i % 64 == 0:
+                        p.poll(0)
+                        c.poll(0)
+                left = p.flush(self.timeout_s)
+                assert left == 0, f"{left} message(s) unacknowledged after flush"
+                p.poll(0)
+                while len(received) < len(sent) and time.monotonic() < deadline + self.timeout_s:
+                    c.poll(0.05)
+                c.poll(0.2)  # anything extra (duplicates) arrives now
+                return acked, errors, sent, list(received)
+            finally:
+                p.close()
 
     def test_every_acknowledged_message_arrives_intact_and_once(self, driver: api.Driver) -> None:
         acked, errors, sent, received = self.round_trip(driver, [1024] * self.n_messages)
@@ -98,6 +104,53 @@ class DriverConformance:
         assert errors == [] and acked == len(sizes)
         assert sorted(len(r) for r in received) == sorted(len(s) for s in sent)
         assert sorted(received) == sorted(sent)
+
+    def test_poll_returns_as_soon_as_a_message_is_there(self, driver: api.Driver) -> None:
+        """A poll with a long timeout must hand over a waiting message at once: ping-pong and fixed-rate
+        latencies are measured through it (a batch-or-timeout poll added 50 ms to every Kafka round trip)."""
+        with self.subscribed(driver) as (topic, c, received):
+            p = driver.create_producer(topic, self.producer_overrides)
+            try:
+                api.send_waiting(p, None, _payload(0, 64), lambda err, payload: None, self.timeout_s)
+                assert p.flush(self.timeout_s) == 0
+                long_poll = 30.0
+                t0 = time.monotonic()
+                while not received and time.monotonic() - t0 < 2 * long_poll:
+                    c.poll(long_poll)
+                waited = time.monotonic() - t0
+            finally:
+                p.close()
+            assert received == [_payload(0, 64)]
+            # the message was acknowledged (or, for systems without acknowledgements, sent) before the wait
+            # began: a poll that honours the contract returns well before its 30 s timeout
+            assert waited < long_poll / 2, f"poll({long_poll:.0f}) kept an arrived message for {waited:.1f} s"
+
+    def test_a_full_local_buffer_raises_buffer_full_and_loses_nothing(self, driver: api.Driver) -> None:
+        """Back-to-back sends into a tiny local queue: `send` raises BufferFull (the load generator then
+        counts it and backs off) instead of queueing without bound or blocking; every message it accepted
+        is acknowledged and arrives."""
+        if self.small_buffer is None:
+            pytest.skip(f"{driver.name}: no local send queue to fill")
+        acked: list[bytes] = []
+        full = 0
+        with self.subscribed(driver) as (topic, c, received):
+            p = driver.create_producer(topic, {**self.producer_overrides, **self.small_buffer})
+            try:
+                accepted = []
+                for i in range(200):
+                    msg = _payload(i, 16384)
+                    try:
+                        p.send(None, msg, lambda err, payload: acked.append(payload) if err is None else None)
+                        accepted.append(msg)
+                    except api.BufferFull:
+                        full += 1
+                assert full > 0, "200 back-to-back 16 KiB sends into a tiny buffer never raised BufferFull"
+                assert p.flush(self.timeout_s) == 0
+                p.poll(0)
+            finally:
+                p.close()
+            wait_for(lambda: (c.poll(0.05), len(received) >= len(accepted))[1], self.timeout_s, "the accepted messages")
+            assert sorted(acked) == sorted(accepted) and sorted(received) == sorted(accepted)
 
     def test_validate_rejects_an_unknown_key(self, driver: api.Driver) -> None:
         with pytest.raises(UserError, match=r"no\.such\.key|no_such_key"):

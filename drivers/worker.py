@@ -142,10 +142,11 @@ class _ProducerState:
         self.error_samples: list[str] = []
         self.ticker: _Ticker | None = None
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
+        self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
 
     def on_done(self, err: str | None, data: bytes) -> None:
         now = self.clock()
-        _pid, seq, sent = payload.unpack_from(data)
+        _pid, seq, sent = self.unpack(data)
         if err is not None:
             if err == api.DROPPED:
                 self.n_dropped += 1
@@ -157,6 +158,8 @@ class _ProducerState:
                 self.error_samples.append(err)
             return
         self.acked[seq] = 1
+        if not sent:
+            sent = now
         self._lat(now - sent)
         self._sent(sent)
 
@@ -181,9 +184,12 @@ def _produce(
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
     tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
-    pool = payload.bodies(task.message_size - payload.HEADER_BYTES, task.payload_content, seed=task.wid)
+    pool = payload.bodies(
+        task.message_size - payload.header_bytes(task.message_size), task.payload_content, seed=task.wid
+    )
     n_pool = len(pool)
-    pack, pid, on_done, send, poll = payload.pack, task.wid, st.on_done, prod.send, prod.poll
+    st.unpack = payload.unpacker(task.message_size)
+    pack, pid, on_done, send, poll = payload.packer(task.message_size), task.wid, st.on_done, prod.send, prod.poll
     interval = 1e9 / task.rate if task.rate > 0 else 0.0
     m_start, m_end = st.buf.m_start, st.buf.m_end
     key_mode, parts = task.key_mode, max(1, task.partitions)
@@ -265,15 +271,16 @@ def _produce(
 class _ConsumerState:
     """Per message: count it against its producer's sequence map, buffer (latency, send time)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, size: int) -> None:
         self.clock = clock
         self.buf = LatencyBuffer()
         self.seen: dict[int, bytearray] = {}
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
+        self.unpack = payload.unpacker(size)
 
     def on_message(self, data: bytes) -> None:
         now = self.clock()
-        pid, seq, sent = payload.unpack_from(data)
+        pid, seq, sent = self.unpack(data)
         m = self.seen.get(pid)
         if m is None:
             m = self.seen[pid] = bytearray(1 << 16)
@@ -282,6 +289,8 @@ class _ConsumerState:
         c = m[seq]
         if c < 255:
             m[seq] = c + 1
+        if not sent:  # a payload too small for a send time: counted in the second it arrived, no latency
+            sent = now
         self._lat(now - sent)
         self._sent(sent)
 
@@ -291,7 +300,7 @@ def run_consumer(
 ) -> None:
     try:
         drv = _enter(task)
-        st = _ConsumerState(clock)
+        st = _ConsumerState(clock, task.message_size)
         cons = drv.create_consumer(task.topic, task.subscription, st.on_message, task.overrides)
         announced = False
         while not go.is_set():  # poll so that the group forms and partitions get assigned

@@ -10,7 +10,6 @@ and losses show up as acknowledged-but-never-consumed.
 
 from __future__ import annotations
 
-import collections
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -81,18 +80,13 @@ class ZenohConsumer(api.Consumer):
     def __init__(self, session: Any, topic: str, on_message: api.MessageCallback) -> None:
         self.s = session
         self.on_message = on_message
-        self.q: collections.deque[bytes] = collections.deque()
-        self.sub = session.declare_subscriber(topic, lambda sample: self.q.append(sample.payload.to_bytes()))
+        self.inbox = api.Inbox()
+        put = self.inbox.put
+        self.sub = session.declare_subscriber(topic, lambda sample: put(sample.payload.to_bytes()))
         self.t0 = time.monotonic()
 
     def poll(self, timeout_s: float) -> int:
-        if not self.q and timeout_s > 0:
-            time.sleep(min(timeout_s, 0.002))
-        n = 0
-        while self.q:
-            self.on_message(self.q.popleft())
-            n += 1
-        return n
+        return self.inbox.drain(self.on_message, timeout_s)
 
     def ready(self) -> bool:
         return time.monotonic() - self.t0 >= SUBSCRIBE_SETTLE_S

@@ -12,6 +12,7 @@ import click
 
 from kafkatune import paths
 from kafkatune.errors import EnvironmentProblem, RunFailed
+from kafkatune.hosts_cmd import inventory_options
 from kafkatune.workload import load_workload
 
 
@@ -24,9 +25,20 @@ def _out_dir(runs: Path, name: str) -> Path:
     return d
 
 
-def _target(bootstrap: str | None, state_dir: Path | None) -> tuple[str, list[str | None], dict[int, str], Any]:
+def _target(
+    bootstrap: str | None, state_dir: Path | None, driver: str
+) -> tuple[str, list[str | None], dict[int, str], Any]:
     """Bootstrap servers, client hosts (network namespaces) and broker metrics URLs of the target."""
     if bootstrap:
+        from compare.spec import DEFAULT_SERVER
+
+        if DEFAULT_SERVER.get(driver) == "testbed":  # a Kafka driver: --bootstrap also names MQTT, Zenoh…
+            from brokerconf import admin
+
+            try:
+                admin.reach(bootstrap)
+            except admin.Unreachable as e:
+                raise EnvironmentProblem(f"--bootstrap: {e}") from None
         return bootstrap, [None], {}, None
     from brokerconf.dist import default_dist
     from brokerconf.testbed import Testbed
@@ -41,12 +53,28 @@ def _target(bootstrap: str | None, state_dir: Path | None) -> tuple[str, list[st
     return st.bootstrap_servers, client_ns, {n.id: n.metrics_url for n in st.nodes}, profile
 
 
-def _broker_config(bootstrap: str, say: Any) -> dict[str, dict[str, str | None]] | None:
+def _inventory_target(
+    inventory: Path, accept_new_host_keys: bool, say: Any
+) -> tuple[str, dict[str, str], list[Any], Any]:
+    """Bootstrap, client security settings and client hosts (over SSH) of an inventory; and the SSH pool."""
+    from brokerconf.inventory import load_inventory
+    from brokerconf.remote import client_hosts, reach_inventory
+    from brokerconf.ssh import SshPool
+
+    inv = load_inventory(inventory)
+    reach_inventory(inv)  # a refused login fails here, before any SSH or topic
+    pool = SshPool(accept_new_host_keys=accept_new_host_keys, progress=say)
+    hosts = client_hosts(inv, pool)
+    return inv.bootstrap, inv.security.client_config(), hosts or [None], pool
+
+
+def _broker_config(bootstrap: str, say: Any, common: dict[str, str]) -> dict[str, dict[str, str | None]] | None:
     """The catalogue's broker keys as each broker runs them, so the record says what the run ran against."""
     from brokerconf.apply import DYNAMIC_KEYS, RESTART_KEYS, BrokerConfigs
 
     try:
-        return BrokerConfigs.connect(bootstrap, progress=say).read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+        conf = {k: v for k, v in common.items() if k != "bootstrap.servers"}
+        return BrokerConfigs.connect(bootstrap, conf, progress=say).read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
     except Exception as e:  # a cluster that refuses DescribeConfigs still gets measured
         say(f"note: broker configs not recorded ({e})")
         return None
@@ -57,6 +85,10 @@ def register(cli: click.Group) -> None:
     @click.argument("workload", type=click.Path(path_type=Path))
     @click.option("--bootstrap", default=None, help="Bootstrap servers of any cluster (default: the testbed).")
     @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="Testbed state folder.")
+    @inventory_options(
+        "A cluster inventory: its bootstrap and security settings, and its client hosts run the producers "
+        "and consumers (started over SSH, round robin; results merged into one record)."
+    )
     @click.option(
         "--out",
         "out",
@@ -71,6 +103,8 @@ def register(cli: click.Group) -> None:
         workload: Path,
         bootstrap: str | None,
         state_dir: Path | None,
+        inventory: Path | None,
+        accept_new_host_keys: bool,
         out: Path | None,
         runs_dir: Path,
         keep_topics: bool,
@@ -83,54 +117,86 @@ def register(cli: click.Group) -> None:
         Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
         4 the run did not complete, or acknowledged messages were lost.
         """
-        from drivers import result as res
-        from drivers import runner
-        from kafkatune.live import LiveView
-
         w = load_workload(workload)
-        boot, client_ns, metric_urls, profile = _target(bootstrap, state_dir)
         say = lambda m: click.echo(m, err=True)  # noqa: E731
-        say(
-            f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
-            f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), "
-            f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
-            f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}"
-        )
-        broker_config = _broker_config(boot, say)
-        with LiveView(w.warmup_seconds + w.test_seconds) as view:
-            raw = runner.run(
-                w,
-                {"bootstrap.servers": boot},
-                client_netns=client_ns,
-                metrics_urls=metric_urls,
-                on_tick=view,
-                say=say,
-                keep_topics=keep_topics,
-            )
-        import confluent_kafka
-
-        result, samples, brokers = res.build(
-            raw,
-            profile,
-            {
-                "client": "confluent-kafka",
-                "version": confluent_kafka.version()[0],
-                "librdkafka": confluent_kafka.libversion()[0],
-            },
-        )
-        result["brokerConfig"] = broker_config
-        d = out or _out_dir(runs_dir, w.name)
-        res.write(d, result, samples, brokers)
-        shutil.copyfile(workload, d / "workload.yaml")
-        s = result["summary"]
-        if as_json:
-            click.echo(json.dumps({"out": str(d), **{k: v for k, v in s.items() if k != "per_producer"}}))
+        if inventory is not None and bootstrap:
+            raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
+        pool = None
+        common: dict[str, str] = {}
+        placements: list[Any]
+        metric_urls: dict[int, str]
+        profile: Any
+        if inventory is not None:
+            boot, common, placements, pool = _inventory_target(inventory, accept_new_host_keys, say)
+            metric_urls, profile = {}, None
         else:
-            _print_summary(s, d)
-        if s["lost"]:
-            raise RunFailed(f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json)")
-        if s["acknowledged"] == 0:
-            raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
+            boot, placements, metric_urls, profile = _target(bootstrap, state_dir, w.driver)
+        try:
+            _bench(w, workload, boot, common, placements, metric_urls, profile, out, runs_dir, keep_topics, as_json)
+        finally:
+            if pool is not None:
+                pool.close()
+
+
+def _bench(
+    w: Any,
+    workload: Path,
+    boot: str,
+    common: dict[str, str],
+    placements: list[Any],
+    metric_urls: dict[int, str],
+    profile: Any,
+    out: Path | None,
+    runs_dir: Path,
+    keep_topics: bool,
+    as_json: bool,
+) -> None:
+    from drivers import result as res
+    from drivers import runner
+    from kafkatune.live import LiveView
+
+    say = lambda m: click.echo(m, err=True)  # noqa: E731
+    say(
+        f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
+        f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), "
+        f"{'max rate' if not w.producerRate else f'{w.producerRate:g} msg/s'}, "
+        f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {boot}"
+    )
+    broker_config = _broker_config(boot, say, common)
+    with LiveView(w.warmup_seconds + w.test_seconds) as view:
+        raw = runner.run(
+            w,
+            {**common, "bootstrap.servers": boot},
+            client_netns=placements,
+            metrics_urls=metric_urls,
+            on_tick=view,
+            say=say,
+            keep_topics=keep_topics,
+        )
+    import confluent_kafka
+
+    result, samples, brokers = res.build(
+        raw,
+        profile,
+        {
+            "client": "confluent-kafka",
+            "version": confluent_kafka.version()[0],
+            "librdkafka": confluent_kafka.libversion()[0],
+        },
+    )
+    result["brokerConfig"] = broker_config
+    d = out or _out_dir(runs_dir, w.name)
+    res.write(d, result, samples, brokers)
+    shutil.copyfile(workload, d / "workload.yaml")
+    s = result["summary"]
+    if as_json:
+        click.echo(json.dumps({"out": str(d), **{k: v for k, v in s.items() if k != "per_producer"}}))
+    else:
+        _print_summary(s, d)
+    if s["lost"]:
+        raise RunFailed(f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json)")
+    if s["acknowledged"] == 0:
+        raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
 
 
 def _print_summary(s: dict[str, Any], d: Path) -> None:

@@ -4,15 +4,53 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from kafkatune import paths
 from kafkatune.errors import EnvironmentProblem
+from kafkatune.hosts_cmd import inventory_options
 
 
 def _say(msg: str) -> None:
     click.echo(msg, err=True)
+
+
+def _probe_inventory(
+    inventory: Path, tool: str, seconds: float, segment_mb: int, files: int, out: Path | None, accept: bool
+) -> dict[str, Any]:
+    from brokerconf.inventory import load_inventory
+    from brokerconf.remote_probe import RemoteProber, profile_path
+    from brokerconf.ssh import SshPool
+    from kafkatune import atomic
+
+    inv = load_inventory(inventory)
+    with SshPool(accept_new_host_keys=accept, progress=_say) as pool:
+        prober = RemoteProber(inv, pool, _say)
+        try:
+            profile = prober.profile(seconds=seconds, tool=tool, segment_mb=segment_mb, files=files)  # type: ignore[arg-type]
+        finally:
+            prober.cleanup()
+    dest = out or profile_path(inv)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic.write_json(dest, profile)
+    _say(f"profile written: {dest}")
+    return profile
+
+
+def _print_profile(profile: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(profile, indent=2))
+        return
+    from advisor import ceiling
+
+    c = ceiling.from_profile(profile)
+    click.echo(
+        f"ceiling (RF 3, 1 consumer group): {c.mb_s:.2f} MB/s, bound by {c.binding}"
+        if c
+        else "no network ceiling is known (unshaped loopback testbed)"
+    )
 
 
 def register(cli: click.Group) -> None:
@@ -29,14 +67,49 @@ def register(cli: click.Group) -> None:
     @click.option("--segment-mb", type=click.IntRange(min=1), default=256, show_default=True, help="File size, MiB.")
     @click.option("--files", type=click.IntRange(min=1), default=2, show_default=True, help="Files per log dir.")
     @click.option("--no-network", is_flag=True, help="Keep the profile's network figures; only probe the disk.")
+    @inventory_options(
+        "Probe a cluster over SSH instead of the testbed: the disk of every broker's log dirs (a probe "
+        "script copied there) and the rate between hosts (iperf3 where installed, else the script)."
+    )
+    @click.option(
+        "--net-tool",
+        type=click.Choice(["auto", "iperf3", "python"]),
+        default="auto",
+        show_default=True,
+        help="With --inventory: the network probe (auto: iperf3 when both hosts have it).",
+    )
+    @click.option("--seconds", type=click.FloatRange(min=0.5), default=3.0, show_default=True, help="Per host pair.")
+    @click.option(
+        "--out",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="With --inventory: the profile file (default: profiles/<inventory name>.json in kafkatune's home, "
+        "where sweeps of that inventory read it).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print the profile (or the disk probe) as JSON.")
     def probe_cmd(
-        state_dir: Path | None, log_dirs: tuple[Path, ...], segment_mb: int, files: int, no_network: bool, as_json: bool
+        state_dir: Path | None,
+        log_dirs: tuple[Path, ...],
+        segment_mb: int,
+        files: int,
+        no_network: bool,
+        inventory: Path | None,
+        net_tool: str,
+        seconds: float,
+        out: Path | None,
+        accept_new_host_keys: bool,
+        as_json: bool,
     ) -> None:
         """Measure the real ceilings: host-to-host NIC rate (iperf3 between the testbed's namespaces, when
         shaped) and disk write bandwidth in the broker log dirs (segment-sized sequential files, with and
         without fsync, all log dirs at once), into the testbed's cluster profile. Sweeps and benches record
-        the profile they ran against; `kafkatune ceiling` turns it into a limit."""
+        the profile they ran against; `kafkatune ceiling` turns it into a limit.
+
+        With --inventory the same probes run on a cluster's own hosts over SSH."""
+        if inventory is not None:
+            profile = _probe_inventory(inventory, net_tool, seconds, segment_mb, files, out, accept_new_host_keys)
+            _print_profile(profile, as_json)
+            return
         if log_dirs:
             from brokerconf.probe import probe_disk
 
@@ -60,17 +133,7 @@ def register(cli: click.Group) -> None:
             tb.state(), progress=_say, disk_segment_mb=segment_mb, disk_files=files, measure_network=not no_network
         )
         _say(f"profile written: {tb.profile_file}")
-        if as_json:
-            click.echo(json.dumps(profile, indent=2))
-            return
-        from advisor import ceiling
-
-        c = ceiling.from_profile(profile)
-        click.echo(
-            f"ceiling (RF 3, 1 consumer group): {c.mb_s:.2f} MB/s, bound by {c.binding}"
-            if c
-            else "no network ceiling is known (unshaped loopback testbed)"
-        )
+        _print_profile(profile, as_json)
 
     @cli.command("ceiling")
     @click.option("--brokers", type=int, required=True, help="Number of brokers N.")

@@ -111,6 +111,14 @@ def testbed_install(cache_dir: Path | None) -> None:
     help="Shaped mode: names of the namespaces (<prefix>-b1…) and bridge; distinct per testbed.",
 )
 @click.option(
+    "--security",
+    type=click.Choice(["plaintext", "sasl_ssl"]),
+    default=None,
+    help="Default: what the running testbed has (plaintext for a new one). sasl_ssl: each node also "
+    "listens with SASL_SSL (SCRAM-SHA-512 and PLAIN, a keytool certificate) for clients; the password and CA "
+    "are written to <state>/security/ (owner-only files).",
+)
+@click.option(
     "--warm-up",
     "warm_up_s",
     type=click.FloatRange(min=0),
@@ -127,6 +135,7 @@ def testbed_up(
     nic_mbps: float | None,
     subnet: str,
     netns_prefix: str,
+    security: str | None,
     warm_up_s: float,
 ) -> None:
     """Start the three nodes (formatting a new cluster if needed) and wait until all serve."""
@@ -142,7 +151,7 @@ def testbed_up(
     import time
 
     t0 = time.monotonic()
-    st = tb.up(network=network, nic_mb_s=nic_mbps, subnet=subnet, progress=say)
+    st = tb.up(network=network, nic_mb_s=nic_mbps, subnet=subnet, security=security, progress=say)
     say(f"testbed up in {time.monotonic() - t0:.1f} s: bootstrap {st.bootstrap_servers} ({st.network})")
     if warm_up_s:
         from kafkatune.warmup import warm_up
@@ -205,14 +214,31 @@ def testbed_kill(state_dir: Path | None, cache_dir: Path | None, base_port: int,
 @testbed.command("restart")
 @state_option
 @click.argument("node", type=int)
-def testbed_restart(state_dir: Path | None, cache_dir: Path | None, base_port: int, node: int) -> None:
+@click.option(
+    "--keep-config",
+    is_flag=True,
+    help="Start the node with its server.properties as it is on disk (edited by hand or over SSH) instead of "
+    "rewriting it from the testbed's state.",
+)
+def testbed_restart(
+    state_dir: Path | None, cache_dir: Path | None, base_port: int, node: int, keep_config: bool
+) -> None:
     """Clean restart of one node; returns when it serves again and every ISR is full."""
-    _testbed(state_dir, cache_dir, base_port).restart(node, progress=say)
+    _testbed(state_dir, cache_dir, base_port).restart(node, progress=say, keep_config=keep_config)
     say(f"node {node} restarted; all partitions in sync")
 
 
 def main() -> None:
-    from kafkatune import advise_cmd, bench_cmd, ceiling_cmd, report_cmd, servers_cmd, sweep_cmd
+    from kafkatune import (
+        advise_cmd,
+        bench_cmd,
+        ceiling_cmd,
+        compare_cmd,
+        hosts_cmd,
+        report_cmd,
+        servers_cmd,
+        sweep_cmd,
+    )
 
     bench_cmd.register(cli)
     sweep_cmd.register(cli)
@@ -220,6 +246,8 @@ def main() -> None:
     advise_cmd.register(cli)
     report_cmd.register(cli)
     servers_cmd.register(cli)
+    compare_cmd.register(cli)
+    hosts_cmd.register(cli)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

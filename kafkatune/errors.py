@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class UserError(Exception):
     """Bad input from the user (a file, a flag, a value). Exit code 2; nothing was touched."""
@@ -19,3 +21,20 @@ class RunFailed(Exception):
     """A run started but did not complete as a valid measurement. Exit code 4."""
 
     exit_code = 4
+
+
+def validation_message(source: str, e: Any, *, show_input: bool = True) -> str:
+    """One line per field of a pydantic ValidationError: `source: field.path: what is wrong`.
+
+    `show_input=False` where a value may be a secret (an inventory): the line names the field only.
+    """
+    lines = []
+    for err in e.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif show_input and "input" in err and err["type"] not in ("missing", "value_error"):
+            msg += f" (got {err['input']!r})"
+        lines.append(f"{source}: {field}: {msg}")
+    return "\n".join(lines)

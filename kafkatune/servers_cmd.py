@@ -9,26 +9,25 @@ import click
 from kafkatune import paths
 
 
-def _servers() -> object:
-    from brokerconf.servers import Servers
-
-    return Servers(paths.home() / "servers")
-
-
 def register(cli: click.Group) -> None:
     from brokerconf.servers import SYSTEMS
 
     @cli.group("servers")
     def servers() -> None:
-        """Mosquitto (MQTT) and a Zenoh router, on 127.0.0.1, for `bench`/`compare` with those drivers.
-        (Kafka itself is `kafkatune testbed`.)"""
+        """Mosquitto (MQTT), a Zenoh router and a Pulsar standalone, on 127.0.0.1, for `bench`/`compare`
+        with those drivers. (Kafka itself is `kafkatune testbed`; DDS needs no server.)"""
 
     def say(m: str) -> None:
         click.echo(m, err=True)
 
     @servers.command("up")
     @click.argument("systems", nargs=-1)
-    @click.option("--port", type=int, default=None, help="Port (one system only; default 1883 MQTT, 7447 Zenoh).")
+    @click.option(
+        "--port",
+        type=int,
+        default=None,
+        help="Port (one system only; default 1883 MQTT, 7447 Zenoh, 6650 Pulsar).",
+    )
     def up(systems: tuple[str, ...], port: int | None) -> None:
         """Start SYSTEMS (default: all of them) and wait until each accepts connections."""
         from brokerconf.servers import Servers
@@ -39,7 +38,21 @@ def register(cli: click.Group) -> None:
             raise click.UsageError("--port needs exactly one system")
         for s in todo:
             st = sv.up(s, port=port, progress=say)
-            click.echo(f"{s} {st.address}")
+            click.echo(f"{s} {st.address}" + (f" admin {st.admin}" if st.admin else ""))
+
+    @servers.command("install")
+    @click.argument("systems", nargs=-1)
+    def install(systems: tuple[str, ...]) -> None:
+        """Fetch what SYSTEMS need once (pulsar: its jars, with Maven); a no-op when cached.
+
+        Mosquitto comes from Debian (`make deps`); the Zenoh router is the Python package."""
+        from brokerconf.servers import install_pulsar
+
+        for s in systems or SYSTEMS:
+            if s not in SYSTEMS:
+                raise click.UsageError(f"unknown system {s!r}; known: {', '.join(SYSTEMS)}")
+            if s == "pulsar":
+                click.echo(f"pulsar {install_pulsar(progress=say)}")
 
     @servers.command("down")
     @click.argument("systems", nargs=-1)

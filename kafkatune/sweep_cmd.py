@@ -20,6 +20,49 @@ def _say(msg: str) -> None:
     click.echo(msg, err=True)
 
 
+def _remote_target(spec: Any, spec_file: Path, accept_new_host_keys: bool) -> Any:
+    """A cluster from an inventory: security from it, restart-only keys over SSH (brokerconf.remote)."""
+    from brokerconf import admin
+    from brokerconf.apply import BrokerConfigs
+    from brokerconf.inventory import load_inventory
+    from brokerconf.remote import RemoteRestarts, client_hosts, reach_inventory
+    from brokerconf.ssh import SshPool
+    from sweeps.trial import Target
+
+    p = Path(spec.cluster.inventory).expanduser()
+    inv = load_inventory(p if p.is_absolute() else spec_file.parent / p)
+    common = inv.security.client_config()
+
+    def new() -> Any:
+        return admin.admin_client(inv.bootstrap, common)
+
+    ids = reach_inventory(inv)
+    a = new()
+    known = {b.id for b in inv.brokers}
+    if set(ids) != known:
+        raise EnvironmentProblem(
+            f"inventory {inv.name} lists brokers {sorted(known)}, the cluster has {sorted(ids)} live: "
+            "every broker must be in the inventory and running"
+        )
+    pool = SshPool(accept_new_host_keys=accept_new_host_keys, progress=_say)
+    restarts = RemoteRestarts(inv, pool, new)
+    for b in inv.brokers:  # every host reachable and its key trusted before anything changes
+        pool.run(restarts.target(b), "true", timeout_s=30)
+    clients = client_hosts(inv, pool)  # load workers run there
+    configs = BrokerConfigs(a, ids, restarts=restarts, progress=_say, reconnect=new)
+    # the ceilings `kafkatune probe --inventory` measured on these hosts, when it has been run
+    from advisor import ceiling
+    from brokerconf.remote_probe import profile_path
+
+    pf = profile_path(inv)
+    profile = json.loads(pf.read_text()) if pf.exists() else None
+    if profile is None:
+        _say(f"no profile of {inv.name} ({pf}): trials are not compared with a ceiling; `kafkatune probe --inventory`")
+    c = ceiling.from_profile(profile, rf=spec.base_workload().replicationFactor or 3)
+    target = Target(inv.bootstrap, configs, clients or [None], {}, profile, c.mb_s if c else None, common=common)
+    return target, inv
+
+
 def _target(spec: Any, state_dir: Path | None) -> Any:
     from advisor import ceiling
     from brokerconf import admin
@@ -50,11 +93,14 @@ def _target(spec: Any, state_dir: Path | None) -> Any:
             c.mb_s if c else None,
             testbed=tb,
         )
-    a = admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
     try:
-        ids = admin.live_brokers(a, timeout_s=10)
-    except Exception as e:
-        raise EnvironmentProblem(f"cluster.bootstrap {spec.cluster.bootstrap} is not reachable: {e}") from None
+        ids = admin.reach(spec.cluster.bootstrap, spec.cluster.admin)
+    except admin.Unreachable as e:
+        hint = admin.unreachable_hint(
+            e, login="cluster.admin's sasl.username and sasl.password", tls="cluster.admin's ssl.ca.location"
+        )
+        raise EnvironmentProblem(f"cluster.bootstrap: {hint}") from None
+    a = admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
     configs = BrokerConfigs(
         a, ids, progress=_say, reconnect=lambda: admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
     )
@@ -78,7 +124,11 @@ def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
     per_trial = m.warmup_s + m.window_s * m.windows + TRIAL_OVERHEAD_S
     stages = spec.stage_list
     n = sum(spec.planned)
-    cl = "the local testbed" if spec.cluster.is_testbed else spec.cluster.bootstrap
+    cl = (
+        "the local testbed"
+        if spec.cluster.is_testbed
+        else spec.cluster.bootstrap or f"the cluster of inventory {spec.cluster.inventory}"
+    )
     lines = [
         f"study {spec.name}: plan {spec.plan}, sampler {spec.sampler}, objectives {', '.join(spec.objectives)}",
         f"cluster: {cl}",
@@ -154,8 +204,20 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="Testbed state folder.")
     @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout at the end.")
+    @click.option(
+        "--accept-new-host-keys",
+        is_flag=True,
+        help="cluster.inventory: accept and record (in known_hosts) a broker host key seen for the first time; "
+        "a changed key is refused always.",
+    )
     def sweep(
-        spec_file: Path, dry_run: bool, runs_dir: Path, storage_url: str | None, state_dir: Path | None, as_json: bool
+        spec_file: Path,
+        dry_run: bool,
+        runs_dir: Path,
+        storage_url: str | None,
+        state_dir: Path | None,
+        as_json: bool,
+        accept_new_host_keys: bool,
     ) -> None:
         """Sweep producer, broker and consumer settings on a real cluster; resume by running it again.
 
@@ -182,9 +244,17 @@ def register(cli: click.Group) -> None:
         # the background (`cmd &` without job control) leaves SIGINT ignored for it.
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        target = _target(spec, state_dir)
+        inv = None
+        if spec.cluster.inventory:
+            target, inv = _remote_target(spec, spec_file, accept_new_host_keys)
+        else:
+            target = _target(spec, state_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "spec.yaml").write_text(_redacted_spec(spec_file, run_dir))
+        if inv is not None:  # secrets are references there, never values
+            import yaml
+
+            (run_dir / "inventory.yaml").write_text(yaml.safe_dump(inv.public(), sort_keys=False))
         if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
             from kafkatune import atomic
 

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kafkatune.errors import UserError
 
-HEADER_BYTES = 20  # producer id (u32), sequence (u64), send timestamp ns (i64): see drivers.payload
+# The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
+# from 20 B the full header. See drivers.payload.
+MIN_MESSAGE_BYTES = 8
 
 ConfigValue = str | int | float | bool
 
@@ -27,7 +29,7 @@ class Workload(BaseModel):
     topics: Annotated[int, Field(ge=1, le=1000)] = 1
     partitionsPerTopic: Annotated[int, Field(ge=1, le=10000)] = 1
     replicationFactor: Annotated[int, Field(ge=1)] | None = None
-    messageSize: Annotated[int, Field(ge=HEADER_BYTES, le=64 * 1024 * 1024)] = 1024
+    messageSize: Annotated[int, Field(ge=MIN_MESSAGE_BYTES, le=64 * 1024 * 1024)] = 1024
     # random: incompressible bodies; text: word soup that lz4 halves. Never one body repeated.
     payloadContent: Literal["random", "text"] = "random"
     keyDistributor: Literal["NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO"] = "NO_KEY"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf.catalogue import CATALOGUE
-from kafkatune.errors import UserError
+from brokerconf.properties import parse_text
 
 FILES = {
     "producer": "producer.properties",
@@ -88,13 +88,4 @@ def render(changes_: list[Change], header: str) -> dict[str, str]:
 
 def parse(path: Path) -> dict[str, str]:
     """A .properties file (key=value, # comments) as a dict; a malformed line is an error naming it."""
-    out: dict[str, str] = {}
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith(("#", "!")):
-            continue
-        if "=" not in s:
-            raise UserError(f"{path}:{n}: expected key=value, got {s!r}")
-        k, v = s.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+    return parse_text(Path(path).read_text(), str(path))

@@ -49,8 +49,13 @@ def per_second(spark: Any, study: records.Study) -> Any:
     from pyspark.sql import functions as F
 
     samples = [str(d.resolve() / "samples.parquet") for d in study.trial_dirs if (d / "samples.parquet").exists()]
+    import pyarrow.parquet as pq
+
+    # a run without broker metrics (a cluster whose exporters kafkatune does not know) writes an empty table
     brokers = [
-        str(d.resolve() / "broker_metrics.parquet") for d in study.trial_dirs if (d / "broker_metrics.parquet").exists()
+        str(f)
+        for d in study.trial_dirs
+        if (f := d.resolve() / "broker_metrics.parquet").exists() and "bytes_in_per_s" in pq.read_schema(f).names
     ]
     out = None
     if samples:

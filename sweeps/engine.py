@@ -141,8 +141,8 @@ class Sweep:
     def _heal(self, why: str) -> None:
         self.view.note(f"trial failed ({why}); healing the cluster")
         try:
-            if self.target.testbed is not None:
-                self.target.testbed.heal(progress=self.view.note)
+            if self.target.configs.restarts is not None:
+                self.target.configs.restarts.heal(self.view.note)
             else:
                 from brokerconf import admin
 

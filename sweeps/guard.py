@@ -2,21 +2,20 @@
 
 Before the first change the brokers' configs are snapshotted to `runs/<study>/broker-snapshot-<cluster>.json`
 with `dirty: false`; the first apply marks it dirty. Leaving the guard (normal end, exception, Ctrl-C,
-SIGTERM turned into KeyboardInterrupt by the CLI) restores the snapshot with SIGINT/SIGTERM blocked,
-so a second Ctrl-C cannot leave it half-done. After a kill -9 the file is still dirty: the next sweep
-on that cluster restores it before it does anything else.
+SIGTERM turned into KeyboardInterrupt by the CLI) restores the snapshot with SIGINT/SIGTERM deferred
+(kafkatune.interrupts), so a second Ctrl-C cannot leave it half-done. After a kill -9 the file is still
+dirty: the next sweep on that cluster restores it before it does anything else.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from brokerconf.apply import BrokerConfigs
-from kafkatune import atomic
+from kafkatune import atomic, interrupts
 
 
 class ConfigGuard:
@@ -47,8 +46,7 @@ class ConfigGuard:
             self._restore(self.snapshot)
 
     def _restore(self, snap: dict[str, Any]) -> None:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        with interrupts.deferred():  # a second Ctrl-C waits until the restore is done
             changed = self.configs.restore(snap)
             for c in changed:
                 self.say(f"restored {c}")
@@ -56,5 +54,3 @@ class ConfigGuard:
                 self.say("broker configs already equal the snapshot")
             atomic.write_json(self.path, {**snap, "dirty": False})
             self.dirty = False
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)

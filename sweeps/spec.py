@@ -5,7 +5,7 @@ allowed. Parameter names are the catalogue's (`brokerconf.catalogue`); values ar
 catalogue's legal ranges and the cross-key rules.
 
     name: staged-sync                  # study name: runs/<name>/
-    cluster: {testbed: true}           # or {bootstrap: "h1:9092,h2:9092", admin: {...}}
+    cluster: {testbed: true}           # or {bootstrap: "h1:9092,h2:9092", admin: {...}} or {inventory: hosts.yaml}
     workload: {...}                    # the bench workload (OMB field names)
     plan: staged                       # or joint (then `params:` at the top level)
     fixed: {partitions: 6}             # every trial, baselines included for workload/topic keys
@@ -118,13 +118,19 @@ class Cluster(_Model):
     state_dir: str | None = None
     bootstrap: Annotated[str, Field(min_length=1)] | None = None
     admin: dict[str, str] = Field(default_factory=dict)
+    # a cluster inventory (brokerconf.inventory): bootstrap, security and SSH to the brokers, which
+    # makes restart-only keys sweepable on a cluster kafkatune did not start; relative to the spec file
+    inventory: Annotated[str, Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Cluster:
-        if self.testbed and self.bootstrap:
-            raise ValueError("give either testbed: true or bootstrap, not both")
-        if self.testbed is False and not self.bootstrap:
-            raise ValueError("testbed: false needs bootstrap (host:port,…) of the cluster to sweep")
+        given = [k for k in ("testbed", "bootstrap", "inventory") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValueError(f"give one of testbed: true, bootstrap or inventory, not {' and '.join(given)}")
+        if self.inventory and self.admin:
+            raise ValueError("admin: the inventory's security section sets the clients' security")
+        if self.testbed is False and not (self.bootstrap or self.inventory):
+            raise ValueError("testbed: false needs bootstrap (host:port,…) or inventory of the cluster to sweep")
         if self.bootstrap is not None:
             for hp in self.bootstrap.split(","):
                 host, _, port = hp.strip().rpartition(":")
@@ -134,7 +140,7 @@ class Cluster(_Model):
 
     @property
     def is_testbed(self) -> bool:
-        return self.bootstrap is None
+        return self.bootstrap is None and self.inventory is None
 
 
 class Measurement(_Model):
@@ -262,12 +268,12 @@ def _semantic_checks(spec: Spec, source: str) -> None:
     for key in ("testDurationMinutes", "warmupDurationMinutes"):
         if key in spec.workload:
             raise UserError(f"{source}: workload.{key}: set by `measurement` in a sweep (warmup_s, window_s, windows)")
-    if not spec.cluster.is_testbed:
+    if spec.cluster.bootstrap is not None:
         restart = sorted(k for k in spec.all_keys() if catalogue.CATALOGUE[k].apply == "restart")
         if restart:
             raise UserError(
-                f"{source}: {', '.join(restart)}: restart-only broker configs can be swept on the testbed "
-                "only (cluster.testbed: true)"
+                f"{source}: {', '.join(restart)}: restart-only broker configs need a broker restart: sweep them "
+                "on the testbed (cluster.testbed: true) or give cluster.inventory (SSH to the brokers)"
             )
     base = {**{k: v for k, v in w.str_map("producerConfig").items()}, **spec.fixed}
     for st in spec.stage_list:

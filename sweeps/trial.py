@@ -35,7 +35,7 @@ class Target:
 
     bootstrap: str
     configs: BrokerConfigs
-    client_netns: list[str | None]
+    client_netns: list[Any]  # drivers.runner.Placement: here, a network namespace, or a client host over SSH
     metrics_urls: dict[int, str]
     profile: dict[str, Any] | None
     ceiling_mb_s: float | None
@@ -163,7 +163,13 @@ def run_trial(
             from kafkatune.warmup import warm_up
 
             phase = "warm-up after restart"
-            warm_up(target.bootstrap, spec.measurement.restart_warmup_s, client_netns=target.client_netns, say=say)
+            warm_up(
+                target.bootstrap,
+                spec.measurement.restart_warmup_s,
+                client_netns=target.client_netns,
+                say=say,
+                common=target.common,
+            )
         phase = "run"
         t_run = time.monotonic()
         raw = runner.run(

@@ -25,7 +25,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist
     tb = Testbed(tmp_path_factory.mktemp("testbed"), kafka_dist, base_port=TEST_BASE_PORT, heap="768m")
     tb.down(wipe=True, progress=lambda m: None)
     tb.state_dir.mkdir(parents=True, exist_ok=True)
-    tb.up(progress=print)
+    tb.up(progress=print, security="sasl_ssl")  # a SASL_SSL client listener beside PLAINTEXT (test_security)
     from kafkatune.warmup import warm_up
 
     warm_up(tb.state().bootstrap_servers, float(os.environ.get("KAFKATUNE_TEST_WARMUP_S", "40")))
@@ -119,3 +119,15 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, 
     finally:
         for system in ("mosquitto", "zenoh"):
             sv.down(system, progress=print)
+
+
+@pytest.fixture(scope="session")
+def pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A Pulsar standalone (jars from Maven, like Kafka's) on a free port; the Pulsar driver's common config."""
+    from brokerconf.servers import Servers
+
+    sv = Servers(tmp_path_factory.mktemp("pulsar"))
+    try:
+        yield sv.up("pulsar", port=free_port(), progress=print).common()
+    finally:
+        sv.down("pulsar", progress=print)

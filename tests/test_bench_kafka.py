@@ -149,3 +149,13 @@ def test_kill_9_of_a_broker_mid_run_loses_no_acknowledged_message(
     assert proc.returncode == 0, proc.stderr
     assert testbed.status()["nodes"][victim - 1]["alive"]
     admin.wait_full_isr(admin.admin_client(healthy.bootstrap_servers), timeout_s=180)
+
+
+def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    wl = write_workload(tmp_path / "w.yaml", name="nobody", warmupDurationMinutes=0.05, testDurationMinutes=0.1)
+    addr = f"127.0.0.1:{free_port()}"  # nothing listens there
+    p = kafkatune("bench", str(wl), "--bootstrap", addr, "--out", str(tmp_path / "run"), timeout=120)
+    assert p.returncode == 3, p.stderr[-2000:]
+    assert f"no broker at {addr} answered" in p.stderr and not (tmp_path / "run").exists()

@@ -24,6 +24,8 @@ def _driver(name: str, common: dict[str, str]) -> Iterator[api.Driver]:
 
 
 class TestKafka(DriverConformance):
+    small_buffer: ClassVar[dict[str, str] | None] = {"queue.buffering.max.messages": "2"}
+
     @pytest.fixture()
     def driver(self, healthy: TestbedState) -> Iterator[api.Driver]:
         yield from _driver("kafka", {"bootstrap.servers": healthy.bootstrap_servers})
@@ -32,6 +34,7 @@ class TestKafka(DriverConformance):
 class TestKafkaPython(DriverConformance):
     producer_overrides: ClassVar[dict[str, str]] = {"acks": "all", "linger.ms": "5"}
     consumer_overrides: ClassVar[dict[str, str]] = {"fetch.max.wait.ms": "100"}
+    small_buffer: ClassVar[dict[str, str] | None] = {"buffer.memory": "32768"}
 
     @pytest.fixture()
     def driver(self, healthy: TestbedState) -> Iterator[api.Driver]:
@@ -40,6 +43,7 @@ class TestKafkaPython(DriverConformance):
 
 class TestMqttQos1(DriverConformance):
     producer_overrides: ClassVar[dict[str, str]] = {"qos": "1"}
+    small_buffer: ClassVar[dict[str, str] | None] = {"max.inflight": "1", "max.queued": "2"}
     consumer_overrides: ClassVar[dict[str, str]] = {"qos": "1"}
 
     @pytest.fixture()
@@ -51,6 +55,42 @@ class TestMqttQos2(TestMqttQos1):
     producer_overrides: ClassVar[dict[str, str]] = {"qos": "2"}
     consumer_overrides: ClassVar[dict[str, str]] = {"qos": "2"}
     n_messages = 500
+
+
+class TestMqttQos0(TestMqttQos1):
+    # at most once: nothing is acknowledged by the broker, yet on an idle loopback nothing is dropped
+    producer_overrides: ClassVar[dict[str, str]] = {"qos": "0"}
+    consumer_overrides: ClassVar[dict[str, str]] = {"qos": "0"}
+    n_messages = 500
+
+
+class TestPulsar(DriverConformance):
+    producer_overrides: ClassVar[dict[str, str]] = {"batching": "true", "batching.max.publish.delay.ms": "1"}
+    small_buffer: ClassVar[dict[str, str] | None] = {"batching": "false", "max.pending.messages": "2"}
+
+    @pytest.fixture()
+    def driver(self, pulsar: dict[str, str]) -> Iterator[api.Driver]:
+        yield from _driver("pulsar", pulsar)
+
+
+class TestPulsarPartitioned(DriverConformance):
+    """A 6-partition topic, no batching: the per-partition queues and the admin REST path."""
+
+    producer_overrides: ClassVar[dict[str, str]] = {"batching": "false", "max.pending.messages": "100"}
+    partitions = 6
+    n_messages = 1000
+
+    @pytest.fixture()
+    def driver(self, pulsar: dict[str, str]) -> Iterator[api.Driver]:
+        yield from _driver("pulsar", pulsar)
+
+
+class TestTcpBaseline(DriverConformance):
+    """The raw-socket baseline `compare` measures the harness's own ceiling with."""
+
+    @pytest.fixture()
+    def driver(self, tmp_path: Path) -> Iterator[api.Driver]:
+        yield from _driver("tcp", {"tcp.dir": str(tmp_path / "tcp")})
 
 
 class TestZenohBrokered(DriverConformance):

@@ -23,3 +23,15 @@ def test_random_is_incompressible_and_text_compresses() -> None:
     assert len(zlib.compress(rnd, 1)) > 0.99 * len(rnd)
     assert 1.6 < len(txt) / len(zlib.compress(txt, 1)) < 4
     assert len(set(payload.bodies(1004, "text", seed=3)[:256])) == 256
+
+
+@pytest.mark.parametrize(("size", "timed"), [(8, False), (12, False), (16, True), (19, True), (20, True), (64, True)])
+def test_header_fits_every_size_from_8_bytes_and_round_trips(size: int, timed: bool) -> None:
+    head = payload.packer(size)(513, (1 << 40) + 7, 1_700_000_000_123_456_789)
+    assert len(head) == payload.header_bytes(size) <= size
+    msg = head + payload.bodies(size - len(head))[0]
+    assert len(msg) == size
+    pid, seq, sent = payload.unpacker(size)(msg)
+    assert (pid, seq) == (513, (1 << 40) + 7)
+    assert payload.timed(size) is timed
+    assert sent == (1_700_000_000_123_456_789 if timed else 0)

@@ -342,3 +342,24 @@ def test_two_workers_share_a_postgresql_study(
         tmp_path / "w1" / st.study_name.split(".")[0]
     )
     assert sorted(r["number"] for r in recs if r["state"] == "complete") == sorted(t.number for t in complete)
+
+
+def test_restore_waits_until_an_override_equal_to_the_default_is_gone(healthy: TestbedState, testbed: Testbed) -> None:
+    """Deleting an override whose value equals the default changes only the source; restore must wait for
+    that too, or the next read can still see the override (this made a teardown flaky in CI)."""
+    from brokerconf.apply import ConfigMismatch
+
+    bc = configs(testbed)
+    before = bc.snapshot()
+    assert {c["num.replica.fetchers"]["source"] for c in before["brokers"].values()} == {"DEFAULT_CONFIG"}
+    bc.apply({"num.replica.fetchers": "1"}, {}, before)  # the default value, set as an override
+    settle = bc.settle_timeout_s
+    try:
+        # the right value with the wrong source is not "settled"
+        bc.settle_timeout_s = 2
+        with pytest.raises(ConfigMismatch, match=r"num.replica.fetchers='1' \(DYNAMIC_BROKER_CONFIG\)"):
+            bc._await(1, "num.replica.fetchers", "1", override=False)
+    finally:
+        bc.settle_timeout_s = settle
+        bc.restore(before)
+    assert same_configs(bc.snapshot(), before)

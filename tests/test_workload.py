@@ -38,7 +38,7 @@ def test_omb_fields_and_config_maps_parse() -> None:
     [
         ({"partitionsPerTopics": 3}, "partitionsPerTopics: unknown field"),
         ({"messageSize": -5}, "messageSize"),
-        ({"messageSize": 10}, "messageSize"),
+        ({"messageSize": 4}, "messageSize"),
         ({"producersPerTopic": "four"}, "producersPerTopic"),
         ({"testDurationMinutes": 0}, "testDurationMinutes"),
         ({"producerRate": -1}, "producerRate"),

@@ -1,0 +1,204 @@
+"""Restart-only broker configs on a cluster kafkatune did not start, over SSH (an inventory's brokers).
+
+Before the first change each broker's server.properties is copied beside itself as
+`server.properties.kafkatune-backup` (the file as the sweep found it). A change edits only the swept keys
+over SFTP (written to a temporary file, then renamed), runs the inventory's restart command for that
+broker, and waits until the broker is back in the cluster and no partition is under-replicated before
+the next broker goes down: one broker at a time, so min.insync.replicas=2 topics stay writable.
+Restoring writes the swept keys back; a file whose swept keys and other lines all equal the backup gets
+the backup's exact bytes again. Dynamic configs still go through the Admin API (brokerconf.apply).
+
+The restart command must return once the old broker process is gone (`systemctl restart kafka` does).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from brokerconf import admin as kadmin
+from brokerconf.apply import RESTART_KEYS, Progress
+from brokerconf.inventory import Broker, Inventory
+from brokerconf.properties import parse_text, set_keys, without_keys
+from brokerconf.ssh import SshPool, Target
+from kafkatune import interrupts
+from kafkatune.errors import EnvironmentProblem, RunFailed
+
+BACKUP_SUFFIX = ".kafkatune-backup"
+
+
+class RemoteRestarts:
+    def __init__(
+        self,
+        inv: Inventory,
+        pool: SshPool,
+        admin: Callable[[], AdminClient],
+        *,
+        rejoin_timeout_s: float = 300,
+        keys: tuple[str, ...] = RESTART_KEYS,
+    ) -> None:
+        self.inv = inv
+        self.pool = pool
+        self.admin = admin
+        self.rejoin_timeout_s = rejoin_timeout_s
+        self.keys = keys
+
+    def target(self, b: Broker) -> Target:
+        return Target.of(self.inv, b)
+
+    def backup_path(self, b: Broker) -> str:
+        return b.server_properties + BACKUP_SUFFIX
+
+    def _read(self, b: Broker) -> str:
+        return self.pool.read_file(self.target(b), b.server_properties)
+
+    def _values(self, b: Broker, text: str) -> dict[str, str | None]:
+        got = parse_text(text, f"{self.target(b).label}: {b.server_properties}")
+        return {k: got.get(k) for k in self.keys}
+
+    # ---- Restarts protocol -------------------------------------------------------------------------
+    def snapshot(self) -> dict[str, dict[str, str | None]]:
+        """Per broker id, each restart-only key's value in server.properties (None: not set there).
+
+        Also (re)makes the backups: the guard restores what an interrupted sweep left changed before it
+        takes a snapshot, so the files now are the ones to come back to.
+        """
+        out = {}
+        for b in self.inv.brokers:
+            t = self.target(b)
+            q, bk = shlex.quote(b.server_properties), shlex.quote(self.backup_path(b))
+            self.pool.run(t, f"cp -p {q} {bk}", timeout_s=60)
+            out[str(b.id)] = self._values(b, self._read(b))
+        return out
+
+    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
+        n = 0
+        for b in self.inv.brokers:
+            base = (snap or {}).get(str(b.id)) or {k: None for k in self.keys}
+            want: dict[str, str | None] = {**base, **restart}
+            if self._set(b, want, progress):
+                n += 1
+        return n
+
+    def restore(self, snap: Any, progress: Progress) -> list[str]:
+        changed = []
+        for b in self.inv.brokers:
+            want = (snap or {}).get(str(b.id))
+            if want is None:
+                continue
+            before = self._values(b, self._read(b))
+            if self._set(b, want, progress):
+                diff = {k: v for k, v in want.items() if before.get(k) != v}
+                changed.append(f"broker {b.id} server.properties back to {diff} (restarted)")
+        return changed
+
+    def heal(self, progress: Progress) -> object:
+        """Restart (with the inventory's command) the brokers that are not in the cluster; wait for full ISR."""
+        a = self.admin()
+        live = set(kadmin.live_brokers(a, timeout_s=10))
+        dead = [b for b in self.inv.brokers if b.id not in live]
+        for b in dead:
+            progress(f"healing: broker {b.id} is not in the cluster; restarting it")
+            self._restart(b, progress)
+        kadmin.wait_full_isr(a, timeout_s=self.rejoin_timeout_s, progress=progress)
+        return [b.id for b in dead]
+
+    # ---- one broker --------------------------------------------------------------------------------
+    def _set(self, b: Broker, want: Mapping[str, str | None], progress: Progress) -> bool:
+        """Make `b`'s server.properties carry `want`; restart it if that changed the file."""
+        t = self.target(b)
+        text = self._read(b)
+        if self._values(b, text) == {k: want.get(k) for k in self.keys}:
+            return False
+        new = set_keys(text, {k: want.get(k) for k in self.keys})
+        try:
+            backup = self.pool.read_file(t, self.backup_path(b))
+        except OSError:
+            backup = None
+        if (
+            backup is not None
+            and self._values(b, backup) == self._values(b, new)
+            and without_keys(backup, self.keys) == without_keys(new, self.keys)
+        ):
+            new = backup  # back to the file as found, byte for byte
+        # one broker is a step Ctrl-C does not cut: an interrupted restart command may still be running on
+        # the host when the restore starts the same command again
+        with interrupts.deferred():
+            progress(f"broker {b.id}: writing {', '.join(f'{k}={want.get(k)}' for k in self.keys if k in want)}")
+            self.pool.write_file(t, b.server_properties, new)
+            self._restart(b, progress)
+        return True
+
+    def _restart(self, b: Broker, progress: Progress) -> None:
+        t = self.target(b)
+        progress(f"broker {b.id}: restarting ({b.restart})")
+        self.pool.run(t, b.restart, timeout_s=self.rejoin_timeout_s)
+        a = self.admin()
+        deadline = time.monotonic() + self.rejoin_timeout_s
+        while True:
+            try:
+                if b.id in kadmin.live_brokers(a, timeout_s=5):
+                    break
+            except Exception:  # metadata briefly unavailable while it starts
+                pass
+            if time.monotonic() > deadline:
+                raise RunFailed(
+                    f"broker {b.id} did not rejoin the cluster {self.rejoin_timeout_s:.0f} s after a restart"
+                )
+            time.sleep(0.5)
+        try:
+            kadmin.wait_full_isr(a, timeout_s=max(10.0, deadline - time.monotonic()), progress=progress)
+        except TimeoutError as e:
+            raise RunFailed(f"after restarting broker {b.id}: {e}") from None
+        progress(f"broker {b.id}: back, every partition in sync")
+
+    def files_equal_backups(self) -> dict[int, bool]:
+        """Per broker id: does server.properties equal the backup byte for byte?"""
+        out = {}
+        for b in self.inv.brokers:
+            t = self.target(b)
+            q, bk = shlex.quote(b.server_properties), shlex.quote(self.backup_path(b))
+            out[b.id] = self.pool.run(t, f"cmp -s {q} {bk}", check=False).rc == 0
+        return out
+
+
+def worker_python_problem(pool: SshPool, t: Target, python: str) -> str | None:
+    """Why `python` on host `t` cannot run kafkatune's load workers, or None when it can."""
+    r = pool.run(t, f"{shlex.quote(python)} -c 'import drivers.remote_workers'", check=False, timeout_s=60)
+    if r.rc == 0:
+        return None
+    return (
+        f"`{python}` cannot run kafkatune's load workers (install kafkatune there, or set clients[].python to "
+        f"an interpreter that has it): {(r.err.strip() or r.out.strip())[-300:]}"
+    )
+
+
+def client_hosts(inv: Inventory, pool: SshPool) -> list[Any]:
+    """The inventory's client hosts as load-worker placements (drivers.remote_workers.RemoteClient), each
+    checked first: reachable, its host key trusted, and its `python` able to import kafkatune's workers."""
+    from drivers.remote_workers import RemoteClient
+
+    out = []
+    for c in inv.clients:
+        rc = RemoteClient(c.host, Target.of(inv, c), c.python, pool)
+        why = worker_python_problem(pool, rc.target, c.python)
+        if why:
+            raise RunFailed(f"client {c.host}: {why}")
+        out.append(rc)
+    return out
+
+
+def reach_inventory(inv: Inventory, timeout_s: float = 10) -> list[int]:
+    """The inventory's live broker ids through its own security settings; a refused login or TLS handshake
+    fails at once with the inventory fields to fix (EnvironmentProblem, exit 3)."""
+    try:
+        return kadmin.reach(inv.bootstrap, inv.security.client_config(), timeout_s=timeout_s)
+    except kadmin.Unreachable as e:
+        hint = kadmin.unreachable_hint(
+            e, login="security.username and security.password", tls="security.ca_file and security.check_hostname"
+        )
+        raise EnvironmentProblem(f"inventory {inv.name}: {hint}") from None

@@ -1,0 +1,260 @@
+"""The raw-socket baseline: producers write length-prefixed frames straight into consumers' TCP sockets.
+
+No broker, no persistence, no acknowledgement beyond "the kernel took it" (a message counts as delivered
+once `send` returned, as for Zenoh and DDS). Run through the same workers, recorder and result code as
+every other driver, it measures the harness's own ceiling on this machine: what the Python load
+generator can push through one TCP connection per producer, so each system's figure can be read
+against it.
+
+Rendezvous: a consumer listens on an ephemeral port of `tcp.host` (common; default 127.0.0.1) and
+registers it as a file under `tcp.dir` (common; default <KAFKATUNE_HOME>/tcp)/<topic>/<subscription>/.
+A producer connects to every consumer registered on its topic when it is created, and sends each message
+to one consumer of each subscription in turn (a shared subscription, as a Kafka group splits messages).
+
+Producer key: `buffer.bytes` (frames are batched in user space up to this, then written; default 65536).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import ClassVar
+
+from drivers import api
+from kafkatune import paths
+from kafkatune.errors import EnvironmentProblem, UserError
+
+FRAME = struct.Struct("<I")
+PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}
+CONNECT_WAIT_S = 10.0
+SCRATCH_BYTES = 256 * 1024
+READS_PER_POLL = 32
+
+
+class _Conn:
+    """Receive state of one producer connection: small frames accumulate in `buf`; a frame larger than
+    the scratch buffer is read into `big` as it arrives."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.big = bytearray()
+        self.size = 0  # of the large frame being read into `big` (0: none)
+        self.filled = 0
+
+
+class TcpProducer(api.Producer):
+    def __init__(self, topic_dir: Path, conf: Mapping[str, str]) -> None:
+        self.limit = int(conf.get("buffer.bytes", "65536"))
+        self.acks = api.SentOnReturn()
+        self.groups: list[list[socket.socket]] = []
+        end = time.monotonic() + CONNECT_WAIT_S
+        while True:
+            subs = sorted(p for p in topic_dir.iterdir() if p.is_dir()) if topic_dir.is_dir() else []
+            regs = [sorted(s.glob("*.port")) for s in subs]
+            if any(regs) or time.monotonic() > end:
+                break
+            time.sleep(0.05)
+        for files in regs:
+            socks = []
+            for f in files:
+                host, _, port = f.read_text().strip().rpartition(":")
+                s = socket.create_connection((host, int(port)), timeout=10)
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                s.setblocking(True)
+                socks.append(s)
+            if socks:
+                self.groups.append(socks)
+        self.bufs = [bytearray() for _ in self.groups]
+        self.turn = 0
+        # no consumer: messages go nowhere, and are reported as errors rather than counted as delivered
+        self.nowhere = not self.groups
+
+    def send(self, key: bytes | None, payload: bytes, on_done: api.DeliveryCallback) -> None:
+        if self.nowhere:
+            on_done("no consumer is listening on this topic", payload)
+            return
+        head = FRAME.pack(len(payload))
+        large = len(payload) >= self.limit
+        for g, buf in enumerate(self.bufs):
+            if large:  # written as it is: no copy into the batch buffer
+                self._write(g)
+                sock = self.groups[g][self.turn % len(self.groups[g])]
+                sock.sendall(head)
+                sock.sendall(payload)
+                self.turn += 1
+                continue
+            buf += head
+            buf += payload
+            if len(buf) >= self.limit:
+                self._write(g)
+        self.acks.sent(on_done, payload)
+
+    def _write(self, g: int) -> None:
+        """Write subscription g's batch to its next consumer (members take whole batches in turn)."""
+        buf = self.bufs[g]
+        if not buf:
+            return
+        socks = self.groups[g]
+        socks[self.turn % len(socks)].sendall(buf)
+        self.turn += 1
+        buf.clear()
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        for g in range(len(self.bufs)):
+            self._write(g)
+        return self.acks.poll()
+
+    def flush(self, timeout_s: float) -> int:
+        self.poll()
+        return 0
+
+    def close(self) -> None:
+        self.poll()
+        for g in self.groups:
+            for s in g:
+                s.close()
+
+
+class TcpConsumer(api.Consumer):
+    def __init__(self, reg_dir: Path, host: str, on_message: api.MessageCallback) -> None:
+        self.on_message = on_message
+        self.sel = selectors.DefaultSelector()
+        self.listener = socket.socket()
+        self.listener.bind((host, 0))
+        self.listener.listen(64)
+        self.listener.setblocking(False)
+        self.sel.register(self.listener, selectors.EVENT_READ, None)
+        self.conns: dict[socket.socket, _Conn] = {}
+        self.scratch = bytearray(SCRATCH_BYTES)
+        self.view = memoryview(self.scratch)
+        reg_dir.mkdir(parents=True, exist_ok=True)
+        self.reg = reg_dir / f"{uuid.uuid4().hex}.port"
+        tmp = self.reg.with_suffix(".tmp")
+        tmp.write_text(f"{host}:{self.listener.getsockname()[1]}\n")
+        tmp.rename(self.reg)  # a producer never reads a half-written registration
+
+    def poll(self, timeout_s: float) -> int:
+        n = 0
+        for key, _ in self.sel.select(timeout_s):
+            s = key.fileobj
+            assert isinstance(s, socket.socket)
+            if s is self.listener:
+                conn, _addr = s.accept()
+                conn.setblocking(False)
+                self.sel.register(conn, selectors.EVENT_READ, None)
+                self.conns[conn] = _Conn()
+                continue
+            n += self._read(s, self.conns[s])
+        return n
+
+    def _read(self, s: socket.socket, c: _Conn) -> int:
+        """Up to READS_PER_POLL reads: a producer that never pauses must not keep poll from returning."""
+        n = 0
+        for _ in range(READS_PER_POLL):
+            if c.size:  # the rest of a large frame goes straight into the connection's large-frame buffer
+                try:
+                    got = s.recv_into(memoryview(c.big)[c.filled : c.size])
+                except BlockingIOError:
+                    return n
+                if not got:
+                    return n + self._closed(s)
+                c.filled += got
+                if c.filled < c.size:
+                    continue
+                self.on_message(bytes(memoryview(c.big)[: c.size]))
+                c.size = 0
+                n += 1
+                continue
+            try:
+                got = s.recv_into(self.scratch)
+            except BlockingIOError:
+                return n
+            if not got:
+                return n + self._closed(s)
+            c.buf += self.view[:got]
+            n += self._frames(c)
+        return n
+
+    def _closed(self, s: socket.socket) -> int:
+        self.sel.unregister(s)
+        s.close()
+        del self.conns[s]
+        return 0
+
+    def _frames(self, c: _Conn) -> int:
+        buf = c.buf
+        n, pos, end = 0, 0, len(buf)
+        unpack, on_message = FRAME.unpack_from, self.on_message
+        view = memoryview(buf)
+        while end - pos >= 4:
+            (size,) = unpack(buf, pos)
+            if end - pos - 4 < size:
+                if size > len(self.scratch):  # a large frame: collect it apart from the small-frame buffer
+                    if len(c.big) < size:
+                        c.big = bytearray(size)  # kept for the next large frame: no allocation per message
+                    c.size = size
+                    have = end - pos - 4
+                    c.big[:have] = view[pos + 4 : end]
+                    c.filled = have
+                    pos = end
+                break
+            on_message(bytes(view[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+            n += 1
+        view.release()
+        del buf[:pos]
+        return n
+
+    def ready(self) -> bool:
+        return True  # registered and listening: a producer created from now on connects to it
+
+    def close(self) -> None:
+        self.reg.unlink(missing_ok=True)
+        for s in list(self.conns):
+            s.close()
+        self.listener.close()
+        self.sel.close()
+
+
+class TcpDriver(api.Driver):
+    name: ClassVar[str] = "tcp"
+
+    def __init__(self, common: Mapping[str, str]) -> None:
+        super().__init__(common)
+        self.dir = Path(common.get("tcp.dir") or paths.home() / "tcp")
+        self.host = str(common.get("tcp.host") or "127.0.0.1")
+
+    def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
+        api.check_keys(producer_config, "producerConfig", "TCP", PRODUCER_KEYS)
+        api.check_keys(consumer_config, "consumerConfig", "TCP", {})
+
+    def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
+        for t in topics:
+            if os.sep in t.name or t.name.startswith("."):
+                raise UserError(f"TCP topic {t.name!r}: a plain name is needed (it names a folder)")
+        if validate_only:
+            return
+        try:
+            for t in topics:
+                (self.dir / t.name).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise EnvironmentProblem(f"tcp.dir {self.dir}: {e.strerror}") from None
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        for n in names:
+            shutil.rmtree(self.dir / n, ignore_errors=True)
+
+    def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
+        return TcpProducer(self.dir / topic, dict(overrides or {}))
+
+    def create_consumer(
+        self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
+    ) -> api.Consumer:
+        return TcpConsumer(self.dir / topic / subscription, self.host, on_message)

@@ -1,0 +1,204 @@
+"""`kafkatune compare`: spec validation, the trimmed median, and short comparisons against every real server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from brokerconf.testbed import TestbedState
+from compare.run import trimmed_median
+from compare.spec import Sizes
+from tests.helpers import kafkatune
+
+
+def _spec(path: Path, doc: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_sizes_are_powers_of_two_from_8_bytes_to_1_mib() -> None:
+    v = Sizes().values()
+    assert v[0] == 8 and v[-1] == 1024 * 1024 and len(v) == 18
+    assert all(b == 2 * a for a, b in itertools.pairwise(v))
+    assert Sizes(min=10, max=100).values() == [10, 16, 32, 64, 100]
+
+
+def test_trimmed_median_drops_samples_beyond_the_percentiles() -> None:
+    samples = [100.0] * 98 + [1.0, 1_000_000.0]
+    med, kept, p25, p75 = trimmed_median(samples, 1, 99)
+    assert med == 100.0 and kept == 98 and p25 == p75 == 100.0
+    assert trimmed_median(samples, 0, 100)[1] == 100
+    assert trimmed_median([], 1, 99)[1] == 0
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        ({}, r"systems: Field required"),
+        ({"systems": []}, r"systems: List should have at least 1 item"),
+        ({"systems": [{"name": "a", "driver": "nosuch"}]}, r"systems\.0\.driver: unknown driver 'nosuch'"),
+        ({"systems": [{"name": "a b", "driver": "mqtt"}]}, r"systems\.0\.name"),
+        ({"systems": [{"name": "a", "driver": "mqtt"}] * 2}, r"system names must be unique \(repeated: a\)"),
+        ({"systems": [{"name": "tcp", "driver": "mqtt"}]}, r"'tcp' is the name of the baseline"),
+        ({"systems": [{"name": "a", "driver": "mqtt", "server": "x"}]}, r"systems\.0\.server"),
+        ({"systems": [{"name": "a", "driver": "mqtt"}], "throughput": {"sizes": {"min": 4}}}, r"throughput\.sizes"),
+        ({"systems": [{"name": "a", "driver": "mqtt"}], "throughput": {"repeats": 0}}, r"throughput\.repeats"),
+        ({"systems": [{"name": "a", "driver": "mqtt"}], "pingpong": {"sizes": 3}}, r"pingpong\.sizes: unknown field"),
+        (  # a key the client does not have: caught by the driver before any server starts
+            {"systems": [{"name": "k", "driver": "kafka", "producerConfig": {"max.request.size": 2097152}}]},
+            r"systems\.k \(kafka\): producerConfig: .*max\.request\.size",
+        ),
+        (
+            {
+                "systems": [{"name": "a", "driver": "mqtt"}],
+                "iot": {"sporadic": {"burstStartSeconds": 9, "seconds": 10}},
+            },
+            r"iot\.sporadic: burstStartSeconds \+ burstSeconds must end within seconds",
+        ),
+    ],
+)
+def test_bad_specs_name_the_field_and_start_nothing(tmp_path: Path, doc: dict[str, Any], needle: str) -> None:
+    r = kafkatune("compare", str(_spec(tmp_path / "s.yaml", doc)), "--runs-dir", str(tmp_path / "runs"))
+    assert r.returncode == 2, r.stderr
+    assert re.search(needle, r.stderr), r.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_prints_the_plan(tmp_path: Path) -> None:
+    doc = {"name": "plan", "systems": [{"name": "m", "driver": "mqtt"}], "throughput": {"repeats": 2}}
+    r = kafkatune("compare", str(_spec(tmp_path / "s.yaml", doc)), "--dry-run", "--runs-dir", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stderr
+    assert "m, tcp" in r.stderr and "8, 16, 32" in r.stderr and "1048576 B" in r.stderr
+    # 18 sizes x 2 repeats x 2 systems + 3 ping-pong repeats x 2 systems
+    assert "78 runs" in r.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def _run_compare(tmp_path: Path, doc: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    spec = _spec(tmp_path / "compare.yaml", doc)
+    env = {"KAFKATUNE_HOME": str(tmp_path / "home")}
+    r = kafkatune("compare", str(spec), "--runs-dir", str(tmp_path / "runs"), "--json", env=env, timeout=1500)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return json.loads(r.stdout), tmp_path / "runs" / doc["name"]
+
+
+def test_short_compare_over_every_system(
+    tmp_path: Path,
+    healthy: TestbedState,
+    servers: tuple[object, dict[str, str]],
+    pulsar: dict[str, str],
+) -> None:
+    boot = healthy.bootstrap_servers
+    systems = [
+        # Kafka's defaults cannot carry 1 MiB (max.request.size = 1 MiB counts the record overhead too);
+        # both Kafka clients report it
+        {"name": "kafka", "driver": "kafka", "common": {"bootstrap.servers": boot},
+         "producerConfig": {"acks": "all", "linger.ms": 1}, "pingpongProducerConfig": {"linger.ms": 0}},
+        {"name": "kafka-python", "driver": "kafka-python", "common": {"bootstrap.servers": boot},
+         "producerConfig": {"acks": "all"}},
+        {"name": "mqtt-qos1", "driver": "mqtt", "common": {"bootstrap.servers": servers[1]["mosquitto"]},
+         "producerConfig": {"qos": 1}, "consumerConfig": {"qos": 1}},
+        {"name": "zenoh-block", "driver": "zenoh",
+         "common": {"bootstrap.servers": servers[1]["zenoh"], "zenoh.mode": "client"},
+         "producerConfig": {"congestion_control": "BLOCK"}},
+        {"name": "dds-reliable", "driver": "dds", "common": {"dds.domain": 150 + os.getpid() % 50},
+         "producerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"},
+         "consumerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"}},
+        {"name": "pulsar", "driver": "pulsar", "common": pulsar, "pingpongProducerConfig": {"batching": "false"}},
+    ]  # fmt: skip
+    sizes = [8, 1048576]  # the smallest (no latency header) and the largest (Kafka's defaults refuse it)
+    doc = {
+        "name": "all-systems",
+        "systems": systems,
+        "throughput": {"sizes": sizes, "repeats": 1, "seconds": 1, "warmupSeconds": 1, "drainTimeoutSeconds": 20},
+        "pingpong": {"messages": 50, "warmupMessages": 5, "repeats": 1},
+        "native": {"seconds": 1},
+    }
+    out, d = _run_compare(tmp_path, doc)
+    names = [s["name"] for s in systems] + ["tcp"]
+    rows = {(r["system"], r["size"]): r for r in out["throughput"]}
+    assert set(rows) == {(n, s) for n in names for s in sizes}  # nothing dropped
+    for client in ("kafka", "kafka-python"):  # reported with the client's error, not dropped
+        big = rows[(client, 1048576)]
+        assert big["error"] and re.search(r"too ?large|larger than", big["error"], re.I), big
+    for (name, size), r in rows.items():
+        if name.startswith("kafka") and size == 1048576:
+            continue
+        assert r["error"] is None, r
+        assert r["msg_s"] > 0 and r["bit_s"] == pytest.approx(r["msg_s"] * size * 8)
+        assert r["lost"] == 0, r
+        rec = json.loads((d / name / "throughput" / f"{size}B-r0" / "result.json").read_text())
+        assert rec["summary"]["consumed"] > 0 and rec["messageSize"] == size
+        assert rec["summary"]["latency_measured"] is (size >= 16)
+    pp = {r["system"]: r for r in out["pingpong"]}
+    assert set(pp) == set(names)
+    for r in pp.values():
+        assert r["error"] is None and r["round_trips"] == 50, r
+        assert 0 < r["p50_us"] <= r["p99_us"] <= r["max_us"]
+    assert out["native"]["iperf3"]["bit_s"] > 1e8, out["native"]
+    assert out["native"]["sockperf"]["p50_us"] > 0, out["native"]
+    assert {"throughput-msgs", "throughput-bits", "pingpong"} <= set(out["charts"])
+    html = Path(out["html"]).read_text()
+    for key in ("throughput-msgs", "throughput-bits", "pingpong"):
+        assert re.search(rf'id="chart-{key}"[^>]*><svg', html)
+    assert "<script" not in html
+    md = Path(out["markdown"]).read_text()
+    assert "## Throughput (back-to-back)" in md and "## Ping-pong latency (RTT/2)" in md
+    table = md.split("## Throughput (back-to-back)")[1].split("##")[0]
+    assert "| 8B |" in table and "| 1MB |" in table and "error:" in table
+    assert all(f"{n} msg/s" in table for n in names)
+    assert "iperf3 TCP stream" in md and "harness over raw TCP" in md
+
+
+def test_fixed_rate_and_iot_patterns(
+    tmp_path: Path, healthy: TestbedState, servers: tuple[object, dict[str, str]]
+) -> None:
+    doc = {
+        "name": "omb-iot",
+        "systems": [
+            {"name": "kafka", "driver": "kafka", "common": {"bootstrap.servers": healthy.bootstrap_servers},
+             "producerConfig": {"acks": "all", "linger.ms": 1}},
+            {"name": "mqtt-qos1", "driver": "mqtt", "common": {"bootstrap.servers": servers[1]["mosquitto"]},
+             "producerConfig": {"qos": 1}, "consumerConfig": {"qos": 1}},
+        ],
+        "baseline": False,
+        "throughput": None,
+        "pingpong": None,
+        "native": None,
+        "fixedRate": {"size": 100, "rate": 500, "partitions": [1, 6], "seconds": 2, "warmupSeconds": 1},
+        "iot": {
+            "periodic": {"rates": [20, 200], "seconds": 2, "warmupSeconds": 1},
+            "sporadic": {"periodicRate": 50, "burstSize": 16384, "burstRate": 500, "burstStartSeconds": 2,
+                         "burstSeconds": 2, "seconds": 6},
+        },
+    }  # fmt: skip
+    out, d = _run_compare(tmp_path, doc)
+    fixed = [(r["system"], r["partitions"]) for r in out["fixed_rate"]]
+    assert fixed == [("kafka", 1), ("kafka", 6), ("mqtt-qos1", None)]  # MQTT has no partitions
+    for r in out["fixed_rate"]:
+        assert r["error"] is None and r["lost"] == 0 and r["publish_msg_s"] > 0, r
+        # `sustained` is measured, not assumed: the row says whether the system kept the rate
+        assert r["sustained"] is (r["publish_msg_s"] >= 0.95 * 500)
+        assert 0 < r["e2e_p50_ms"] <= r["e2e_p99_ms"] <= r["e2e_p99.9_ms"] <= r["e2e_max_ms"]
+    assert (d / "kafka" / "fixed-rate" / "p6" / "result.json").exists()
+    per = {(r["system"], r["rate"]): r for r in out["iot_periodic"]}
+    assert set(per) == {(s, r) for s in ("kafka", "mqtt-qos1") for r in (20, 200)}
+    for (_s, rate), r in per.items():
+        assert r["error"] is None and r["delivered_msg_s"] == pytest.approx(rate, rel=0.2)
+        assert 0 < r["e2e_p50_ms"] <= r["e2e_p90_ms"]
+    for r in out["iot_sporadic"]:
+        assert r["error"] is None, r
+        assert r["periodic_p90_before_ms"] > 0 and r["periodic_p90_during_ms"] > 0
+        assert 0 < r["burst_msg_s"] <= 500 * 1.05 and r["periodic_lost"] == r["burst_lost"] == 0
+    assert {"fixed-rate", "iot-periodic", "iot-sporadic"} <= set(out["charts"])
+    md = Path(out["markdown"]).read_text()
+    assert (
+        "## Fixed rate (OpenMessaging Benchmark method)" in md and "| kafka | 6 |" in md and "| mqtt-qos1 | n/a |" in md
+    )

@@ -1,0 +1,46 @@
+"""A step under kafkatune.interrupts.deferred() finishes before Ctrl-C or SIGTERM takes effect."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.helpers import REPO
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    from kafkatune import interrupts
+
+    sig = getattr(signal, sys.argv[1])
+    if sig == signal.SIGTERM:  # as the sweep CLI does: SIGTERM ends in the same KeyboardInterrupt
+        def _term(signum, frame):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGTERM, _term)
+    # another thread that does not block anything, like paramiko's transport threads
+    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), sig)
+            time.sleep(0.5)
+            print("step done", flush=True)
+        print("not reached", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted after the step", flush=True)
+    with interrupts.deferred():  # no signal: nothing happens afterwards
+        pass
+    print("handlers back:", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_deferred_step_acts_after_it(sig: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-c", SCRIPT, sig], cwd=REPO, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["step done", "interrupted after the step", "handlers back: True"], p.stdout

@@ -35,6 +35,8 @@ Clock = Callable[[], int]
 # Serve delivery callbacks at most every 100 µs of sending rather than after every message: at 100 B
 # records the per-message poll was a large share of the send loop. Ack times run late by at most this.
 POLL_EVERY_NS = 100_000
+# How long past the drain timeout a finished producer waits for the end of the run before closing.
+LINGER_SLACK_S = 30
 
 
 @dataclass(frozen=True)
@@ -246,7 +248,6 @@ def _produce(
     tick.seq = seq
     tick.catch_up(clock())
     tick.emit()
-    prod.close()
     n_acked = acked[:seq].count(1)
     q.put(
         (
@@ -266,6 +267,12 @@ def _produce(
             },
         )
     )
+    # Zenoh, DDS and raw TCP count a send as acknowledged when it returns: it may still sit in the
+    # client's send queue, and closing now would discard it (a Zenoh session's Close goes out on the
+    # control priority, ahead of queued data). The producer stays open until the coordinator ends the
+    # run, after the consumers drained; `stop` is that signal (and the interruption signal).
+    stop.wait(timing["drain_timeout_s"] + LINGER_SLACK_S)
+    prod.close()
 
 
 class _ConsumerState:

@@ -59,3 +59,68 @@ def test_reliable_keep_all_dds_loses_nothing(tmp_path: Path) -> None:
     )
     assert s["acknowledged"] > 1000, s
     assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
+
+
+def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Path) -> None:
+    """Zenoh acknowledges a put when it returns; what is still in the publisher's send queue when the run
+    ends must reach the subscriber. A router of our own is stalled (SIGSTOP/SIGCONT) through the end of
+    production, so the queue is full then: a producer that closed its session at that point lost it."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from brokerconf.servers import Servers
+    from drivers import result as res
+    from drivers import runner
+    from kafkatune.workload import Workload
+    from tests.conftest import free_port
+
+    sv = Servers(tmp_path / "servers")
+    st = sv.up("zenoh", port=free_port(), progress=print)
+    stop, finished = threading.Event(), threading.Event()
+
+    def stall(raw: Any) -> None:
+        # A router that runs 2 ms in every 200 ms: the publisher's send queue fills. Once the producer has
+        # finished sending (its last tick is for the second after the run's end), the router stops for 4 s,
+        # longer than a closing Zenoh session waits to flush its queue.
+        deadline = raw.timing["produce_end_ns"] + 60_000_000_000
+        while not (stop.is_set() or finished.is_set()) and time.time_ns() < deadline:
+            os.kill(st.pid, signal.SIGSTOP)
+            finished.wait(0.2)
+            os.kill(st.pid, signal.SIGCONT)
+            time.sleep(0.002)
+        os.kill(st.pid, signal.SIGSTOP)
+        stop.wait(4)
+        os.kill(st.pid, signal.SIGCONT)
+
+    started: list[threading.Thread] = []
+
+    def on_tick(raw: Any, tick: Any) -> None:
+        if not started:
+            started.append(threading.Thread(target=stall, args=(raw,), daemon=True))
+            started[0].start()
+        if tick.role == "producer" and tick.second >= 3:  # warm-up 1 s + measured 2 s
+            finished.set()
+
+    w = Workload(
+        name="zenoh-stalled",
+        driver="zenoh",
+        messageSize=64,
+        producerConfig={"congestion_control": "BLOCK"},
+        warmupDurationMinutes=1 / 60,
+        testDurationMinutes=2 / 60,
+        drainTimeoutSeconds=30,
+    )
+    try:
+        raw = runner.run(w, {"bootstrap.servers": st.address, "zenoh.mode": "client"}, on_tick=on_tick)
+    finally:
+        stop.set()
+        for t in started:
+            t.join()
+        os.kill(st.pid, signal.SIGCONT)
+        sv.down("zenoh", progress=print)
+    assert started and finished.is_set(), "the router was never stalled at the end of production"
+    s = res.build(raw)[0]["summary"]
+    assert s["acknowledged"] > 1000, s
+    assert s["lost"] == 0 and s["consumed"] == s["acknowledged"], s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -23,10 +24,11 @@ class RunFailed(Exception):
     exit_code = 4
 
 
-def validation_message(source: str, e: Any, *, show_input: bool = True) -> str:
+def validation_message(source: str, e: Any, *, show_input: bool = True, allowed: Iterable[str] | None = None) -> str:
     """One line per field of a pydantic ValidationError: `source: field.path: what is wrong`.
 
     `show_input=False` where a value may be a secret (an inventory): the line names the field only.
+    `allowed`: the top-level field names, listed after an unknown field.
     """
     lines = []
     for err in e.errors():
@@ -34,6 +36,8 @@ def validation_message(source: str, e: Any, *, show_input: bool = True) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
+            if allowed is not None and len(err["loc"]) == 1:
+                msg += f" (allowed: {', '.join(allowed)})"
         elif show_input and "input" in err and err["type"] not in ("missing", "value_error"):
             msg += f" (got {err['input']!r})"
         lines.append(f"{source}: {field}: {msg}")

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kafkatune.errors import UserError
+from kafkatune.errors import UserError, validation_message
 
 # The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
 # from 20 B the full header. See drivers.payload.
@@ -66,27 +66,13 @@ class Workload(BaseModel):
         return self.warmupDurationMinutes * 60
 
 
-def format_validation_error(source: str, e: ValidationError) -> str:
-    lines = []
-    for err in e.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            allowed = ", ".join(Workload.model_fields)
-            msg = f"unknown field (allowed: {allowed})"
-        elif "input" in err and err["type"] != "missing":
-            msg += f" (got {err['input']!r})"
-        lines.append(f"{source}: {field}: {msg}")
-    return "\n".join(lines)
-
-
 def parse_workload(data: object, source: str = "workload") -> Workload:
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping of OMB workload fields, got {type(data).__name__}")
     try:
         return Workload.model_validate(data)
     except ValidationError as e:
-        raise UserError(format_validation_error(source, e)) from None
+        raise UserError(validation_message(source, e, allowed=Workload.model_fields)) from None
 
 
 def read_yaml(path: Path) -> object:

@@ -57,6 +57,12 @@ class TestMqttQos2(TestMqttQos1):
     n_messages = 500
 
 
+class TestMqttBufferMemory(TestMqttQos1):
+    """The bound in bytes alone (max.queued left at its 100,000 messages) fills the local queue."""
+
+    small_buffer: ClassVar[dict[str, str] | None] = {"buffer.memory": "32768"}
+
+
 class TestMqttQos0(TestMqttQos1):
     # at most once: nothing is acknowledged by the broker, yet on an idle loopback nothing is dropped
     producer_overrides: ClassVar[dict[str, str]] = {"qos": "0"}

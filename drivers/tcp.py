@@ -35,7 +35,6 @@ FRAME = struct.Struct("<I")
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}
 CONNECT_WAIT_S = 10.0
 SCRATCH_BYTES = 256 * 1024
-READS_PER_POLL = 32
 
 
 class _Conn:
@@ -47,6 +46,12 @@ class _Conn:
         self.big = bytearray()
         self.size = 0  # of the large frame being read into `big` (0: none)
         self.filled = 0
+
+
+def _complete(c: _Conn) -> bool:
+    """Whether `c.buf` holds at least one whole frame (left there by a poll whose budget ran out)."""
+    buf = c.buf
+    return len(buf) >= 4 and len(buf) - 4 >= FRAME.unpack_from(buf, 0)[0]
 
 
 class TcpProducer(api.Producer):
@@ -141,8 +146,16 @@ class TcpConsumer(api.Consumer):
         tmp.rename(self.reg)  # a producer never reads a half-written registration
 
     def poll(self, timeout_s: float) -> int:
+        end = time.monotonic() + api.POLL_BUDGET_S
         n = 0
+        for c in self.conns.values():  # frames a budget-limited call left behind come first
+            if _complete(c):
+                n += self._frames(c, end)
+        if n or any(_complete(c) for c in self.conns.values()):
+            timeout_s = 0.0  # there is work in hand: do not wait for the sockets
         for key, _ in self.sel.select(timeout_s):
+            if time.monotonic() > end:
+                break
             s = key.fileobj
             assert isinstance(s, socket.socket)
             if s is self.listener:
@@ -151,13 +164,16 @@ class TcpConsumer(api.Consumer):
                 self.sel.register(conn, selectors.EVENT_READ, None)
                 self.conns[conn] = _Conn()
                 continue
-            n += self._read(s, self.conns[s])
+            c = self.conns[s]
+            if not _complete(c):  # else that connection's buffer is spent first, next call
+                n += self._read(s, c, end)
         return n
 
-    def _read(self, s: socket.socket, c: _Conn) -> int:
-        """Up to READS_PER_POLL reads: a producer that never pauses must not keep poll from returning."""
+    def _read(self, s: socket.socket, c: _Conn, end: float) -> int:
+        """Reads until the socket is empty or the poll's time budget is spent: a producer that never
+        pauses must not keep poll from returning."""
         n = 0
-        for _ in range(READS_PER_POLL):
+        while True:
             if c.size:  # the rest of a large frame goes straight into the connection's large-frame buffer
                 try:
                     got = s.recv_into(memoryview(c.big)[c.filled : c.size])
@@ -166,21 +182,23 @@ class TcpConsumer(api.Consumer):
                 if not got:
                     return n + self._closed(s)
                 c.filled += got
-                if c.filled < c.size:
-                    continue
-                self.on_message(bytes(memoryview(c.big)[: c.size]))
-                c.size = 0
-                n += 1
-                continue
-            try:
-                got = s.recv_into(self.scratch)
-            except BlockingIOError:
+                if c.filled == c.size:
+                    self.on_message(bytes(memoryview(c.big)[: c.size]))
+                    c.size = 0
+                    n += 1
+            else:
+                try:
+                    got = s.recv_into(self.scratch)
+                except BlockingIOError:
+                    return n
+                if not got:
+                    return n + self._closed(s)
+                c.buf += self.view[:got]
+                n += self._frames(c, end)
+                if _complete(c):  # the budget ran out inside the buffer
+                    return n
+            if time.monotonic() > end:
                 return n
-            if not got:
-                return n + self._closed(s)
-            c.buf += self.view[:got]
-            n += self._frames(c)
-        return n
 
     def _closed(self, s: socket.socket) -> int:
         self.sel.unregister(s)
@@ -188,26 +206,30 @@ class TcpConsumer(api.Consumer):
         del self.conns[s]
         return 0
 
-    def _frames(self, c: _Conn) -> int:
+    def _frames(self, c: _Conn, end: float) -> int:
+        """Hands over the complete frames in `c.buf` (until the time budget `end`); a trailing partial
+        frame stays, and one larger than the scratch buffer moves to `c.big`."""
         buf = c.buf
-        n, pos, end = 0, 0, len(buf)
+        n, pos, stop = 0, 0, len(buf)
         unpack, on_message = FRAME.unpack_from, self.on_message
         view = memoryview(buf)
-        while end - pos >= 4:
+        while stop - pos >= 4:
             (size,) = unpack(buf, pos)
-            if end - pos - 4 < size:
+            if stop - pos - 4 < size:
                 if size > len(self.scratch):  # a large frame: collect it apart from the small-frame buffer
                     if len(c.big) < size:
                         c.big = bytearray(size)  # kept for the next large frame: no allocation per message
                     c.size = size
-                    have = end - pos - 4
-                    c.big[:have] = view[pos + 4 : end]
+                    have = stop - pos - 4
+                    c.big[:have] = view[pos + 4 : stop]
                     c.filled = have
-                    pos = end
+                    pos = stop
                 break
             on_message(bytes(view[pos + 4 : pos + 4 + size]))
             pos += 4 + size
             n += 1
+            if not n & 255 and time.monotonic() > end:
+                break
         view.release()
         del buf[:pos]
         return n

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -36,18 +37,29 @@ class DriverConformance:
     consumer_overrides: ClassVar[dict[str, str]] = {}
     n_messages: ClassVar[int] = 2000
     timeout_s: ClassVar[float] = 60.0
+    backlog_messages: ClassVar[int] = 20000
     partitions: ClassVar[int] = 1
     # producer overrides that shrink the client's local queue to a message or two; None for a system whose
     # client has no local queue to fill (its send blocks or drops by design: said by the driver)
     small_buffer: ClassVar[dict[str, str] | None] = None
 
     @contextlib.contextmanager
-    def subscribed(self, driver: api.Driver) -> Iterator[tuple[str, api.Consumer, list[bytes]]]:
-        """A new topic and a consumer on it that is ready; both removed afterwards."""
+    def subscribed(self, driver: api.Driver, handler_ns: int = 0) -> Iterator[tuple[str, api.Consumer, list[bytes]]]:
+        """A new topic and a consumer on it that is ready; both removed afterwards. `handler_ns`: CPU time
+        the message callback spends per message (a busy wait), as the load worker's accounting does."""
         topic = f"kt-conf-{uuid.uuid4().hex[:10]}"
         driver.create_topics([api.TopicSpec(topic, self.partitions)])
         received: list[bytes] = []
-        c = driver.create_consumer(topic, f"sub-{topic}", received.append, self.consumer_overrides)
+        on_message: api.MessageCallback = received.append
+        if handler_ns:
+
+            def on_message(data: bytes) -> None:
+                end = time.perf_counter_ns() + handler_ns
+                while time.perf_counter_ns() < end:
+                    pass
+                received.append(data)
+
+        c = driver.create_consumer(topic, f"sub-{topic}", on_message, self.consumer_overrides)
         try:
             deadline = time.monotonic() + self.timeout_s
             while not c.ready():
@@ -124,6 +136,40 @@ class DriverConformance:
             # the message was acknowledged (or, for systems without acknowledgements, sent) before the wait
             # began: a poll that honours the contract returns well before its 30 s timeout
             assert waited < long_poll / 2, f"poll({long_poll:.0f}) kept an arrived message for {waited:.1f} s"
+
+    def test_a_poll_with_a_backlog_returns_within_its_budget(self, driver: api.Driver) -> None:
+        """With thousands of messages waiting and a consumer that spends 100 µs on each, every poll hands
+        over a bounded share and returns: the load worker counts messages per second between polls (a
+        raw-TCP poll that drained a backlog the producer kept feeding put every message in second 0)."""
+        n, longest = self.backlog_messages, 0.0
+        with self.subscribed(driver, handler_ns=100_000) as (topic, c, received):
+            p = driver.create_producer(topic, self.producer_overrides)
+            sent = threading.Event()
+
+            def send_all() -> None:
+                try:
+                    for i in range(n):
+                        api.send_waiting(p, None, _payload(i, 64), lambda err, payload: None, self.timeout_s)
+                    p.flush(self.timeout_s)
+                finally:
+                    sent.set()
+
+            sender = threading.Thread(target=send_all, daemon=True)
+            sender.start()
+            try:
+                sent.wait(2.0)  # a backlog builds up (for a raw socket: until the kernel's buffers are full)
+                last, last_change = 0, time.monotonic()
+                while len(received) < n and time.monotonic() - last_change < 3:
+                    t0 = time.monotonic()
+                    c.poll(0.05)
+                    longest = max(longest, time.monotonic() - t0)
+                    if len(received) != last:
+                        last, last_change = len(received), time.monotonic()
+            finally:
+                sender.join(self.timeout_s)
+                p.close()
+        assert len(received) > n // 2, f"only {len(received)} of {n} messages arrived"
+        assert longest < 1.0, f"one poll took {longest:.2f} s with a backlog (budget {api.POLL_BUDGET_S} s)"
 
     def test_a_full_local_buffer_raises_buffer_full_and_loses_nothing(self, driver: api.Driver) -> None:
         """Back-to-back sends into a tiny local queue: `send` raises BufferFull (the load generator then

@@ -43,6 +43,13 @@ def _client(addr: str, tag: str, inflight: int = MAX_INFLIGHT, queued: int = 0) 
     return c
 
 
+def _close(c: mqtt.Client) -> None:
+    # DISCONNECT first: it wakes the network thread, which then sends it and returns. loop_stop() first
+    # waits out the thread's 1 s select() and leaves the broker an abrupt close instead.
+    c.disconnect()
+    c.loop_stop()
+
+
 class MqttProducer(api.Producer):
     def __init__(self, addr: str, topic: str, conf: Mapping[str, str]) -> None:
         self.qos = int(conf.get("qos", "1"))
@@ -109,8 +116,7 @@ class MqttProducer(api.Producer):
             time.sleep(0.005)
 
     def close(self) -> None:
-        self.c.loop_stop()
-        self.c.disconnect()
+        _close(self.c)
 
 
 class MqttConsumer(api.Consumer):
@@ -135,8 +141,7 @@ class MqttConsumer(api.Consumer):
         return self.subscribed.is_set()  # SUBACK received: every later publish is delivered
 
     def close(self) -> None:
-        self.c.loop_stop()
-        self.c.disconnect()
+        _close(self.c)
 
 
 class MqttDriver(api.Driver):

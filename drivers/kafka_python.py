@@ -127,18 +127,19 @@ class KpConsumer(api.Consumer):
         self, bootstrap: str, topic: str, group: str, on_message: api.MessageCallback, conf: dict[str, Any]
     ) -> None:
         self.on_message = on_message
+        self.pending = api.Inbox()
         self.c = KafkaConsumer(
             topic, bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
             enable_auto_commit=False, **conf,
         )  # fmt: skip
 
     def poll(self, timeout_s: float) -> int:
-        n = 0
-        for records in self.c.poll(timeout_ms=int(timeout_s * 1000), max_records=5000).values():
-            for r in records:
-                self.on_message(r.value)
-                n += 1
-        return n
+        # One client poll returns up to 1,000 records: they wait here and are handed over within the poll
+        # budget, so a slow handler cannot make one call last seconds.
+        if not self.pending.q:
+            for records in self.c.poll(timeout_ms=int(timeout_s * 1000), max_records=1000).values():
+                self.pending.q.extend(r.value for r in records)
+        return self.pending.drain(self.on_message, 0)
 
     def ready(self) -> bool:
         # assigned partitions with a fetch position: from here on every new record is read

@@ -63,8 +63,11 @@ class Target:
 
 # ---- servers -----------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def targets(spec: CompareSpec, state_dir: Path | None, say: Say) -> Iterator[list[Target]]:
-    """Resolve every system's address; servers that were not running are started, and stopped after."""
+def targets(
+    spec: CompareSpec, state_dir: Path | None, say: Say, only: list[str] | None = None
+) -> Iterator[list[Target]]:
+    """Resolve the address of every system (of those in `only`, when given); servers that were not running
+    are started, and stopped after. A system left out needs neither its server nor the testbed."""
     from brokerconf.servers import Servers
 
     sv = Servers(paths.home() / "servers")
@@ -72,6 +75,8 @@ def targets(spec: CompareSpec, state_dir: Path | None, say: Say) -> Iterator[lis
     out: list[Target] = []
     try:
         for s in spec.all_systems():
+            if only and s.name not in only:
+                continue
             common = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in s.common.items()}
             ns: list[str | None] = [None]
             kind = s.server_kind
@@ -721,10 +726,8 @@ def compare(
         say("native floors (iperf3, sockperf) on 127.0.0.1")
         doc["native"] = native(spec, say)
         save()
-    with targets(spec, state_dir, say) as ts:
+    with targets(spec, state_dir, say, only) as ts:
         for t in ts:
-            if only and t.name not in only:
-                continue
             doc["systems"].append(
                 {
                     "name": t.name,

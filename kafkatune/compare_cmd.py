@@ -80,6 +80,7 @@ def register(cli: click.Group) -> None:
                         "html": str(r.html),
                         "markdown": str(r.markdown),
                         "charts": r.charts,
+                        "systems": doc["systems"],
                         "throughput": doc["throughput"],
                         "pingpong": doc["pingpong"],
                         "native": doc["native"],

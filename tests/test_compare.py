@@ -202,3 +202,28 @@ def test_fixed_rate_and_iot_patterns(
     assert (
         "## Fixed rate (OpenMessaging Benchmark method)" in md and "| kafka | 6 |" in md and "| mqtt-qos1 | n/a |" in md
     )
+
+
+def test_system_option_needs_only_that_systems_server(tmp_path: Path) -> None:
+    """`--system dds` runs with no testbed and no Pulsar: the systems left out are not resolved or started."""
+    doc = {
+        "name": "only-dds",
+        "systems": [
+            {"name": "kafka", "driver": "kafka"},  # the testbed, which is not running under this --state-dir
+            {"name": "pulsar", "driver": "pulsar"},
+            {"name": "dds", "driver": "dds", "common": {"dds.domain": 100 + os.getpid() % 50}},
+        ],
+        "baseline": False,
+        "throughput": {"sizes": [64], "repeats": 1, "seconds": 1, "warmupSeconds": 1},
+        "pingpong": None,
+        "native": None,
+    }
+    spec = _spec(tmp_path / "s.yaml", doc)
+    env = {"KAFKATUNE_HOME": str(tmp_path / "home")}
+    runs, state = str(tmp_path / "runs"), str(tmp_path / "no-testbed")
+    r = kafkatune("compare", str(spec), "--system", "dds", "--state-dir", state, "--runs-dir", runs, "--json", env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert [s["name"] for s in out["systems"]] == ["dds"]
+    assert [(t["system"], t["error"], t["lost"]) for t in out["throughput"]] == [("dds", None, 0)]
+    assert not (tmp_path / "home" / "servers" / "pulsar").exists()

@@ -16,6 +16,7 @@ harness unless `baseline: false`. Validated before anything starts: a bad field 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -181,6 +182,18 @@ class CompareSpec(_M):
     def all_systems(self) -> list[System]:
         """The spec's systems, then the raw-TCP baseline."""
         return [*self.systems, *([System(name="tcp", driver="tcp")] if self.baseline else [])]
+
+    def selected(self, only: Sequence[str] | None = None) -> list[System]:
+        """The systems a run covers: all of them, or those named in `only` (`--system`), in spec order."""
+        systems = self.all_systems()
+        if not only:
+            return systems
+        unknown = sorted(set(only) - {s.name for s in systems})
+        if unknown:
+            raise UserError(
+                f"--system: {', '.join(unknown)} not in the spec (systems: {', '.join(s.name for s in systems)})"
+            )
+        return [s for s in systems if s.name in only]
 
 
 def parse(data: object, source: str = "compare spec") -> CompareSpec:

@@ -47,8 +47,8 @@ def register(cli: click.Group) -> None:
 
         spec = load(spec_file)
         run.validate_systems(spec, list(only) or None)
-        systems = [s for s in spec.all_systems() if not only or s.name in only]
-        n = run.steps(spec, len(systems))
+        systems = spec.selected(only)
+        n = run.steps(spec, systems)
         say = lambda m: click.echo(m, err=True)  # noqa: E731
         say(
             f"compare {spec.name}: {', '.join(s.name for s in systems)}; "

@@ -81,6 +81,24 @@ def test_dry_run_prints_the_plan(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+def test_system_option_plans_only_those_systems_and_refuses_unknown_names(tmp_path: Path) -> None:
+    doc = {
+        "name": "plan-only",
+        "systems": [{"name": "k", "driver": "kafka"}, {"name": "m", "driver": "mqtt"}],
+        "throughput": None,
+        "pingpong": None,
+        "native": None,
+        "fixedRate": {"size": 100, "rate": 500, "partitions": [1, 6, 16]},
+    }
+    spec, runs = str(_spec(tmp_path / "s.yaml", doc)), str(tmp_path / "r")
+    r = kafkatune("compare", spec, "--system", "m", "--dry-run", "--runs-dir", runs)
+    assert r.returncode == 0, r.stderr
+    assert "compare plan-only: m; fixedRate; 1 runs" in r.stderr  # not k's 3 partition counts, nor tcp's
+    r = kafkatune("compare", spec, "--system", "nosuch", "--dry-run", "--runs-dir", runs)
+    assert r.returncode == 2 and "--system: nosuch not in the spec (systems: k, m, tcp)" in r.stderr, r.stderr
+    assert not (tmp_path / "r").exists()
+
+
 def _run_compare(tmp_path: Path, doc: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     spec = _spec(tmp_path / "compare.yaml", doc)
     env = {"KAFKATUNE_HOME": str(tmp_path / "home")}

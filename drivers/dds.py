@@ -23,7 +23,7 @@ from drivers import api
 
 KEYS = {"reliability": ("RELIABLE", "BEST_EFFORT"), "history": ("KEEP_ALL", "KEEP_LAST"), "depth": None}
 MATCH_WAIT_S = 10.0
-TAKE_N = 256  # samples per take(): a poll takes batches until the reader is empty or its budget is spent
+TAKE_N = 256  # samples per take(): what one take materialises (256 MiB at 1 MiB payloads)
 LOOPBACK = (
     "<CycloneDDS><Domain id='any'><General><Interfaces><NetworkInterface name='lo'/></Interfaces>"
     "<AllowMulticast>false</AllowMulticast></General><Discovery><ParticipantIndex>auto</ParticipantIndex>"
@@ -40,8 +40,8 @@ class KtMessage(IdlStruct, typename="kafkatune.Message"):
 class ByteSequence(PlainCdrV2SequenceOfPrimitiveMachine):
     """`sequence<uint8>` in the same CDR as the binding's own machine (a 4-aligned uint32 length, then the
     octets), copied as one block: the binding packs and unpacks one Python int per byte, which made a
-    1 MiB sample cost ~60 ms to write and ~15 ms to read, so one DDS process carried ~17 such messages/s.
-    Reads return `bytes`."""
+    1 MiB sample cost 55 ms to write and 27 ms to read (bench/dds_codec.py), so one DDS process carried
+    ~18 such messages/s. Reads return `bytes`."""
 
     def serialize(self, buffer: Any, value: bytes, *args: Any, **kwargs: Any) -> None:
         buffer.align(4)
@@ -50,7 +50,7 @@ class ByteSequence(PlainCdrV2SequenceOfPrimitiveMachine):
 
     def deserialize(self, buffer: Any, *args: Any, **kwargs: Any) -> bytes:
         buffer.align(4)
-        return bytes(buffer.read_bytes(buffer.read("I", 4)))
+        return buffer.read_bytes(buffer.read("I", 4))
 
 
 def use_byte_sequence(cls: type[IdlStruct], field: str = "data") -> None:
@@ -135,32 +135,26 @@ class DdsConsumer(api.Consumer):
         from cyclonedds.sub import DataReader
 
         self.on_message = on_message
+        self.pending = api.Inbox()
         self.r = DataReader(drv.participant, drv.topic(topic), qos=_qos(conf))
         # a waitset on "any sample": poll wakes when data arrives, not after a fixed sleep
         self.ws = WaitSet(drv.participant)
         self.ws.attach(ReadCondition(self.r, SampleState.Any | ViewState.Any | InstanceState.Any))
 
     def poll(self, timeout_s: float) -> int:
-        n = 0
+        # Samples taken from the reader wait in `pending` and are handed over within the poll budget.
+        q = self.pending.q
         end = time.monotonic() + timeout_s
-        budget_end = 0.0
-        while True:
-            samples = self.r.take(N=TAKE_N)
-            for s in samples:
+        while not q:
+            for s in self.r.take(N=TAKE_N):
                 data = getattr(s, "data", None)  # an InvalidSample (a writer went away) carries no data
-                if data is None:
-                    continue
-                self.on_message(data)  # bytes (ByteSequence)
-                n += 1
-            now = time.monotonic()
-            if n:
-                budget_end = budget_end or now + api.POLL_BUDGET_S
-                if len(samples) < TAKE_N or now > budget_end:  # drained, or the rest waits for the next call
-                    return n
-                continue
-            if now >= end:
-                return 0
-            self.ws.wait(int((end - now) * 1e9))
+                if data is not None:
+                    q.append(data)  # bytes (ByteSequence)
+            left = end - time.monotonic()
+            if q or left <= 0:
+                break
+            self.ws.wait(int(left * 1e9))
+        return self.pending.drain(self.on_message, 0)
 
     def ready(self) -> bool:
         return True  # a reader matches every writer created after it; writers wait for that match

@@ -47,6 +47,7 @@ def _conf(conf: Mapping[str, str], known: Mapping[str, Any], where: str) -> dict
 
 
 BUFFER_MEMORY = 33554432  # the Java client's buffer.memory default
+METADATA_WAIT_S = 30.0  # a new topic's partitions reach the client's metadata within this
 
 
 def _buffer_memory(v: str | None) -> int:
@@ -129,9 +130,21 @@ class KpConsumer(api.Consumer):
         self.on_message = on_message
         self.pending = api.Inbox()
         self.c = KafkaConsumer(
-            topic, bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
+            bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
             enable_auto_commit=False, **conf,
         )  # fmt: skip
+        # Subscribe only once this client knows the topic's partitions. Subscribed right after the topic was
+        # created, the group's leader could assign before the topic's metadata arrived ("No partition metadata
+        # for topic"): an empty assignment, kept until the next metadata refresh (metadata.max.age.ms, 5 min).
+        deadline = time.monotonic() + METADATA_WAIT_S
+        while not self.c.partitions_for_topic(topic):
+            if time.monotonic() > deadline:
+                self.c.close()
+                raise EnvironmentProblem(
+                    f"kafka-python: no partition metadata for topic {topic} after {METADATA_WAIT_S:g} s"
+                )
+            time.sleep(0.1)
+        self.c.subscribe([topic])
 
     def poll(self, timeout_s: float) -> int:
         # One client poll returns up to 1,000 records: they wait here and are handed over within the poll

@@ -1,4 +1,4 @@
-"""The ceiling model of DESIGN.md: the producer ingress P the hardware allows.
+"""The ceiling model of docs/design.md: the producer ingress P the hardware allows.
 
 For N brokers, replication factor r, C consumer groups reading the tail, per-broker NIC bandwidth
 B_in / B_out and disk write bandwidth D, with partitions and leaders balanced, a producer ingress of P
@@ -14,7 +14,7 @@ and on the clients: producer hosts H_p send P·k between them, consumer hosts H_
 
 The binding term names the bottleneck. acks does not move the sustained ceiling (every byte is still
 replicated r times), but with acks=0/1 a producer is not held back by replication, so a short run can
-report a produce rate above it while followers fall behind (REFERENCE.md §1, stage 1).
+report a produce rate above it while followers fall behind (docs/reference.md §1, stage 1).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 from advisor import ceiling as ceiling_model
 from kafkatune.errors import UserError
 
-# REFERENCE.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
+# docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
 # 6 consumers. Used only when no study is given, and named in the plan's assumptions.
 REF_EFFICIENCY = 0.70
 REF_PER_PRODUCER_MB_S = 823 / 40
@@ -114,7 +114,7 @@ def plan(
         eff = basis["efficiency"] or REF_EFFICIENCY
         if basis["efficiency"] is None:
             assumptions.append(
-                f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (REFERENCE.md §1) assumed"
+                f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
             )
         per_prod, per_cons, per_part = (
             basis["per_producer_mb_s"],
@@ -126,7 +126,7 @@ def plan(
         per_prod, per_cons, per_part = REF_PER_PRODUCER_MB_S, REF_PER_CONSUMER_MB_S, ASSUMED_PER_PARTITION_MB_S
         assumptions += [
             f"no study given: efficiency {eff:.0%} of the ceiling, {per_prod:.1f} MB/s per producer and "
-            f"{per_cons:.0f} MB/s per consumer (REFERENCE.md §1, hand-tuned)",
+            f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned)",
             f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
         ]
     if not disk_mb_s:

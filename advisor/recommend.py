@@ -202,7 +202,7 @@ def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -
     ev = [
         f"num.replica.fetchers={', '.join(map(str, values))} is a multiple of the broker count {n}: fetcher "
         "threads are assigned by partition hash, so some get only partitions led by one broker and others sit "
-        "idle (REFERENCE.md §1)"
+        "idle (docs/reference.md §1)"
     ]
     gain = None
     if mult and other:
@@ -317,7 +317,7 @@ def rule_producer_buffer(trials: list[dict[str, Any]], study: dict[str, Any]) ->
         Recommendation(
             "producer-buffer-saturation",
             "At the maximum rate records wait in the producer buffer and latency explodes (the 53 s case of "
-            "REFERENCE.md §1): run at most ~80 % of the best rate, or cap buffer.memory to bound the queue",
+            "docs/reference.md §1): run at most ~80 % of the best rate, or cap buffer.memory to bound the queue",
             action={"target rate": f"≤ {0.8 * best['mb_s']:.1f} MB/s (80 % of {best['trial_id']})"},
             evidence=ev,
             trials=[t["trial_id"] for t in full][:6],

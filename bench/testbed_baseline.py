@@ -5,7 +5,7 @@
 2. Baseline (needs root): shaped testbed at `--nic-mbps`, warmed, then the untuned workload: acks=all,
    RF 3, min.insync.replicas 2, 1 KB records, Java-client producer defaults (batch.size 16384,
    linger.ms 5; librdkafka's own defaults batch far more), one consumer group. The ceiling is the
-   DESIGN.md model with the *measured* link rate: P_max = min(B_in·N/r, B_out·N/(r−1+C)).
+   docs/design.md model with the *measured* link rate: P_max = min(B_in·N/r, B_out·N/(r−1+C)).
    This is the figure the sweep engine will be judged against.
 
     .venv/bin/python bench/testbed_baseline.py [--reps 3] [--nic-mbps 25] [--seconds 60]

@@ -1,6 +1,6 @@
 """`kafkatune compare`: the same workloads on every system, through the same harness, side by side.
 
-Methods (../shared/REFERENCE.md §2-4):
+Methods (docs/reference.md §2-4):
 - throughput (NTU): back-to-back runs over payload sizes, each repeated; the per-second delivered rates
   of all repeats, trimmed beyond the spec's percentiles (p1/p99), give the median msg/s and bit/s;
 - pingpong (NTU): one message at a time there and back through the system; latency = RTT/2;

@@ -181,7 +181,7 @@ def register(cli: click.Group) -> None:
         \b
           P_max = min( B_in·N/r , B_out·N/(r−1+C) , D·N/r , client hosts' NICs )
 
-        Example (REFERENCE.md §1): --brokers 3 --rf 3 --nic-mbps 1170 --disk-mbps 1200 → 1170 MB/s, network."""
+        Example (docs/reference.md §1): --brokers 3 --rf 3 --nic-mbps 1170 --disk-mbps 1200 → 1170 MB/s, network."""
         from advisor import ceiling
 
         c = ceiling.p_max(

@@ -4,7 +4,7 @@
                         ceiling, the binding resource and why, latency percentiles, stability over seconds
                         and windows, broker pool idle fractions, under-replicated seconds
     params.parquet      per stage, per swept parameter, per value: trials, mean/median/max MB/s, p99 e2e
-                        (the marginal effect curves of REFERENCE.md §1)
+                        (the marginal effect curves of docs/reference.md §1)
     importance.parquet  per stage, per parameter: Optuna's PED-ANOVA importance, computed from the records
     pareto.parquet      the non-dominated trials over the study's objectives
     series.parquet      per trial, per second: client and broker rates, latency p99, idle, under-replicated

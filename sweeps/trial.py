@@ -1,4 +1,4 @@
-"""One trial, following the trial protocol of DESIGN.md.
+"""One trial, following the trial protocol of docs/design.md.
 
 apply configs (broker: dynamic per broker id, restart-only by rolling restart) -> read them back ->
 fresh topic -> warm-up -> k measurement windows -> stop, drain -> acknowledged == consumed -> delete the

@@ -286,7 +286,7 @@ def test_analyze_and_plan_bad_input_are_clear_errors(tmp_path: Path) -> None:
 
 def test_plan_sizes_the_reference_case_and_scales_with_the_target() -> None:
     p = plan(800, rf=3, nic_mb_s=1170, disk_mb_s=1200, headroom=0.7)
-    # without a study: REFERENCE.md §1's 70 % efficiency; the planned cluster carries the target at headroom
+    # without a study: docs/reference.md §1's 70 % efficiency; the planned cluster carries the target at headroom
     assert p.brokers >= 3 and p.ceiling_mb_s * p.efficiency * p.headroom >= 800
     smaller = plan(800, rf=3, nic_mb_s=1170, disk_mb_s=1200, headroom=0.7)
     assert smaller.brokers == p.brokers

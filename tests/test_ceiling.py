@@ -1,4 +1,4 @@
-"""The ceiling model of DESIGN.md, its CLI, and the disk probe."""
+"""The ceiling model of docs/design.md, its CLI, and the disk probe."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.helpers import kafkatune
 
 
 def test_reference_case_is_1170_network_bound() -> None:
-    # REFERENCE.md §1: 3 brokers, r=3, C=1, 10GbE ≈ 1,170 MB/s, disks 8 × 150 = 1,200 MB/s.
+    # docs/reference.md §1: 3 brokers, r=3, C=1, 10GbE ≈ 1,170 MB/s, disks 8 × 150 = 1,200 MB/s.
     c = p_max(1170, brokers=3, rf=3, consumer_groups=1, disk_mb_s=1200)
     assert c.mb_s == pytest.approx(1170)
     assert c.binding.startswith("network")

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkatune.errors import UserError
+from core.errors import UserError
 
 RESOURCES = ("network_in", "network_out", "disk", "client_network")
 ACKS = ("0", "1", "all", "-1")

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor import ceiling as ceiling_model
-from kafkatune.errors import UserError
+from core.errors import UserError
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
 # 6 consumers. Used only when no study is given, and named in the plan's assumptions.

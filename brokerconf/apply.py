@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from brokerconf import admin as kadmin
 from brokerconf import catalogue
-from kafkatune.errors import RunFailed
+from core.errors import RunFailed
 
 SNAPSHOT_SCHEMA_VERSION = 1
 Progress = Callable[[str], None]

@@ -14,8 +14,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem
+from core import paths
+from core.errors import EnvironmentProblem
+from core.java import java_home
 
 POM = Path(__file__).with_name("kafka") / "pom.xml"
 
@@ -29,23 +30,6 @@ def _pom_property(name: str) -> str:
 
 KAFKA_VERSION = _pom_property("kafka.version")
 JMX_EXPORTER_VERSION = _pom_property("jmx.exporter.version")
-
-
-def java_home() -> Path:
-    """Java 17: Kafka 4.x brokers need >= 17, and the machine's newer JDK is not the tested one.
-
-    `KAFKATUNE_JAVA_HOME` overrides; otherwise the Debian OpenJDK 17, then JAVA_HOME if it is a 17.
-    """
-    candidates = [
-        os.environ.get("KAFKATUNE_JAVA_HOME"),
-        "/usr/lib/jvm/java-17-openjdk-amd64",
-        "/usr/lib/jvm/java-17-openjdk-arm64",
-        os.environ.get("JAVA_HOME"),
-    ]
-    for c in candidates:
-        if c and (Path(c) / "bin" / "java").exists():
-            return Path(c)
-    raise EnvironmentProblem("no Java 17 found: install openjdk-17-jre-headless or set KAFKATUNE_JAVA_HOME")
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kafkatune.errors import UserError, validation_message
-from kafkatune.workload import read_yaml
+from core.errors import UserError, validation_message
+from core.files import read_yaml
 
 Name = Annotated[str, Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$")]
 Host = Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9._:%-]+$")]

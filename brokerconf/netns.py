@@ -15,7 +15,8 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kafkatune.errors import EnvironmentProblem
+from core import procs
+from core.errors import EnvironmentProblem
 
 CLONE_NEWNET = 0x40000000
 
@@ -178,8 +179,7 @@ def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0, attempt
                     (data.get("error") if isinstance(data, dict) else None) or proc.stdout[-300:] or proc.stderr[-300:]
                 )
         finally:
-            srv.kill()
-            srv.wait()
+            procs.kill(srv.pid)
     raise EnvironmentProblem(f"iperf3 {client.name} -> {server.ip} failed {attempts} times: {why}")
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from kafkatune.errors import UserError
+    from core.errors import UserError
 except ImportError:  # shipped alone to a remote host
 
     class UserError(Exception):  # type: ignore[no-redef]

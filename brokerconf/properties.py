@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from kafkatune.errors import UserError
+from core.errors import UserError
 
 _LINE = re.compile(r"^\s*([^=:\s#!][^=:\s]*)\s*[=:]\s*(.*?)\s*$")
 

@@ -25,8 +25,8 @@ from brokerconf.apply import RESTART_KEYS, Progress
 from brokerconf.inventory import Broker, Inventory
 from brokerconf.properties import parse_text, set_keys, without_keys
 from brokerconf.ssh import SshPool, Target
-from kafkatune import interrupts
-from kafkatune.errors import EnvironmentProblem, RunFailed
+from core import interrupts
+from core.errors import EnvironmentProblem, RunFailed
 
 BACKUP_SUFFIX = ".kafkatune-backup"
 

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from brokerconf.inventory import Inventory
 from brokerconf.ssh import SshPool, Target
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem
+from core import paths
+from core.errors import EnvironmentProblem
 
 PROBE_SRC = Path(__file__).with_name("probe.py")
 SCHEMA_VERSION = 1

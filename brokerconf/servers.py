@@ -14,11 +14,8 @@ SIGKILL after a timeout).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,7 +27,9 @@ from typing import Any
 
 import psutil
 
-from kafkatune.errors import EnvironmentProblem, UserError
+from core import procs
+from core.errors import EnvironmentProblem, UserError
+from core.java import java_home
 
 Progress = Callable[[str], None]
 SYSTEMS = ("mosquitto", "zenoh", "pulsar")
@@ -50,7 +49,7 @@ def pulsar_version() -> str:
 
 
 def pulsar_root(cache: Path | None = None) -> Path:
-    from kafkatune import paths
+    from core import paths
 
     return (cache or paths.cache_dir()) / f"pulsar-{pulsar_version()}"
 
@@ -64,12 +63,6 @@ def install_pulsar(cache: Path | None = None, progress: Progress = print) -> Pat
         progress(f"pulsar: fetching Apache Pulsar {pulsar_version()} jars with Maven into {root} (once)")
         maven_install(PULSAR_POM, root, f"Pulsar {pulsar_version()}")
     return root
-
-
-def _any_free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -87,16 +80,6 @@ class ServerState:
         if self.admin:
             c["pulsar.admin"] = self.admin
         return c
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class Servers:
@@ -135,12 +118,12 @@ class Servers:
             progress(f"{system} already running on {st.address} (pid {st.pid})")
             return st
         port = port or DEFAULT_PORTS[system]
-        if not _free(port):
+        if not procs.port_free(port):
             raise EnvironmentProblem(f"{system}: port {port} on 127.0.0.1 is taken; pass --port")
         timeout_s = timeout_s or START_TIMEOUT_S[system]
         d = self.dir(system)
         d.mkdir(parents=True, exist_ok=True)
-        admin_port = _any_free_port() if system == "pulsar" else None
+        admin_port = procs.free_port() if system == "pulsar" else None
         cmd = self._command(system, d, port, admin_port, progress)
         log = (d / "server.log").open("ab")
         proc = subprocess.Popen(
@@ -169,8 +152,6 @@ class Servers:
 
     def _command(self, system: str, d: Path, port: int, admin_port: int | None, progress: Progress) -> list[str]:
         if system == "pulsar":
-            from brokerconf.dist import java_home
-
             root = install_pulsar(progress=progress)
             conf = d / "standalone.conf"
             conf.write_text(
@@ -211,7 +192,7 @@ class Servers:
                 "--metadata-dir",
                 str(d / "data" / "metadata"),
                 "--bookkeeper-port",
-                str(_any_free_port()),
+                str(procs.free_port()),
             ]
         if system == "mosquitto":
             exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
@@ -260,14 +241,7 @@ class Servers:
             progress(f"{system} is not running")
             (self.dir(system) / "state.json").unlink(missing_ok=True)
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(st.pid, signal.SIGTERM)
-        try:
-            psutil.Process(st.pid).wait(timeout=timeout_s)
-        except psutil.TimeoutExpired:
-            os.killpg(st.pid, signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
+        procs.stop(st.pid, group=True, timeout_s=timeout_s)
         (self.dir(system) / "state.json").unlink(missing_ok=True)
         progress(f"{system} stopped (pid {st.pid})")
         return True

@@ -25,7 +25,7 @@ from typing import Any
 import paramiko
 
 from brokerconf.inventory import Broker, ClientHost, Inventory, Ssh
-from kafkatune.errors import EnvironmentProblem, RunFailed
+from core.errors import EnvironmentProblem, RunFailed
 
 Progress = Callable[[str], None]
 

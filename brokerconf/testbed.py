@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import time
 import uuid
@@ -27,8 +26,8 @@ import psutil
 from brokerconf import admin as kadmin
 from brokerconf import metrics, netns
 from brokerconf.dist import KafkaDist
-from kafkatune import atomic
-from kafkatune.errors import EnvironmentProblem, UserError
+from core import files, procs
+from core.errors import EnvironmentProblem, UserError
 
 SCHEMA_VERSION = 1
 NODES = 3
@@ -154,7 +153,7 @@ class Testbed:
         return TestbedState.load(self.state_file)
 
     def _save(self, st: TestbedState) -> None:
-        atomic.write_json(self.state_file, asdict(st))
+        files.write_json(self.state_file, asdict(st))
 
     def node_dir(self, node_id: int) -> Path:
         return self.state_dir / f"node{node_id}"
@@ -471,26 +470,8 @@ class Testbed:
 
     def _stop_node(self, st: TestbedState, node: Node, timeout_s: float = 60) -> None:
         pid = self._alive(st, node)
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)  # controlled shutdown: leadership moves away first
-        if not self._await_exit(pid, timeout_s):
-            os.kill(pid, signal.SIGKILL)
-            self._await_exit(pid, 30)
-
-    @staticmethod
-    def _await_exit(pid: int, timeout_s: float) -> bool:
-        """True once `pid` has exited. A node started by another process (a test fixture, an earlier
-        `testbed up`) stays a zombie until that process reaps it; a zombie has exited."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                    return True
-            except psutil.NoSuchProcess:
-                return True
-            time.sleep(0.1)
-        return False
+        if pid is not None:
+            procs.stop(pid, timeout_s=timeout_s)  # SIGTERM: a controlled shutdown moves leadership away first
 
     def down(self, *, wipe: bool = False, progress: Progress = print) -> None:
         if not self.state_file.exists():
@@ -499,13 +480,9 @@ class Testbed:
         st = self.state()
         # All at once: one by one, the last nodes wait for a controller quorum that has already gone.
         pids = {n.id: pid for n in st.nodes if (pid := self._alive(st, n)) is not None}
-        for nid, pid in pids.items():
+        for nid in pids:
             progress(f"stopping node {nid}")
-            os.kill(pid, signal.SIGTERM)
-        for pid in pids.values():
-            if not self._await_exit(pid, 30):
-                os.kill(pid, signal.SIGKILL)
-                self._await_exit(pid, 30)
+        procs.stop_all(pids.values(), timeout_s=30)
         st.pids.clear()
         self._save(st)
         net = self.network(st)
@@ -521,8 +498,7 @@ class Testbed:
         pid = self._alive(st, node)
         if pid is None:
             raise UserError(f"node {node_id} is not running")
-        os.kill(pid, signal.SIGKILL)
-        self._await_exit(pid, 30)
+        procs.kill(pid)
         return pid
 
     def restart(
@@ -689,5 +665,5 @@ class Testbed:
                 "kernel": platform.release(),
             },
         }
-        atomic.write_json(self.profile_file, profile)
+        files.write_json(self.profile_file, profile)
         return profile

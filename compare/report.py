@@ -17,7 +17,7 @@ from typing import Any
 
 import matplotlib.ticker
 
-from kafkatune import atomic
+from core import files
 from reports.build import CSS, _md_section_html
 from reports.charts import COLORS, Chart, _si, _svg, plt
 
@@ -406,6 +406,6 @@ def build(run_dir: Path, out_dir: Path | None = None) -> CompareReport:
             H.append(_md_section_html(md, title))
     H.append("</body></html>")
     html_path, md_path = out / "report.html", out / "report.md"
-    atomic.write_bytes(md_path, md.encode(), mode=0o644)
-    atomic.write_bytes(html_path, "\n".join(H).encode(), mode=0o644)
+    files.write_bytes(md_path, md.encode(), mode=0o644)
+    files.write_bytes(html_path, "\n".join(H).encode(), mode=0o644)
     return CompareReport(html_path, md_path, [c.key for c in chs])

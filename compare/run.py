@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 
 from compare.spec import CompareSpec, System
+from core import files, paths, procs
+from core.errors import EnvironmentProblem, UserError
 from drivers import api, runner
 from drivers import result as res
-from kafkatune import atomic, paths
-from kafkatune.errors import EnvironmentProblem, UserError
 from kafkatune.workload import Workload
 
 Say = Callable[[str], None]
@@ -379,36 +379,16 @@ def _latency_row(name: str, driver: str, one_way_us: list[float], size: int) -> 
 
 
 # ---- native floors -----------------------------------------------------------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def _server(cmd: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    import socket
-
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        end = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > end or proc.poll() is not None:
-                    raise EnvironmentProblem(f"{cmd[0]} server did not start on port {port}") from None
-                time.sleep(0.1)
+        procs.wait_until(lambda: procs.accepts("127.0.0.1", port) or proc.poll() is not None, 10)
+        if proc.poll() is not None or not procs.accepts("127.0.0.1", port):
+            raise EnvironmentProblem(f"{cmd[0]} server did not start on port {port}")
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        procs.stop(proc.pid, group=True, timeout_s=5)
 
 
 def native(spec: CompareSpec, say: Say) -> dict[str, Any]:
@@ -421,7 +401,7 @@ def native(spec: CompareSpec, say: Say) -> dict[str, Any]:
         if exe is None:
             out["iperf3"] = {"error": "iperf3 is not installed (`make deps` installs Debian's iperf3)"}
         else:
-            port = _free_port()
+            port = procs.free_port()
             with _server([exe, "-s", "-B", "127.0.0.1", "-p", str(port)], port):
                 time.sleep(0.2)
                 r = subprocess.run(
@@ -441,7 +421,7 @@ def native(spec: CompareSpec, say: Say) -> dict[str, Any]:
         if exe is None:
             out["sockperf"] = {"error": "sockperf is not installed (`make deps` installs Debian's sockperf)"}
         else:
-            port = _free_port()
+            port = procs.free_port()
             size = spec.pingpong.size if spec.pingpong else 64
             with _server([exe, "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)], port):
                 r = subprocess.run(
@@ -692,7 +672,7 @@ def compare(
 ) -> dict[str, Any]:
     """Run every method on every system; write out/comparison.json and return it."""
     out.mkdir(parents=True, exist_ok=True)
-    atomic.write_bytes(out / "spec.json", spec.model_dump_json(indent=2).encode(), mode=0o644)
+    files.write_bytes(out / "spec.json", spec.model_dump_json(indent=2).encode(), mode=0o644)
     doc: dict[str, Any] = {
         "schema_version": 1,
         "name": spec.name,
@@ -709,7 +689,7 @@ def compare(
     validate_systems(spec, only)  # and an unknown --system name is refused here
 
     def save() -> None:
-        atomic.write_bytes(out / "comparison.json", json.dumps(doc, indent=2, default=str).encode(), mode=0o644)
+        files.write_bytes(out / "comparison.json", json.dumps(doc, indent=2, default=str).encode(), mode=0o644)
 
     if spec.native:
         say("native floors (iperf3, sockperf) on 127.0.0.1")

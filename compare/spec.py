@@ -22,8 +22,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kafkatune.errors import UserError, validation_message
-from kafkatune.workload import MIN_MESSAGE_BYTES, ConfigValue, read_yaml
+from core.errors import UserError, validation_message
+from core.files import read_yaml
+from kafkatune.workload import MIN_MESSAGE_BYTES, ConfigValue
 
 # Where a system's server comes from when `common` does not name its address.
 SERVERS = ("testbed", "mosquitto", "zenoh", "pulsar", "none")

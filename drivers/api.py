@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import ClassVar
 
-from kafkatune.errors import EnvironmentProblem, UserError
+from core.errors import EnvironmentProblem, UserError
 
 # on_done(error, payload): error is None when the system acknowledged the message.
 DeliveryCallback = Callable[[str | None, bytes], None]

@@ -16,8 +16,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as _Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from core.errors import UserError
 from drivers import api
-from kafkatune.errors import UserError
 
 # Java client key -> (librdkafka key, value converter).
 _JAVA_ONLY: Mapping[str, tuple[str, Callable[[str], str]]] = {

@@ -18,8 +18,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
+from core.errors import EnvironmentProblem, UserError
 from drivers import api
-from kafkatune.errors import EnvironmentProblem, UserError
 
 INT_KEYS = {
     "batch_size", "linger_ms", "buffer_memory", "max_in_flight_requests_per_connection", "fetch_max_bytes",

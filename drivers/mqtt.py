@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 import paho.mqtt.client as mqtt
 
+from core.errors import EnvironmentProblem, UserError
 from drivers import api
-from kafkatune.errors import EnvironmentProblem, UserError
 
 KEYS = {"qos": ("0", "1", "2"), "max.inflight": None, "max.queued": None, "buffer.memory": None}
 MAX_INFLIGHT = 100

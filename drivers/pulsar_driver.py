@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 
 import pulsar
 
+from core.errors import EnvironmentProblem, UserError
 from drivers import api
-from kafkatune.errors import EnvironmentProblem, UserError
 
 BOOL = ("true", "false")
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {

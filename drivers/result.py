@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from brokerconf import metrics
+from core import files
 from drivers import payload, recorder
 from drivers.runner import RawRun, measured_seconds, phase_of
-from kafkatune import atomic
 
 SCHEMA_VERSION = 1
 MB = 1e6
@@ -321,4 +321,4 @@ def write(out_dir: Path, result: dict[str, Any], samples: pa.Table, brokers: pa.
         tmp = out_dir / f".{name}.tmp"
         pq.write_table(table, tmp)
         tmp.replace(out_dir / name)
-    atomic.write_json(out_dir / "result.json", result)
+    files.write_json(out_dir / "result.json", result)

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brokerconf.metrics import BrokerMetricsSampler, BrokerSample
+from core.errors import RunFailed
 from drivers import api
 from drivers.remote_workers import RemoteClient, RemoteWorkers
 from drivers.worker import TIMING_FIELDS, WorkerTask, run_consumer, run_producer
-from kafkatune.errors import RunFailed
 from kafkatune.workload import Workload
 
 START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick

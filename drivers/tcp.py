@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from core import paths
+from core.errors import EnvironmentProblem, UserError
 from drivers import api
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, UserError
 
 FRAME = struct.Struct("<I")
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}

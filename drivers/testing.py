@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from core.errors import UserError
 from drivers import api
-from kafkatune.errors import UserError
 
 SEQ = struct.Struct("<Q")
 

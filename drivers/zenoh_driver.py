@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import zenoh
 
+from core.errors import EnvironmentProblem, UserError
 from drivers import api
-from kafkatune.errors import EnvironmentProblem, UserError
 
 PRODUCER_KEYS = {"congestion_control": ("BLOCK", "DROP"), "reliability": ("reliable", "best_effort")}
 SUBSCRIBE_SETTLE_S = 1.0  # subscriptions propagate to the router asynchronously and are not acknowledged

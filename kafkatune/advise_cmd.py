@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, UserError
+from core import paths
+from core.errors import EnvironmentProblem, UserError
 
 
 def _say(msg: str) -> None:

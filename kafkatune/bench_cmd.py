@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, RunFailed
+from core import paths
+from core.errors import EnvironmentProblem, RunFailed
 from kafkatune.hosts_cmd import inventory_options
 from kafkatune.workload import load_workload
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem
+from core import paths
+from core.errors import EnvironmentProblem
 from kafkatune.hosts_cmd import inventory_options
 
 
@@ -23,7 +23,7 @@ def _probe_inventory(
     from brokerconf.inventory import load_inventory
     from brokerconf.remote_probe import RemoteProber, profile_path
     from brokerconf.ssh import SshPool
-    from kafkatune import atomic
+    from core.files import write_json
 
     inv = load_inventory(inventory)
     with SshPool(accept_new_host_keys=accept, progress=_say) as pool:
@@ -34,7 +34,7 @@ def _probe_inventory(
             prober.cleanup()
     dest = out or profile_path(inv)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_json(dest, profile)
+    write_json(dest, profile)
     _say(f"profile written: {dest}")
     return profile
 

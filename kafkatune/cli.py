@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import click
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, RunFailed, UserError
+from core import paths
+from core.errors import EnvironmentProblem, RunFailed, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

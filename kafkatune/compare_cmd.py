@@ -98,6 +98,6 @@ def register(cli: click.Group) -> None:
             for r in doc[k]
         )
         if not ok and (doc["throughput"] or doc["pingpong"] or doc["fixed_rate"]):
-            from kafkatune.errors import RunFailed
+            from core.errors import RunFailed
 
             raise RunFailed(f"no run of any system succeeded; see {d}/comparison.json")

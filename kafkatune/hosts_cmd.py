@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from kafkatune.errors import EnvironmentProblem
+from core.errors import EnvironmentProblem
 
 
 def inventory_options(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

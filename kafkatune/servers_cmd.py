@@ -6,7 +6,7 @@ import json
 
 import click
 
-from kafkatune import paths
+from core import paths
 
 
 def register(cli: click.Group) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from kafkatune import paths
-from kafkatune.errors import EnvironmentProblem, RunFailed, UserError
+from core import paths
+from core.errors import EnvironmentProblem, RunFailed, UserError
 
 TRIAL_OVERHEAD_S = 6  # topic, workers, drain, record: measured 4-6 s per trial here
 
@@ -161,22 +161,15 @@ def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
     click.echo("\n".join(lines))
 
 
-SECRET_HINTS = ("password", "secret", "jaas", "token", "key.pem", "keystore")
-
-
 def _redacted_spec(spec_file: Path, run_dir: Path) -> str:
     """The spec as run, for the study folder, without the storage password or client secrets."""
     import yaml
 
-    from sweeps import storage
+    from core import secrets
 
-    data = yaml.safe_load(spec_file.read_text())
+    data = secrets.redact_mapping(yaml.safe_load(spec_file.read_text()))
     if data.get("storage"):
-        data["storage"] = storage.display_url(data["storage"], run_dir)
-    admin = (data.get("cluster") or {}).get("admin") or {}
-    for k in admin:
-        if any(h in k.lower() for h in SECRET_HINTS):
-            admin[k] = "***"
+        data["storage"] = secrets.redact_url(data["storage"])
     return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
@@ -256,9 +249,9 @@ def register(cli: click.Group) -> None:
 
             (run_dir / "inventory.yaml").write_text(yaml.safe_dump(inv.public(), sort_keys=False))
         if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
-            from kafkatune import atomic
+            from core import files
 
-            atomic.write_json(run_dir / "profile.json", target.profile)
+            files.write_json(run_dir / "profile.json", target.profile)
         guard = ConfigGuard(target.configs, run_dir / f"broker-snapshot-{_cluster_tag(target)}.json", _say)
         with guard, SweepView() as view:
             sw = engine.Sweep(

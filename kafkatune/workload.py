@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kafkatune.errors import UserError, validation_message
+from core.errors import UserError, validation_message
+from core.files import read_yaml
 
 # The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
 # from 20 B the full header. See drivers.payload.
@@ -73,18 +73,6 @@ def parse_workload(data: object, source: str = "workload") -> Workload:
         return Workload.model_validate(data)
     except ValidationError as e:
         raise UserError(validation_message(source, e, allowed=Workload.model_fields)) from None
-
-
-def read_yaml(path: Path) -> object:
-    """The YAML document in `path`; a missing file or broken YAML is a one-line UserError."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise UserError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
 
 
 def load_workload(path: Path) -> Workload:

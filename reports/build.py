@@ -19,12 +19,11 @@ import yaml
 from advisor import diagnose
 from advisor import plan as planner
 from advisor.recommend import Recommendation, best_trial, defaults_trial, recommend, rule_params
-from kafkatune import atomic
+from core import secrets
+from core.files import write_bytes
 from reports import charts, properties
 from spark.analyze import load_table, read_summary
 from spark.records import Study, open_study
-
-SECRET = re.compile(r"(password|secret|jaas|token|keystore|truststore|\.key\b|ssl\.key)", re.I)
 
 
 @dataclass(frozen=True)
@@ -116,34 +115,16 @@ def _plans(trials: list[dict[str, Any]], study: Study, best: dict[str, Any] | No
     return out
 
 
-def _redact(text: str, secrets: list[str]) -> str:
-    for s in secrets:
-        if s:
-            text = text.replace(s, "***")
-    return text
-
-
 def _secret_values(study: Study) -> list[str]:
     """Values of secret-looking keys in the study's spec (already redacted there) and its records."""
-    vals: list[str] = []
-
-    def walk(o: Any) -> None:
-        if isinstance(o, dict):
-            for k, v in o.items():
-                if isinstance(v, str) and SECRET.search(str(k)) and v not in ("***", ""):
-                    vals.append(v)
-                walk(v)
-        elif isinstance(o, list):
-            for v in o:
-                walk(v)
-
+    docs: list[Any] = []
     for p in [study.root / "spec.yaml", *[d / "result.json" for d in study.trial_dirs]]:
         if p.exists():
             try:  # JSON through json: YAML's pure-Python parser is slow on large records
-                walk(json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text()))
+                docs.append(json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text()))
             except (ValueError, yaml.YAMLError):
                 continue
-    return sorted(set(vals), key=len, reverse=True)
+    return secrets.secret_values(docs)
 
 
 def build(run_dir: Path, out_dir: Path | None = None) -> Report:
@@ -193,11 +174,11 @@ def build(run_dir: Path, out_dir: Path | None = None) -> Report:
 
     out = (out_dir or study.root / "report").resolve()
     (out / "recommended").mkdir(parents=True, exist_ok=True)
-    secrets = _secret_values(study)
+    hidden = _secret_values(study)
     written = []
     for name, text in files.items():
         p = out / "recommended" / name
-        atomic.write_bytes(p, _redact(text, secrets).encode(), mode=0o644)
+        write_bytes(p, secrets.redact_text(text, hidden).encode(), mode=0o644)
         written.append(p)
     ctx_doc = {
         "study": study,
@@ -213,10 +194,10 @@ def build(run_dir: Path, out_dir: Path | None = None) -> Report:
         "analysis": asum,
         "files": files,
     }
-    md = _redact(markdown(ctx_doc), secrets)
-    page = _redact(html_page(ctx_doc), secrets)
-    atomic.write_bytes(out / "report.md", md.encode(), mode=0o644)
-    atomic.write_bytes(out / "report.html", page.encode(), mode=0o644)
+    md = secrets.redact_text(markdown(ctx_doc), hidden)
+    page = secrets.redact_text(html_page(ctx_doc), hidden)
+    write_bytes(out / "report.md", md.encode(), mode=0o644)
+    write_bytes(out / "report.html", page.encode(), mode=0o644)
     written += [out / "report.md", out / "report.html"]
     return Report(out, out / "report.html", out / "report.md", written, [c.key for c in shown])
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from advisor import ceiling as ceiling_model
 from advisor import diagnose
-from kafkatune import atomic
+from core import files
 from spark import records
 
 SCHEMA_VERSION = 1
@@ -437,7 +437,7 @@ def analyze(
         "spark_version": spark.version,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    atomic.write_json(out / "summary.json", summary)
+    files.write_json(out / "summary.json", summary)
     progress(f"analysis written to {out} in {summary['seconds']:.1f} s")
     return summary
 

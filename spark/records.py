@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from kafkatune.errors import UserError
+from core.errors import UserError
 
 # Latency columns taken from result.json (OMB field names), in ms.
 LATENCY = {

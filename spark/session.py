@@ -9,13 +9,12 @@ import os
 import sys
 from typing import Any
 
-from kafkatune.errors import EnvironmentProblem
+from core.errors import EnvironmentProblem
+from core.java import java_home
 
 
 def environment() -> dict[str, str]:
     """What a Spark JVM and its Python workers need here (also used to start a standalone cluster)."""
-    from brokerconf.dist import java_home
-
     env = {
         "JAVA_HOME": str(java_home()),
         "PYSPARK_PYTHON": sys.executable,

@@ -23,8 +23,8 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from kafkatune import atomic
-from kafkatune.errors import EnvironmentProblem
+from core import files
+from core.errors import EnvironmentProblem
 from sweeps import space, storage
 from sweeps.spec import Spec, Stage
 from sweeps.trial import Outcome, Target, run_trial
@@ -262,7 +262,7 @@ class Sweep:
         final = self._study(self.spec.stage_list[-1].name, self.spec.stage_list[-1])
         confirmed, defaults = self.confirm(final) if self.spec.confirm_top else ([], None)
         summary = self.summarize(stages, confirmed, defaults)
-        atomic.write_json(self.run_dir / "summary.json", summary)
+        files.write_json(self.run_dir / "summary.json", summary)
         return summary
 
     def summarize(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf.apply import BrokerConfigs
-from kafkatune import atomic, interrupts
+from core import files, interrupts
 
 
 class ConfigGuard:
@@ -33,12 +33,12 @@ class ConfigGuard:
                 self.say(f"restoring the broker configs an interrupted sweep left changed ({self.path.name})")
                 self._restore(old)
         self.snapshot = self.configs.snapshot()
-        atomic.write_json(self.path, {**self.snapshot, "dirty": False})
+        files.write_json(self.path, {**self.snapshot, "dirty": False})
         return self
 
     def mark_dirty(self) -> None:
         if not self.dirty:
-            atomic.write_json(self.path, {**self.snapshot, "dirty": True})
+            files.write_json(self.path, {**self.snapshot, "dirty": True})
             self.dirty = True
 
     def __exit__(self, *exc: object) -> None:
@@ -52,5 +52,5 @@ class ConfigGuard:
                 self.say(f"restored {c}")
             if not changed:
                 self.say("broker configs already equal the snapshot")
-            atomic.write_json(self.path, {**snap, "dirty": False})
+            files.write_json(self.path, {**snap, "dirty": False})
             self.dirty = False

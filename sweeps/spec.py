@@ -30,8 +30,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokerconf import catalogue
-from kafkatune.errors import UserError
-from kafkatune.workload import Workload, parse_workload, read_yaml
+from core.errors import UserError
+from core.files import read_yaml
+from kafkatune.workload import Workload, parse_workload
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {

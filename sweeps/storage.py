@@ -24,7 +24,8 @@ import optuna
 import psutil
 from optuna.trial import TrialState
 
-from kafkatune.errors import EnvironmentProblem
+from core import secrets
+from core.errors import EnvironmentProblem
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -48,19 +49,14 @@ def open_storage(url: str | None, run_dir: Path) -> Any:
             last = e
             time.sleep(0.5 + attempt)
     why = str(last).strip().splitlines()[0] if str(last).strip() else ""
-    secret = url.partition("://")[2].rpartition("@")[0]
-    if secret:
-        why = why.replace(secret, "***")  # never print a password from the URL
+    why = secrets.redact_text(why, [secrets.url_secret(url)])  # never print a password from the URL
     raise EnvironmentProblem(f"cannot open the study storage {display_url(url, run_dir)}: {type(last).__name__}: {why}")
 
 
 def display_url(url: str | None, run_dir: Path) -> str:
     if url is None:
         return f"sqlite:///{run_dir / 'optuna.db'}"
-    if "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return url
+    return secrets.redact_url(url)
 
 
 def study(

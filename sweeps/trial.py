@@ -17,10 +17,10 @@ from typing import Any
 
 from brokerconf import catalogue
 from brokerconf.apply import BrokerConfigs
+from core import files
 from drivers import result as res
 from drivers import runner
 from drivers.runner import RawRun, Tick, phase_of
-from kafkatune import atomic
 from kafkatune.workload import Workload, parse_workload
 from sweeps import space
 from sweeps.spec import Spec
@@ -221,7 +221,7 @@ def run_trial(
     except KeyboardInterrupt:
         record["state"] = "interrupted"
         record["total_s"] = time.monotonic() - t_start
-        atomic.write_json(out_dir / "trial.json", record)
+        files.write_json(out_dir / "trial.json", record)
         raise
     except Exception as e:  # a trial that breaks is a result, not the end of the sweep
         outcome.fail_reason = f"{phase}: {type(e).__name__}: {e}".strip()
@@ -230,5 +230,5 @@ def run_trial(
     record["fail_reason"] = outcome.fail_reason
     record["total_s"] = outcome.total_s
     outcome.record = record
-    atomic.write_json(out_dir / "trial.json", record)
+    files.write_json(out_dir / "trial.json", record)
     return outcome

@@ -11,6 +11,7 @@ import pytest
 
 from brokerconf import dist
 from brokerconf.testbed import Testbed, TestbedState
+from core import procs
 
 TEST_BASE_PORT = int(os.environ.get("KAFKATUNE_TEST_BASE_PORT", "39090"))
 
@@ -97,12 +98,7 @@ def spark() -> Iterator[object]:
     s.stop()
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+free_port = procs.free_port
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import pytest
 
 from advisor.plan import plan
 from advisor.recommend import recommend
-from kafkatune.errors import UserError
+from core.errors import UserError
 from spark import synthetic
 from spark.analyze import analyze, load_table
 from spark.records import open_study

@@ -9,7 +9,7 @@ import pytest
 
 from advisor.ceiling import p_max
 from brokerconf.probe import probe_disk
-from kafkatune.errors import UserError
+from core.errors import UserError
 from tests.helpers import kafkatune
 
 

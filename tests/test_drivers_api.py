@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import UserError
 from drivers import api
 from drivers.kafka import KafkaDriver, translate
-from kafkatune.errors import UserError
 
 
 def test_kafka_driver_registered_by_entry_point() -> None:

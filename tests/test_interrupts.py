@@ -13,7 +13,7 @@ from tests.helpers import REPO
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time
-    from kafkatune import interrupts
+    from core import interrupts
 
     sig = getattr(signal, sys.argv[1])
     if sig == signal.SIGTERM:  # as the sweep CLI does: SIGTERM ends in the same KeyboardInterrupt

@@ -8,7 +8,7 @@ import pytest
 
 from brokerconf import admin
 from brokerconf.testbed import TestbedState
-from kafkatune.errors import UserError
+from core.errors import UserError
 from kafkatune.workload import load_workload, parse_workload
 from tests.helpers import kafkatune, write_workload
 

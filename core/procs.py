@@ -1,0 +1,103 @@
+"""Processes kafkatune starts and stops (brokers, servers, probes), the ports they listen on, and waiting.
+
+One way to stop a process everywhere: SIGTERM (to its process group when it leads one), a wait, then
+SIGKILL and another wait. A process that has exited counts as gone even while it is a zombie whose parent
+has not reaped it yet (a broker started by another `kafkatune` invocation); our own children are reaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterable
+
+import psutil
+
+
+def wait_until(pred: Callable[[], object], timeout_s: float, interval_s: float = 0.1) -> bool:
+    """True as soon as `pred()` is true; False when `timeout_s` passed first."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
+
+
+def gone(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie has); reaps it when it is our child."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return True
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def exited(pid: int, timeout_s: float) -> bool:
+    """True once `pid` has exited, False if it still runs after `timeout_s`."""
+    return wait_until(lambda: gone(pid), timeout_s)
+
+
+def _signal(pid: int, sig: signal.Signals, group: bool) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def stop(pid: int, *, group: bool = False, timeout_s: float = 30, kill_timeout_s: float = 30) -> bool:
+    """SIGTERM `pid` (its whole process group with `group`), then SIGKILL if it is still there after
+    `timeout_s`. True once it has exited."""
+    return stop_all([pid], group=group, timeout_s=timeout_s, kill_timeout_s=kill_timeout_s)
+
+
+def stop_all(pids: Iterable[int], *, group: bool = False, timeout_s: float = 30, kill_timeout_s: float = 30) -> bool:
+    """`stop` for several processes at once: all get SIGTERM before any is waited for."""
+    pids = list(pids)
+    for pid in pids:
+        _signal(pid, signal.SIGTERM, group)
+    ok = True
+    for pid in pids:
+        if not exited(pid, timeout_s):
+            _signal(pid, signal.SIGKILL, group)
+            ok = exited(pid, kill_timeout_s) and ok
+    return ok
+
+
+def kill(pid: int, timeout_s: float = 30) -> bool:
+    """SIGKILL `pid` (a fault injected on purpose) and wait until it is gone."""
+    _signal(pid, signal.SIGKILL, False)
+    return exited(pid, timeout_s)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the kernel's choice)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def accepts(host: str, port: int, timeout_s: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on host:port now."""
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True

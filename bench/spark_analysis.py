@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark import synthetic
+from records import synthetic
 from spark.analyze import analyze
 from spark.session import session
 

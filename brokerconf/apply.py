@@ -26,8 +26,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from brokerconf import admin as kadmin
 from brokerconf import catalogue
 from core.errors import RunFailed
+from records.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA_VERSION
 
-SNAPSHOT_SCHEMA_VERSION = 1
 Progress = Callable[[str], None]
 DYNAMIC_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "dynamic")
 RESTART_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")

@@ -22,17 +22,11 @@ from typing import Any, Literal
 
 from brokerconf.inventory import Inventory
 from brokerconf.ssh import SshPool, Target
-from core import paths
 from core.errors import EnvironmentProblem
+from records.profile import ClusterProfile, ProfileBroker
 
 PROBE_SRC = Path(__file__).with_name("probe.py")
-SCHEMA_VERSION = 1
 NetTool = Literal["auto", "iperf3", "python"]
-
-
-def profile_path(inv: Inventory) -> Path:
-    """Where `kafkatune probe --inventory` keeps a cluster's profile, and where sweeps look for it."""
-    return paths.home() / "profiles" / f"{inv.name}.json"
 
 
 def _last_json(text: str, what: str) -> dict[str, Any]:
@@ -129,7 +123,7 @@ class RemoteProber:
         raise EnvironmentProblem(f"network probe {src.label} -> {dst.label} failed 3 times: {why}")
 
     # ---- the profile ----------------------------------------------------------------------------------
-    def profile(self, *, seconds: float, tool: NetTool, segment_mb: int, files: int) -> dict[str, Any]:
+    def profile(self, *, seconds: float, tool: NetTool, segment_mb: int, files: int) -> ClusterProfile:
         brokers = self.brokers()
         pairs = []
         for i, (src, _) in enumerate(brokers):
@@ -155,12 +149,11 @@ class RemoteProber:
             self.progress(f"  {d['write_mb_s_measured']:g} MB/s per log dir with fsync, {d['fsync_per_s']:g} fsyncs/s")
         slowest = min(disks.values(), key=lambda d: d["write_mb_s_measured"])
         nic = min((p["mb_s"] for p in pairs), default=None)
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "source": f"inventory {self.inv.name}",
-            "brokers": [{"id": b.id, "host": b.host, "listener": None, "netns": None} for _, b in brokers],
-            "bootstrap_servers": self.inv.bootstrap,
-            "network": {
+        return ClusterProfile(
+            source=f"inventory {self.inv.name}",
+            brokers=[ProfileBroker(b.id, b.host) for _, b in brokers],
+            bootstrap_servers=self.inv.bootstrap,
+            network={
                 "mode": "remote",
                 "shaped": False,
                 "nic_mb_s_configured": None,
@@ -170,7 +163,6 @@ class RemoteProber:
                 "method": f"one TCP stream for {seconds:g} s per pair, each broker to the next; the slowest pair",
             },
             # the ceiling model's disk term is the slowest broker's; every broker's probe is kept
-            "disk": {**slowest, "per_broker": disks},
-            "machine": {"probed_from": platform.node()},
-            "probed_ns": time.time_ns(),
-        }
+            disk={**slowest, "per_broker": disks},
+            machine={"probed_from": platform.node()},
+        )

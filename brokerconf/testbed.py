@@ -17,7 +17,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,10 @@ import psutil
 from brokerconf import admin as kadmin
 from brokerconf import metrics, netns
 from brokerconf.dist import KafkaDist
-from core import files, procs
+from core import procs
 from core.errors import EnvironmentProblem, UserError
+from records.profile import ClusterProfile, ProfileBroker, write_profile
+from records.testbed import Node, TestbedState, load_state, save_state
 
 SCHEMA_VERSION = 1
 NODES = 3
@@ -63,60 +65,6 @@ LOG4J2 = """<Configuration status="WARN">
 """
 
 
-@dataclass(frozen=True)
-class Node:
-    id: int
-    host: str
-    port: int
-    controller_port: int
-    metrics_port: int
-    netns: str | None = None
-    sasl_port: int | None = None  # a SASL_SSL listener for clients (`up --security sasl_ssl`)
-
-    @property
-    def listener(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def sasl_listener(self) -> str | None:
-        return f"{self.host}:{self.sasl_port}" if self.sasl_port else None
-
-    @property
-    def metrics_url(self) -> str:
-        return f"http://{self.host}:{self.metrics_port}/metrics"
-
-
-@dataclass
-class TestbedState:
-    __test__ = False  # not a pytest class
-    schema_version: int
-    network: str  # "loopback" | "shaped"
-    cluster_id: str
-    kafka_version: str
-    nodes: list[Node]
-    nic_mb_s: float | None = None
-    subnet: str | None = None
-    prefix: str = "kt"
-    pids: dict[str, int] = field(default_factory=dict)
-    # restart-only broker configs on top of BROKER_DEFAULTS (a sweep sets them, then rolls the nodes)
-    overrides: dict[str, str] = field(default_factory=dict)
-    security: str = "plaintext"  # "sasl_ssl": each node also has a SASL_SSL client listener
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return ",".join(n.listener for n in self.nodes)
-
-    @property
-    def sasl_bootstrap_servers(self) -> str | None:
-        return ",".join(n.sasl_listener or "" for n in self.nodes) if self.security == "sasl_ssl" else None
-
-    @classmethod
-    def load(cls, path: Path) -> TestbedState:
-        d = json.loads(path.read_text())
-        d["nodes"] = [Node(**n) for n in d["nodes"]]
-        return cls(**d)
-
-
 def _kafka_uuid() -> str:
     while True:
         s = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -150,10 +98,10 @@ class Testbed:
     def state(self) -> TestbedState:
         if not self.state_file.exists():
             raise UserError(f"no testbed in {self.state_dir}: run `kafkatune testbed up` first")
-        return TestbedState.load(self.state_file)
+        return load_state(self.state_file)
 
     def _save(self, st: TestbedState) -> None:
-        files.write_json(self.state_file, asdict(st))
+        save_state(self.state_file, st)
 
     def node_dir(self, node_id: int) -> Path:
         return self.state_dir / f"node{node_id}"
@@ -166,23 +114,25 @@ class Testbed:
 
     def client_netns(self, st: TestbedState) -> list[str | None]:
         """Where load workers run: the client hosts' namespaces when shaped, this host (None) otherwise."""
-        net = self.network(st)
-        return [h.netns for h in netns.host_names(net, "c")] if net else [None]
+        return list(st.client_netns) or [None]
 
     # ---- layout ------------------------------------------------------------------------------------
-    def _layout(self, network: str, subnet: str, security: str = "plaintext") -> list[Node]:
+    def _plan(self, subnet: str) -> netns.ShapedNetwork:
+        return netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
+
+    def _layout(self, network: str, subnet: str, security: str = "plaintext") -> tuple[Node, ...]:
         sasl = security == "sasl_ssl"
         if network == "shaped":
-            net = netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
-            return [
+            net = self._plan(subnet)
+            return tuple(
                 Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns, 9094 if sasl else None)
                 for i in range(1, NODES + 1)
-            ]
+            )
         b = self.base_port
-        return [
+        return tuple(
             Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i, None, b + 300 + i if sasl else None)
             for i in range(1, NODES + 1)
-        ]
+        )
 
     # ---- the SASL_SSL listener ---------------------------------------------------------------------
     @property
@@ -442,6 +392,9 @@ class Testbed:
                 subnet if network == "shaped" else None,
                 self.prefix,
                 security=security or "plaintext",
+                client_netns=tuple(h.netns for h in netns.host_names(self._plan(subnet), "c"))
+                if network == "shaped"
+                else (),
             )
             self._save(st)
         if st.security == "sasl_ssl":
@@ -455,7 +408,7 @@ class Testbed:
             props = self._write_node_files(st, n)
             self._format(st, n, props)
             progress(f"starting node {n.id} on {n.listener}")
-            st.pids[str(n.id)] = self._start(st, n)
+            st = st.with_pid(n.id, self._start(st, n))
             self._save(st)
         self._wait_serving(st, [n.id for n in st.nodes], progress)
         if to_start and len(to_start) < NODES:
@@ -483,7 +436,7 @@ class Testbed:
         for nid in pids:
             progress(f"stopping node {nid}")
         procs.stop_all(pids.values(), timeout_s=30)
-        st.pids.clear()
+        st = st.replace(pids={})
         self._save(st)
         net = self.network(st)
         if net is not None:
@@ -522,7 +475,7 @@ class Testbed:
         if not keep_config:
             self._write_node_files(st, node, overrides)
         progress(f"starting node {node_id}")
-        st.pids[str(node_id)] = self._start(st, node)
+        st = st.with_pid(node_id, self._start(st, node))
         self._save(st)
         self._wait_serving(st, [node_id], progress)
         kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
@@ -540,9 +493,7 @@ class Testbed:
             self.restart(n.id, progress=progress, overrides=overrides)
         # Recorded only once every node runs them: after a failed roll the state still differs,
         # so the next call rolls all nodes again instead of trusting half-restarted brokers.
-        st = self.state()
-        st.overrides = dict(overrides)
-        self._save(st)
+        self._save(self.state().replace(overrides=dict(overrides)))
         return len(st.nodes)
 
     def heal(self, progress: Progress = print) -> list[int]:
@@ -552,7 +503,7 @@ class Testbed:
         for n in dead:
             self._write_node_files(st, n)
             progress(f"healing: starting node {n.id}")
-            st.pids[str(n.id)] = self._start(st, n)
+            st = st.with_pid(n.id, self._start(st, n))
             self._save(st)
         if dead:
             self._wait_serving(st, [n.id for n in st.nodes], progress)
@@ -652,18 +603,19 @@ class Testbed:
             f"disk: {d.write_mb_s_measured:g} MB/s per log dir with fsync ({d.write_mb_s_total:g} MB/s together), "
             f"{d.fsync_per_s:g} small fsyncs/s"
         )
-        profile = {
-            "schema_version": SCHEMA_VERSION,
-            "kafka_version": st.kafka_version,
-            "brokers": [{"id": n.id, "listener": n.listener, "host": n.host, "netns": n.netns} for n in st.nodes],
-            "bootstrap_servers": st.bootstrap_servers,
-            "network": network_,
-            "disk": {**d.as_profile(), "free_bytes": du.free if du else None},
-            "machine": {
-                "cpus": os.cpu_count(),
-                "memory_bytes": psutil.virtual_memory().total,
-                "kernel": platform.release(),
-            },
-        }
-        files.write_json(self.profile_file, profile)
-        return profile
+        return write_profile(
+            self.profile_file,
+            ClusterProfile(
+                source="testbed",
+                kafka_version=st.kafka_version,
+                brokers=[ProfileBroker(n.id, n.host, n.listener, n.netns) for n in st.nodes],
+                bootstrap_servers=st.bootstrap_servers,
+                network=network_,
+                disk={**d.as_profile(), "free_bytes": du.free if du else None},
+                machine={
+                    "cpus": os.cpu_count(),
+                    "memory_bytes": psutil.virtual_memory().total,
+                    "kernel": platform.release(),
+                },
+            ),
+        )

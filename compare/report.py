@@ -9,7 +9,6 @@ and the IoT periodic and sporadic results. Every table puts the harness's ceilin
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import matplotlib.ticker
 
 from core import files
+from records.comparison import read_comparison
 from reports.build import CSS, _md_section_html
 from reports.charts import COLORS, Chart, _si, _svg, plt
 
@@ -378,7 +378,7 @@ def charts(doc: dict[str, Any]) -> list[Chart]:
 
 
 def build(run_dir: Path, out_dir: Path | None = None) -> CompareReport:
-    doc = json.loads((run_dir / "comparison.json").read_text())
+    doc = read_comparison(run_dir)
     out = out_dir or run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     md = markdown(doc)

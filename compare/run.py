@@ -38,11 +38,13 @@ from typing import Any
 import numpy as np
 
 from compare.spec import CompareSpec, System
-from core import files, paths, procs
+from core import paths, procs
 from core.errors import EnvironmentProblem, UserError
 from drivers import api, runner
 from drivers import result as res
 from kafkatune.workload import Workload
+from records import comparison as comparisons
+from records.run import write_run
 
 Say = Callable[[str], None]
 SEQ = struct.Struct("<Q")
@@ -118,9 +120,9 @@ def _workload(t: Target, name: str, size: int, **kw: Any) -> Workload:
 
 def _harness_run(t: Target, w: Workload, out: Path) -> tuple[runner.RawRun, dict[str, Any]]:
     raw = runner.run(w, t.common, client_netns=t.client_netns, say=lambda m: None)
-    result, samples, brokers = res.build(raw, None, {"client": t.system.driver, "system": t.name})
-    res.write(out, result, samples, brokers)
-    return raw, result
+    rec = res.build(raw, None, {"client": t.system.driver, "system": t.name})
+    write_run(out, rec)
+    return raw, rec.result
 
 
 def _per_second(raw: runner.RawRun, role: str) -> list[float]:
@@ -176,7 +178,7 @@ def throughput(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable
                 drainTimeoutSeconds=cfg.drainTimeoutSeconds,
             )
             try:
-                raw, result = _harness_run(t, w, out / t.name / "throughput" / f"{size}B-r{rep}")
+                raw, result = _harness_run(t, w, comparisons.run_dir(out, t.name, "throughput", f"{size}B-r{rep}"))
             except Exception as e:  # a size or mode the system cannot carry: its row says why
                 errors.append(_error_text(e))
                 say(f"  {t.name} {size} B repeat {rep + 1}: FAILED {errors[-1]}")
@@ -352,9 +354,7 @@ def pingpong(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable[[
         tick()
     row = _latency_row(t.name, t.system.driver, [x / 2 for x in rtts], cfg.size)
     row.update(round_trips=len(rtts), missing_replies=missing, error=error)
-    d = out / t.name / "pingpong"
-    d.mkdir(parents=True, exist_ok=True)
-    np.save(d / "rtt_us.npy", np.asarray(rtts))
+    comparisons.write_round_trips(out, t.name, rtts)
     if rtts:
         say(f"  {t.name:<16} ping-pong {cfg.size} B: RTT/2 median {row['p50_us']:.1f} µs, p99 {row['p99_us']:.1f} µs")
     return row
@@ -475,7 +475,7 @@ def fixed_rate(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable
         )
         row: dict[str, Any] = {"system": t.name, "partitions": parts, "size": cfg.size, "target_msg_s": cfg.rate}
         try:
-            _raw, result = _harness_run(t, w, out / t.name / "fixed-rate" / f"p{parts or 'na'}")
+            _raw, result = _harness_run(t, w, comparisons.run_dir(out, t.name, "fixed-rate", f"p{parts or 'na'}"))
             s = result["summary"]
             row.update(
                 publish_msg_s=s["publish_msg_s"],
@@ -529,7 +529,7 @@ def periodic(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable[[
         )
         row: dict[str, Any] = {"system": t.name, "rate": rate, "size": cfg.size}
         try:
-            _raw, result = _harness_run(t, w, out / t.name / "iot-periodic" / f"{rate:g}")
+            _raw, result = _harness_run(t, w, comparisons.run_dir(out, t.name, "iot-periodic", f"{rate:g}"))
             s = result["summary"]
             q = result.get("aggregatedEndToEndLatencyQuantiles", {})
             row.update(
@@ -575,14 +575,14 @@ def sporadic(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable[[
     def run_burst() -> None:
         try:
             time.sleep(cfg.burstStartSeconds)
-            got["burst"] = _harness_run(t, burst, out / t.name / "iot-sporadic" / "burst")
+            got["burst"] = _harness_run(t, burst, comparisons.run_dir(out, t.name, "iot-sporadic", "burst"))
         except BaseException as e:
             got["burst_error"] = e
 
     th = threading.Thread(target=run_burst, daemon=True)
     try:
         th.start()
-        praw, presult = _harness_run(t, base, out / t.name / "iot-sporadic" / "periodic")
+        praw, presult = _harness_run(t, base, comparisons.run_dir(out, t.name, "iot-sporadic", "periodic"))
         th.join(cfg.seconds + 300)
         if "burst_error" in got:
             raise got["burst_error"]
@@ -672,9 +672,8 @@ def compare(
 ) -> dict[str, Any]:
     """Run every method on every system; write out/comparison.json and return it."""
     out.mkdir(parents=True, exist_ok=True)
-    files.write_bytes(out / "spec.json", spec.model_dump_json(indent=2).encode(), mode=0o644)
+    comparisons.write_spec(out, spec.model_dump_json(indent=2))
     doc: dict[str, Any] = {
-        "schema_version": 1,
         "name": spec.name,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "spec": json.loads(spec.model_dump_json()),
@@ -689,7 +688,7 @@ def compare(
     validate_systems(spec, only)  # and an unknown --system name is refused here
 
     def save() -> None:
-        files.write_bytes(out / "comparison.json", json.dumps(doc, indent=2, default=str).encode(), mode=0o644)
+        comparisons.write_comparison(out, doc)
 
     if spec.native:
         say("native floors (iperf3, sockperf) on 127.0.0.1")

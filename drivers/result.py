@@ -1,27 +1,24 @@
-"""Turn a `RawRun` into the run record: OMB-named result JSON, per-second Parquet, broker metrics.
+"""Turn a `RawRun` into the run record (records.run): OMB-named result JSON, per-second rows, broker metrics.
 
-Files in the run folder:
-    result.json          schema_version, OMB's TestResult fields, and a `summary` kafkatune reads
-    samples.parquet      one row per worker per second (role, worker, second, phase, msgs, bytes, …)
-    broker_metrics.parquet  one row per broker per second (bytes in/out, replication in/out, idle %)
+result        schema_version, OMB's TestResult fields, and a `summary` kafkatune reads
+samples       one row per worker per second (role, worker, second, phase, msgs, bytes, …)
+brokers       one row per broker per second (bytes in/out, replication in/out, idle %)
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from brokerconf import metrics
-from core import files
 from drivers import payload, recorder
 from drivers.runner import RawRun, measured_seconds, phase_of
+from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
+from records.run import RunRecord
 
-SCHEMA_VERSION = 1
 MB = 1e6
 _OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
 
@@ -134,9 +131,7 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def build(
-    raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], pa.Table, pa.Table]:
+def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None) -> RunRecord:
     w = raw.workload
     pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
     delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
@@ -180,7 +175,7 @@ def build(
         )
 
     result: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": RUN_SCHEMA_VERSION,
         "workload": w.name,
         "driver": w.driver,
         "messageSize": w.messageSize,
@@ -261,7 +256,7 @@ def build(
         ]
     )
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
-    return result, samples, brokers
+    return RunRecord(result, samples, brokers)
 
 
 def _tick_pcts(enc: bytes | None) -> dict[str, float]:
@@ -313,12 +308,3 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
         "machine_cpu_percent": raw.machine_cpu_percent,
     }
     return warnings, client
-
-
-def write(out_dir: Path, result: dict[str, Any], samples: pa.Table, brokers: pa.Table) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for name, table in (("samples.parquet", samples), ("broker_metrics.parquet", brokers)):
-        tmp = out_dir / f".{name}.tmp"
-        pq.write_table(table, tmp)
-        tmp.replace(out_dir / name)
-    files.write_json(out_dir / "result.json", result)

@@ -19,8 +19,8 @@ def _say(msg: str) -> None:
 
 
 def run_analysis(run_dir: Path, master: str | None, out: Path | None = None) -> dict[str, Any]:
+    from records.study import open_study
     from spark.analyze import analyze
-    from spark.records import open_study
     from spark.session import session
 
     open_study(run_dir)  # bad folders fail here, before a JVM starts
@@ -34,8 +34,8 @@ def run_analysis(run_dir: Path, master: str | None, out: Path | None = None) -> 
 
 def study_recommendations(run_dir: Path, master: str | None = None) -> tuple[list[Any], dict[str, Any]]:
     from advisor.recommend import recommend
-    from spark.analyze import load_table
-    from spark.records import open_study
+    from records.analysis import load_table
+    from records.study import open_study
 
     study = open_study(run_dir)
     an = run_dir / "analysis"
@@ -113,7 +113,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             click.echo(json.dumps(summary))
             return
-        from spark.analyze import load_table
+        from records.analysis import load_table
 
         rows = load_table(Path(summary["tables"]["trials"]).parent, "trials")
         click.echo(f"{'trial':<36} {'MB/s':>8} {'% ceil':>7} {'prod':>7} {'repl':>7} {'cons':>7}  bound")
@@ -203,8 +203,8 @@ def register(cli: click.Group) -> None:
 
         trials = profile = None
         if from_dir is not None:
-            from spark.analyze import load_table
-            from spark.records import open_study
+            from records.analysis import load_table
+            from records.study import open_study
 
             st = open_study(from_dir)
             profile = st.profile

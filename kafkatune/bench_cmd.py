@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,15 +13,7 @@ from core import paths
 from core.errors import EnvironmentProblem, RunFailed
 from kafkatune.hosts_cmd import inventory_options
 from kafkatune.workload import load_workload
-
-
-def _out_dir(runs: Path, name: str) -> Path:
-    d = runs / name
-    i = 2
-    while d.exists() and any(d.iterdir()):
-        d = runs / f"{name}-{i}"
-        i += 1
-    return d
+from records import run as runs
 
 
 def _target(
@@ -175,7 +166,7 @@ def _bench(
         )
     import confluent_kafka
 
-    result, samples, brokers = res.build(
+    rec = res.build(
         raw,
         profile,
         {
@@ -184,11 +175,11 @@ def _bench(
             "librdkafka": confluent_kafka.libversion()[0],
         },
     )
-    result["brokerConfig"] = broker_config
-    d = out or _out_dir(runs_dir, w.name)
-    res.write(d, result, samples, brokers)
-    shutil.copyfile(workload, d / "workload.yaml")
-    s = result["summary"]
+    rec.result["brokerConfig"] = broker_config
+    d = out or runs.new_run_dir(runs_dir, w.name)
+    runs.write_run(d, rec)
+    runs.copy_workload(d, workload)
+    s = rec.summary
     if as_json:
         click.echo(json.dumps({"out": str(d), **{k: v for k, v in s.items() if k != "per_producer"}}))
     else:

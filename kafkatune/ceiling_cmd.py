@@ -21,20 +21,19 @@ def _probe_inventory(
     inventory: Path, tool: str, seconds: float, segment_mb: int, files: int, out: Path | None, accept: bool
 ) -> dict[str, Any]:
     from brokerconf.inventory import load_inventory
-    from brokerconf.remote_probe import RemoteProber, profile_path
+    from brokerconf.remote_probe import RemoteProber
     from brokerconf.ssh import SshPool
-    from core.files import write_json
+    from records.profile import inventory_profile_path, write_profile
 
     inv = load_inventory(inventory)
     with SshPool(accept_new_host_keys=accept, progress=_say) as pool:
         prober = RemoteProber(inv, pool, _say)
         try:
-            profile = prober.profile(seconds=seconds, tool=tool, segment_mb=segment_mb, files=files)  # type: ignore[arg-type]
+            measured = prober.profile(seconds=seconds, tool=tool, segment_mb=segment_mb, files=files)  # type: ignore[arg-type]
         finally:
             prober.cleanup()
-    dest = out or profile_path(inv)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    write_json(dest, profile)
+    dest = out or inventory_profile_path(inv.name)
+    profile = write_profile(dest, measured)
     _say(f"profile written: {dest}")
     return profile
 

@@ -24,8 +24,8 @@ def register(cli: click.Group) -> None:
         topic-configs.txt (only the changed keys, each with old value, new value, measured gain, trial).
         Runs the analysis first when RUN_DIR/analysis is missing."""
         from kafkatune.advise_cmd import run_analysis
+        from records.study import open_study
         from reports.build import build
-        from spark.records import open_study
 
         open_study(run_dir)  # a bad folder fails here with a clear message
         if not (run_dir / "analysis" / "trials.parquet").exists():

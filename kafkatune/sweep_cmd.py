@@ -52,10 +52,10 @@ def _remote_target(spec: Any, spec_file: Path, accept_new_host_keys: bool) -> An
     configs = BrokerConfigs(a, ids, restarts=restarts, progress=_say, reconnect=new)
     # the ceilings `kafkatune probe --inventory` measured on these hosts, when it has been run
     from advisor import ceiling
-    from brokerconf.remote_probe import profile_path
+    from records.profile import inventory_profile_path, read_profile
 
-    pf = profile_path(inv)
-    profile = json.loads(pf.read_text()) if pf.exists() else None
+    pf = inventory_profile_path(inv.name)
+    profile = read_profile(pf)
     if profile is None:
         _say(f"no profile of {inv.name} ({pf}): trials are not compared with a ceiling; `kafkatune probe --inventory`")
     c = ceiling.from_profile(profile, rf=spec.base_workload().replicationFactor or 3)
@@ -243,16 +243,15 @@ def register(cli: click.Group) -> None:
         else:
             target = _target(spec, state_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "spec.yaml").write_text(_redacted_spec(spec_file, run_dir))
+        from records import study as studies
+        from records.profile import PROFILE, copy_profile
+
+        studies.write_spec_copy(run_dir, _redacted_spec(spec_file, run_dir))
         if inv is not None:  # secrets are references there, never values
-            import yaml
-
-            (run_dir / "inventory.yaml").write_text(yaml.safe_dump(inv.public(), sort_keys=False))
+            studies.write_inventory_copy(run_dir, inv.public())
         if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
-            from core import files
-
-            files.write_json(run_dir / "profile.json", target.profile)
-        guard = ConfigGuard(target.configs, run_dir / f"broker-snapshot-{_cluster_tag(target)}.json", _say)
+            copy_profile(run_dir / PROFILE, target.profile)
+        guard = ConfigGuard(target.configs, studies.snapshot_path(run_dir, _cluster_tag(target)), _say)
         with guard, SweepView() as view:
             sw = engine.Sweep(
                 spec, target, run_dir, guard.snapshot, storage_url=url, view=view, mark_dirty=guard.mark_dirty

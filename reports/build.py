@@ -7,23 +7,20 @@ analysis or the advisor did not (it only picks, formats and plots them).
 from __future__ import annotations
 
 import html
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from advisor import diagnose
 from advisor import plan as planner
 from advisor.recommend import Recommendation, best_trial, defaults_trial, recommend, rule_params
 from core import secrets
 from core.files import write_bytes
+from records.analysis import analysis_dir, load_table, read_summary
+from records.study import Study, latency_quantiles, open_study, read_spec, secret_bearing_documents
 from reports import charts, properties
-from spark.analyze import load_table, read_summary
-from spark.records import Study, open_study
 
 
 @dataclass(frozen=True)
@@ -35,29 +32,10 @@ class Report:
     charts: list[str]
 
 
-def _quantiles(study: Study, trial: dict[str, Any] | None) -> dict[str, dict[str, float]]:
-    if not trial:
-        return {}
-    d = next((d for d in study.trial_dirs if d.name == trial["trial_id"]), None)
-    p = d / "result.json" if d else None
-    if not p or not p.exists():
-        return {}
-    res = json.loads(p.read_text())
-    out = {}
-    for kind, field in (
-        ("publish", "aggregatedPublishLatencyQuantiles"),
-        ("e2e", "aggregatedEndToEndLatencyQuantiles"),
-    ):
-        q = res.get(field)
-        if isinstance(q, dict) and q:
-            out[kind] = {str(k): float(v) for k, v in q.items()}
-    return out
-
-
 def _swept_keys(study: Study, params: list[dict[str, Any]]) -> set[str]:
-    spec = yaml.safe_load((study.root / "spec.yaml").read_text()) if (study.root / "spec.yaml").exists() else {}
-    keys = set((spec or {}).get("params") or {})
-    for s in (spec or {}).get("stages") or []:
+    spec = read_spec(study.root)
+    keys = set(spec.get("params") or {})
+    for s in spec.get("stages") or []:
         keys |= set((s or {}).get("params") or {})
     return keys | {p["param"] for p in params}
 
@@ -115,21 +93,9 @@ def _plans(trials: list[dict[str, Any]], study: Study, best: dict[str, Any] | No
     return out
 
 
-def _secret_values(study: Study) -> list[str]:
-    """Values of secret-looking keys in the study's spec (already redacted there) and its records."""
-    docs: list[Any] = []
-    for p in [study.root / "spec.yaml", *[d / "result.json" for d in study.trial_dirs]]:
-        if p.exists():
-            try:  # JSON through json: YAML's pure-Python parser is slow on large records
-                docs.append(json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text()))
-            except (ValueError, yaml.YAMLError):
-                continue
-    return secrets.secret_values(docs)
-
-
 def build(run_dir: Path, out_dir: Path | None = None) -> Report:
     study = open_study(run_dir)
-    an = study.root / "analysis"
+    an = analysis_dir(study.root)
     trials = load_table(an, "trials")
     params = load_table(an, "params")
     imp = load_table(an, "importance")
@@ -147,7 +113,11 @@ def build(run_dir: Path, out_dir: Path | None = None) -> Report:
         *charts.param_effects(params, trials),
         charts.rates_vs_ceiling(base, best, ceiling, study.rf),
         charts.latency_curves(
-            {k: v for k, v in (("Kafka defaults", _quantiles(study, base)), ("best", _quantiles(study, best))) if v}
+            {
+                label: q
+                for label, t in (("Kafka defaults", base), ("best", best))
+                if t and (q := latency_quantiles(study, t["trial_id"]))
+            }
         ),
         charts.pareto(trials, front, study.objectives),
         charts.importance(imp),
@@ -174,7 +144,7 @@ def build(run_dir: Path, out_dir: Path | None = None) -> Report:
 
     out = (out_dir or study.root / "report").resolve()
     (out / "recommended").mkdir(parents=True, exist_ok=True)
-    hidden = _secret_values(study)
+    hidden = secrets.secret_values(secret_bearing_documents(study))
     written = []
     for name, text in files.items():
         p = out / "recommended" / name

@@ -15,7 +15,6 @@ by Spark, so the same job runs on `local[*]` or a standalone cluster (`spark://â
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable
@@ -24,17 +23,17 @@ from typing import Any
 
 from advisor import ceiling as ceiling_model
 from advisor import diagnose
-from core import files
-from spark import records
+from records import analysis as tables
+from records import run as runs
+from records import study as studies
+from records.analysis import TRIAL_FIELDS
 
-SCHEMA_VERSION = 1
 MB = 1e6
 OBJECTIVE_COLUMNS = {  # objective â†’ (trials column, maximize?)
     "throughput_mb_s": ("mb_s", True),
     "p99_publish_ms": ("publish_p99_ms", False),
     "p99_e2e_ms": ("e2e_p99_ms", False),
 }
-TABLES = ("trials", "params", "importance", "pareto", "series")
 NOT_SEARCH = ("baseline", "confirm", "sweep", "bench")  # stages whose trials are not a one-factor search
 
 
@@ -44,19 +43,13 @@ def _trial_id_col() -> Any:
     return F.element_at(F.split(F.col("_metadata.file_path"), "/"), -2)
 
 
-def per_second(spark: Any, study: records.Study) -> Any:
+def per_second(spark: Any, study: studies.Study) -> Any:
     """Client and broker figures per trial per second (a full outer join: either side may be missing)."""
     from pyspark.sql import functions as F
 
-    samples = [str(d.resolve() / "samples.parquet") for d in study.trial_dirs if (d / "samples.parquet").exists()]
-    import pyarrow.parquet as pq
-
+    samples = [str(d.resolve() / runs.SAMPLES) for d in study.trial_dirs if (d / runs.SAMPLES).exists()]
     # a run without broker metrics (a cluster whose exporters kafkatune does not know) writes an empty table
-    brokers = [
-        str(f)
-        for d in study.trial_dirs
-        if (f := d.resolve() / "broker_metrics.parquet").exists() and "bytes_in_per_s" in pq.read_schema(f).names
-    ]
+    brokers = [str(d.resolve() / runs.BROKER_METRICS) for d in study.trial_dirs if runs.has_broker_metrics(d)]
     out = None
     if samples:
         s = spark.read.parquet(*samples).withColumn("trial_id", _trial_id_col())
@@ -138,59 +131,12 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
     return {r["trial_id"]: r.asDict() for r in rows}
 
 
-TRIAL_FIELDS: list[tuple[str, str]] = [
-    ("trial_id", "string"),
-    ("stage", "string"),
-    ("number", "long"),
-    ("baseline", "string"),
-    ("state", "string"),
-    ("fail_reason", "string"),
-    ("started_ns", "long"),
-    ("params", "map<string,string>"),
-    ("config", "map<string,string>"),
-    ("broker", "map<string,string>"),
-    ("message_bytes", "long"),
-    ("mb_s", "double"),
-    ("windows_mb_s", "array<double>"),
-    ("window_cv", "double"),
-    ("publish_mb_s", "double"),
-    ("produce_mb_s", "double"),
-    ("replicate_mb_s", "double"),
-    ("consume_mb_s", "double"),
-    ("replication_ratio", "double"),
-    ("ceiling_mb_s", "double"),
-    ("fraction_of_ceiling", "double"),
-    ("bound", "string"),
-    ("bound_reason", "string"),
-    ("broker_in_max_mb_s", "double"),
-    ("broker_out_max_mb_s", "double"),
-    ("request_handler_idle", "double"),
-    ("request_handler_idle_min", "double"),
-    ("network_processor_idle", "double"),
-    ("under_replicated_seconds", "long"),
-    ("broker_cpu", "double"),
-    ("measure_seconds", "long"),
-    ("second_mean_mb_s", "double"),
-    ("second_std_mb_s", "double"),
-    ("second_cv", "double"),
-    ("second_min_mb_s", "double"),
-    ("second_max_mb_s", "double"),
-    ("worst_second_publish_p99_ms", "double"),
-    ("buffer_full_events", "long"),
-    ("machine_cpu_percent", "double"),
-    ("client_bound", "boolean"),
-    ("lost", "long"),
-    ("warnings", "array<string>"),
-    *[(c, "double") for c in records.LATENCY],
-]
-
-
 def _schema(fields: list[tuple[str, str]]) -> str:
     return ", ".join(f"`{n}` {t}" for n, t in fields)
 
 
 def trial_table(
-    study: records.Study, meta: list[dict[str, Any]], agg: dict[str, dict[str, Any]]
+    study: studies.Study, meta: list[dict[str, Any]], agg: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     c = ceiling_model.from_profile(study.profile, rf=study.rf)
     out = []
@@ -382,26 +328,19 @@ def analyze(
     progress: Callable[[str], None] = lambda m: None,
 ) -> dict[str, Any]:
     """Run every table for one study; returns the analysis summary (also written as summary.json)."""
-    import pyarrow.parquet as pq
-
     t0 = time.perf_counter()
-    study = records.open_study(Path(root))
-    out = (out_dir or study.root / "analysis").resolve()
+    study = studies.open_study(Path(root))
+    out = (out_dir or tables.analysis_dir(study.root)).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    meta = records.trial_rows(study)
-    n_samples = sum(
-        pq.ParquetFile(d / f).metadata.num_rows
-        for d in study.trial_dirs
-        for f in ("samples.parquet", "broker_metrics.parquet")
-        if (d / f).exists()
-    )
+    meta = studies.trial_rows(study)
+    n_samples = sum(runs.sample_rows(d) for d in study.trial_dirs)
     progress(f"{study.name}: {len(meta)} trials, {n_samples:,} per-second samples ({spark.sparkContext.master})")
     series = per_second(spark, study)
     counts: dict[str, int] = {}
     if series is not None:
         series = series.orderBy("trial_id", "second")
-        series.write.mode("overwrite").parquet(str(out / "series.parquet"))
-        series = spark.read.parquet(str(out / "series.parquet"))
+        series.write.mode("overwrite").parquet(str(tables.table_path(out, "series")))
+        series = spark.read.parquet(str(tables.table_path(out, "series")))
         counts["series"] = series.count()
         agg = per_trial_measure(series)
     else:
@@ -409,22 +348,20 @@ def analyze(
     progress(f"per-second series: {counts.get('series', 0):,} rows")
     trials = trial_table(study, meta, agg)
     trials_df = spark.createDataFrame(trials, schema=_schema(TRIAL_FIELDS)).orderBy("started_ns", "trial_id")
-    trials_df.coalesce(1).write.mode("overwrite").parquet(str(out / "trials.parquet"))
+    trials_df.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "trials")))
     counts["trials"] = len(trials)
     params = params_table(spark, trials_df)
-    params.coalesce(1).write.mode("overwrite").parquet(str(out / "params.parquet"))
-    counts["params"] = spark.read.parquet(str(out / "params.parquet")).count()
+    params.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "params")))
+    counts["params"] = spark.read.parquet(str(tables.table_path(out, "params"))).count()
     imp = importance_rows(trials)
-    imp_schema = "stage string, param string, importance double, evaluator string, n_trials long"
-    spark.createDataFrame(imp, schema=imp_schema).coalesce(1).write.mode("overwrite").parquet(
-        str(out / "importance.parquet")
+    spark.createDataFrame(imp, schema=tables.IMPORTANCE_FIELDS).coalesce(1).write.mode("overwrite").parquet(
+        str(tables.table_path(out, "importance"))
     )
     counts["importance"] = len(imp)
     pareto = pareto_table(trials_df, study.objectives)
-    pareto.coalesce(1).write.mode("overwrite").parquet(str(out / "pareto.parquet"))
-    counts["pareto"] = spark.read.parquet(str(out / "pareto.parquet")).count()
+    pareto.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "pareto")))
+    counts["pareto"] = spark.read.parquet(str(tables.table_path(out, "pareto"))).count()
     summary = {
-        "schema_version": SCHEMA_VERSION,
         "study": study.name,
         "kind": study.kind,
         "synthetic": study.synthetic,
@@ -432,31 +369,11 @@ def analyze(
         "trials": len(meta),
         "samples": n_samples,
         "rows": counts,
-        "tables": {t: str(out / f"{t}.parquet") for t in TABLES if t in counts},
+        "tables": {t: str(tables.table_path(out, t)) for t in tables.TABLES if t in counts},
         "master": spark.sparkContext.master,
         "spark_version": spark.version,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    files.write_json(out / "summary.json", summary)
+    summary = tables.write_summary(out, summary)
     progress(f"analysis written to {out} in {summary['seconds']:.1f} s")
     return summary
-
-
-def load_table(analysis_dir: Path, name: str) -> list[dict[str, Any]]:
-    """A table the job wrote, as dicts (maps as dicts), for the advisor and the reports (no Spark needed)."""
-    import pyarrow.parquet as pq
-
-    p = Path(analysis_dir) / f"{name}.parquet"
-    if not p.exists():
-        return []
-    rows = pq.read_table(p).to_pylist()
-    for r in rows:
-        for k, v in r.items():
-            if isinstance(v, list) and v and isinstance(v[0], tuple):
-                r[k] = dict(v)
-    return rows
-
-
-def read_summary(analysis_dir: Path) -> dict[str, Any]:
-    p = Path(analysis_dir) / "summary.json"
-    return json.loads(p.read_text()) if p.exists() else {}

@@ -23,14 +23,15 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from core import files
 from core.errors import EnvironmentProblem
+from records.study import trial_dir
+from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
+from records.summary import write_summary
 from sweeps import space, storage
 from sweeps.spec import Spec, Stage
 from sweeps.trial import Outcome, Target, run_trial
 from sweeps.view import SweepView
 
-SUMMARY_SCHEMA_VERSION = 1
 DEFAULTS_AGAIN = "baseline:kafka-defaults"  # the confirmation-phase re-run of Kafka's defaults
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -94,7 +95,7 @@ class Sweep:
         return m is not None and time.monotonic() - self.started > m * 60
 
     def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
-        rec = self.run_dir / "trials" / f"{label}-{trial.number:03d}"
+        rec = trial_dir(self.run_dir, label, trial.number)
         trial.set_user_attr("owner", storage.OWNER)
         trial.set_user_attr("config", dict(cfg))
         trial.set_user_attr("record", str(rec))
@@ -262,7 +263,7 @@ class Sweep:
         final = self._study(self.spec.stage_list[-1].name, self.spec.stage_list[-1])
         confirmed, defaults = self.confirm(final) if self.spec.confirm_top else ([], None)
         summary = self.summarize(stages, confirmed, defaults)
-        files.write_json(self.run_dir / "summary.json", summary)
+        write_summary(self.run_dir, summary)
         return summary
 
     def summarize(

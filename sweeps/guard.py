@@ -9,13 +9,13 @@ dirty: the next sweep on that cluster restores it before it does anything else.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from brokerconf.apply import BrokerConfigs
-from core import files, interrupts
+from core import interrupts
+from records.snapshot import read_snapshot, write_snapshot
 
 
 class ConfigGuard:
@@ -27,18 +27,17 @@ class ConfigGuard:
         self.dirty = False
 
     def __enter__(self) -> ConfigGuard:
-        if self.path.exists():
-            old = json.loads(self.path.read_text())
-            if old.get("dirty"):
-                self.say(f"restoring the broker configs an interrupted sweep left changed ({self.path.name})")
-                self._restore(old)
+        old = read_snapshot(self.path)
+        if old is not None and old.get("dirty"):
+            self.say(f"restoring the broker configs an interrupted sweep left changed ({self.path.name})")
+            self._restore(old)
         self.snapshot = self.configs.snapshot()
-        files.write_json(self.path, {**self.snapshot, "dirty": False})
+        write_snapshot(self.path, self.snapshot, dirty=False)
         return self
 
     def mark_dirty(self) -> None:
         if not self.dirty:
-            files.write_json(self.path, {**self.snapshot, "dirty": True})
+            write_snapshot(self.path, self.snapshot, dirty=True)
             self.dirty = True
 
     def __exit__(self, *exc: object) -> None:
@@ -52,5 +51,5 @@ class ConfigGuard:
                 self.say(f"restored {c}")
             if not changed:
                 self.say("broker configs already equal the snapshot")
-            files.write_json(self.path, {**snap, "dirty": False})
+            write_snapshot(self.path, snap, dirty=False)
             self.dirty = False

@@ -17,15 +17,15 @@ from typing import Any
 
 from brokerconf import catalogue
 from brokerconf.apply import BrokerConfigs
-from core import files
 from drivers import result as res
 from drivers import runner
 from drivers.runner import RawRun, Tick, phase_of
 from kafkatune.workload import Workload, parse_workload
+from records.run import write_run
+from records.trial import TrialRecord, write_trial
 from sweeps import space
 from sweeps.spec import Spec
 
-SCHEMA_VERSION = 1
 MB = 1e6
 
 
@@ -57,7 +57,7 @@ class Outcome:
     fail_reason: str | None = None
     measure_s: float = 0.0
     total_s: float = 0.0
-    record: dict[str, Any] = field(default_factory=dict)
+    record: TrialRecord | None = None
 
 
 def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str, Mapping[str, str]]) -> Workload:
@@ -139,7 +139,6 @@ def run_trial(
     groups = space.split(cfg)
     outcome = Outcome(False, out_dir)
     record: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
         **meta,
         "config": dict(cfg),
         "applied": {"producer": groups["producer"], "consumer": groups["consumer"], "workload": groups["workload"]},
@@ -181,15 +180,15 @@ def run_trial(
             say=lambda m: None,
         )
         t_build = time.monotonic()
-        result, samples, brokers = res.build(raw, target.profile, {"client": "confluent-kafka"})
-        res.write(out_dir, result, samples, brokers)
+        rec = res.build(raw, target.profile, {"client": "confluent-kafka"})
+        write_run(out_dir, rec)
         record["phases_s"] = {
             **raw.phases_s,
             "run": t_build - t_run,
             "warmup_and_windows": spec.measurement.warmup_s + spec.measurement.window_s * spec.measurement.windows,
             "record": time.monotonic() - t_build,
         }
-        s = result["summary"]
+        s = rec.summary
         wins = window_rates(raw, spec.measurement.window_s, spec.measurement.windows)
         outcome.windows_mb_s = wins
         outcome.values = {
@@ -219,16 +218,16 @@ def run_trial(
         }
         record["constraints"] = {"values": outcome.constraints, "violated": outcome.violations}
     except KeyboardInterrupt:
-        record["state"] = "interrupted"
-        record["total_s"] = time.monotonic() - t_start
-        files.write_json(out_dir / "trial.json", record)
+        write_trial(out_dir, TrialRecord(**record, state="interrupted", total_s=time.monotonic() - t_start))
         raise
     except Exception as e:  # a trial that breaks is a result, not the end of the sweep
         outcome.fail_reason = f"{phase}: {type(e).__name__}: {e}".strip()
     outcome.total_s = time.monotonic() - t_start
-    record["state"] = "complete" if outcome.ok else "failed"
-    record["fail_reason"] = outcome.fail_reason
-    record["total_s"] = outcome.total_s
-    outcome.record = record
-    files.write_json(out_dir / "trial.json", record)
+    outcome.record = TrialRecord(
+        **record,
+        state="complete" if outcome.ok else "failed",
+        fail_reason=outcome.fail_reason,
+        total_s=outcome.total_s,
+    )
+    write_trial(out_dir, outcome.record)
     return outcome

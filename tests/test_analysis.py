@@ -19,9 +19,10 @@ import pytest
 from advisor.plan import plan
 from advisor.recommend import recommend
 from core.errors import UserError
-from spark import synthetic
-from spark.analyze import analyze, load_table
-from spark.records import open_study
+from records import synthetic
+from records.analysis import load_table
+from records.study import open_study
+from spark.analyze import analyze
 from tests.helpers import kafkatune
 
 FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"

@@ -12,7 +12,8 @@ import pytest
 from advisor.recommend import recommend
 from brokerconf.apply import BrokerConfigs
 from brokerconf.testbed import Testbed, TestbedState
-from spark.analyze import analyze, load_table
+from records.analysis import load_table
+from spark.analyze import analyze
 from tests.helpers import kafkatune, write_workload
 
 

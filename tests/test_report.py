@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from records import synthetic
+from records.analysis import load_table
 from reports.properties import parse
-from spark import synthetic
-from spark.analyze import analyze, load_table
+from spark.analyze import analyze
 from tests.helpers import kafkatune
 
 FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"

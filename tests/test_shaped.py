@@ -12,7 +12,8 @@ import pytest
 
 from brokerconf import dist, netns
 from brokerconf.testbed import Testbed
-from spark.analyze import analyze, load_table
+from records.analysis import load_table
+from spark.analyze import analyze
 from tests.helpers import kafkatune, write_workload
 
 NIC_MB_S = 12.0

@@ -1,20 +1,37 @@
-"""Read a study's (or a single bench run's) record files into one flat row per trial.
+"""A study's folder, `runs/<study>/` (a sweep), or a single bench run's folder, and its trials as flat rows.
 
-Only files are read: `trials/*/trial.json` and `result.json` (a sweep), or `result.json` and
-`workload.yaml` (a `kafkatune bench` run), plus `summary.json`, `spec.yaml` and `profile.json`. The heavy
-per-second Parquet files are left to Spark.
+    runs/<study>/
+        spec.yaml                        the spec as run, secrets masked (core.secrets)
+        inventory.yaml                   the inventory it ran on (secret references only), when it had one
+        profile.json                     the cluster profile the trials were held against (records.profile)
+        optuna.db                        the Optuna storage (sweeps.storage), unless given elsewhere
+        broker-snapshot-<cluster>.json   the pre-sweep broker configs (records.snapshot)
+        trials/<stage>-<number>/         trial.json (records.trial) + a run record (records.run)
+        summary.json                     the sweep's summary (records.summary)
+        analysis/                        the analysis tables (records.analysis)
+        report/                          report.html, report.md, recommended/*.properties
+
+Reading a study reads only these files; the heavy per-second Parquet files are left to Spark.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from core import files
 from core.errors import UserError
+from records import run as runs
+from records import summary as summaries
+from records import trial as trials
+from records.profile import PROFILE, read_profile
+
+SPEC = "spec.yaml"
+INVENTORY = "inventory.yaml"
+TRIALS = "trials"
 
 # Latency columns taken from result.json (OMB field names), in ms.
 LATENCY = {
@@ -35,6 +52,37 @@ WORKLOAD_PARAMS = {
 }
 
 
+def trial_dir(root: Path, label: str, number: int) -> Path:
+    """Where trial `number` of stage (or phase) `label` keeps its records."""
+    return root / TRIALS / f"{label}-{number:03d}"
+
+
+def snapshot_path(root: Path, cluster_tag: str) -> Path:
+    return root / f"broker-snapshot-{cluster_tag}.json"
+
+
+def write_spec_copy(root: Path, text: str) -> None:
+    """The spec as run (already masked by the caller), so the study says what produced it."""
+    files.write_text(root / SPEC, text)
+
+
+def write_inventory_copy(root: Path, public: dict[str, Any]) -> None:
+    """The inventory the study ran on, as `Inventory.public()` gives it: secret references, never values."""
+    files.write_text(root / INVENTORY, yaml.safe_dump(public, sort_keys=False))
+
+
+def read_spec(root: Path) -> dict[str, Any]:
+    """The study's spec copy (or a bench run's workload) as data; {} when absent or not a mapping."""
+    return _yaml(root / SPEC)
+
+
+def _yaml(p: Path) -> dict[str, Any]:
+    if not p.exists():
+        return {}
+    d = yaml.safe_load(p.read_text())
+    return d if isinstance(d, dict) else {}
+
+
 @dataclass(frozen=True)
 class Study:
     root: Path
@@ -46,22 +94,13 @@ class Study:
     rf: int
     synthetic: bool
 
+    @property
+    def brokers(self) -> int:
+        """Brokers of the cluster it ran on (3 when the profile does not say)."""
+        return len((self.profile or {}).get("brokers") or []) or 3
 
-def _json(p: Path) -> dict[str, Any]:
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise UserError(f"{p}: not a readable JSON record ({e})") from None
-    if not isinstance(d, dict):
-        raise UserError(f"{p}: expected a JSON object")
-    return d
-
-
-def _yaml(p: Path) -> dict[str, Any]:
-    if not p.exists():
-        return {}
-    d = yaml.safe_load(p.read_text())
-    return d if isinstance(d, dict) else {}
+    def trial(self, trial_id: str) -> Path | None:
+        return next((d for d in self.trial_dirs if d.name == trial_id), None)
 
 
 def open_study(root: Path) -> Study:
@@ -69,29 +108,24 @@ def open_study(root: Path) -> Study:
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"{root}: no such study folder (expected runs/<study>/ from `kafkatune sweep` or `bench`)")
-    summary = _json(root / "summary.json") if (root / "summary.json").exists() else {}
-    spec = _yaml(root / "spec.yaml")
-    if (root / "trials").is_dir():
-        dirs = sorted(p.parent for p in (root / "trials").glob("*/result.json"))
-        failed = sorted(
-            p.parent for p in (root / "trials").glob("*/trial.json") if not (p.parent / "result.json").exists()
-        )
-        kind = "sweep"
-        dirs = sorted(set(dirs) | set(failed))
+    summary = summaries.read_summary(root) or {}
+    spec = read_spec(root)
+    if (root / TRIALS).is_dir():
+        done = {p.parent for p in (root / TRIALS).glob(f"*/{runs.RESULT}")}
+        failed = {p.parent for p in (root / TRIALS).glob(f"*/{trials.TRIAL}") if not runs.has_result(p.parent)}
+        dirs, kind = sorted(done | failed), "sweep"
         wl = spec.get("workload") or {}
-    elif (root / "result.json").exists():
+    elif runs.has_result(root):
         dirs, kind = [root], "bench"
-        wl = _yaml(root / "workload.yaml")
+        wl = _yaml(root / runs.WORKLOAD)
     else:
         raise UserError(f"{root}: neither trials/*/result.json (a sweep) nor result.json (a bench run) is there")
     if not dirs:
-        raise UserError(f"{root}/trials: no trial records yet")
-    profile = _json(root / "profile.json") if (root / "profile.json").exists() else None
+        raise UserError(f"{root}/{TRIALS}: no trial records yet")
+    profile = read_profile(root / PROFILE)
     if profile is None:  # older studies: each result.json carries the profile
-        for d in dirs:
-            if (d / "result.json").exists():
-                profile = _json(d / "result.json").get("profile")
-                break
+        first = next((d for d in dirs if runs.has_result(d)), None)
+        profile = runs.read_result(first).get("profile") if first else None
     return Study(
         root=root,
         name=str(summary.get("study") or spec.get("name") or wl.get("name") or root.name),
@@ -115,8 +149,9 @@ def _merged_broker(read_back: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def trial_row(study: Study, d: Path) -> dict[str, Any]:
-    tj = _json(d / "trial.json") if (d / "trial.json").exists() else {}
-    res = _json(d / "result.json") if (d / "result.json").exists() else {}
+    """One trial (or the bench run) as a flat row: what it set, how it ended, what its records measured."""
+    tj = trials.read_trial(d) or {}
+    res = runs.read_result(d) if runs.has_result(d) else {}
     summ = res.get("summary") or {}
     measured = tj.get("measured") or {}
     if tj:
@@ -169,3 +204,25 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
 
 def trial_rows(study: Study) -> list[dict[str, Any]]:
     return [trial_row(study, d) for d in study.trial_dirs]
+
+
+def latency_quantiles(study: Study, trial_id: str) -> dict[str, dict[str, float]]:
+    """A trial's publish and end-to-end latency quantiles (ms, by percentile) from its result.json."""
+    d = study.trial(trial_id)
+    if d is None or not runs.has_result(d):
+        return {}
+    res = runs.read_result(d)
+    out = {}
+    fields = (("publish", "aggregatedPublishLatencyQuantiles"), ("e2e", "aggregatedEndToEndLatencyQuantiles"))
+    for kind, field in fields:
+        q = res.get(field)
+        if isinstance(q, dict) and q:
+            out[kind] = {str(k): float(v) for k, v in q.items()}
+    return out
+
+
+def secret_bearing_documents(study: Study) -> list[Any]:
+    """The study's spec copy and run records as data, to find secret values that must not reach a report."""
+    docs: list[Any] = [read_spec(study.root)]
+    docs += [runs.read_result(d) for d in study.trial_dirs if runs.has_result(d)]
+    return docs

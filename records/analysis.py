@@ -1,0 +1,113 @@
+"""The analysis of a study: Parquet tables and a summary in `runs/<study>/analysis/`.
+
+    trials.parquet      one row per trial (TRIAL_FIELDS)
+    params.parquet      per stage, per swept parameter, per value (or quantile bin)
+    importance.parquet  per stage, per parameter: Optuna's PED-ANOVA importance
+    pareto.parquet      the non-dominated trials over the study's objectives
+    series.parquet      per trial, per second: client and broker rates, latency p99, idle, under-replicated
+    summary.json        schema_version, row counts, the tables' paths, the Spark that wrote them
+
+Spark's own writer puts the tables where `table_path` says (a job may run on a cluster, so the files are
+written by Spark, not by this process); reading them back for the advisor and reports happens here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from core import files
+from records.study import LATENCY
+
+SCHEMA_VERSION = 1
+ANALYSIS = "analysis"
+SUMMARY = "summary.json"
+TABLES = ("trials", "params", "importance", "pareto", "series")
+
+TRIAL_FIELDS: list[tuple[str, str]] = [
+    ("trial_id", "string"),
+    ("stage", "string"),
+    ("number", "long"),
+    ("baseline", "string"),
+    ("state", "string"),
+    ("fail_reason", "string"),
+    ("started_ns", "long"),
+    ("params", "map<string,string>"),
+    ("config", "map<string,string>"),
+    ("broker", "map<string,string>"),
+    ("message_bytes", "long"),
+    ("mb_s", "double"),
+    ("windows_mb_s", "array<double>"),
+    ("window_cv", "double"),
+    ("publish_mb_s", "double"),
+    ("produce_mb_s", "double"),
+    ("replicate_mb_s", "double"),
+    ("consume_mb_s", "double"),
+    ("replication_ratio", "double"),
+    ("ceiling_mb_s", "double"),
+    ("fraction_of_ceiling", "double"),
+    ("bound", "string"),
+    ("bound_reason", "string"),
+    ("broker_in_max_mb_s", "double"),
+    ("broker_out_max_mb_s", "double"),
+    ("request_handler_idle", "double"),
+    ("request_handler_idle_min", "double"),
+    ("network_processor_idle", "double"),
+    ("under_replicated_seconds", "long"),
+    ("broker_cpu", "double"),
+    ("measure_seconds", "long"),
+    ("second_mean_mb_s", "double"),
+    ("second_std_mb_s", "double"),
+    ("second_cv", "double"),
+    ("second_min_mb_s", "double"),
+    ("second_max_mb_s", "double"),
+    ("worst_second_publish_p99_ms", "double"),
+    ("buffer_full_events", "long"),
+    ("machine_cpu_percent", "double"),
+    ("client_bound", "boolean"),
+    ("lost", "long"),
+    ("warnings", "array<string>"),
+    *[(c, "double") for c in LATENCY],
+]
+IMPORTANCE_FIELDS = "stage string, param string, importance double, evaluator string, n_trials long"
+
+
+def analysis_dir(study_root: Path) -> Path:
+    return study_root / ANALYSIS
+
+
+def table_path(analysis: Path, name: str) -> Path:
+    assert name in TABLES, name
+    return analysis / f"{name}.parquet"
+
+
+def has_table(analysis: Path, name: str) -> bool:
+    return table_path(analysis, name).exists()
+
+
+def load_table(analysis: Path, name: str) -> list[dict[str, Any]]:
+    """A table the job wrote, as dicts (maps as dicts), for the advisor and the reports (no Spark needed)."""
+    p = table_path(Path(analysis), name)
+    if not p.exists():
+        return []
+    rows = pq.read_table(p).to_pylist()
+    for r in rows:
+        for k, v in r.items():
+            if isinstance(v, list) and v and isinstance(v[0], tuple):
+                r[k] = dict(v)
+    return rows
+
+
+def write_summary(analysis: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """Write the analysis summary; returns it as written (with its schema_version)."""
+    doc = {"schema_version": SCHEMA_VERSION, **summary}
+    files.write_json(analysis / SUMMARY, doc)
+    return doc
+
+
+def read_summary(analysis: Path) -> dict[str, Any]:
+    p = Path(analysis) / SUMMARY
+    return files.read_json_object(p) if p.exists() else {}

@@ -1,0 +1,73 @@
+"""A cluster's profile: what its hardware allows, measured (`profile.json`).
+
+One writer for both kinds of cluster: the testbed (`<state>/profile.json`, measured by `testbed up` and
+`kafkatune probe`) and a cluster of an inventory (`<home>/profiles/<inventory name>.json`, measured over
+SSH by `kafkatune probe --inventory`). A study keeps a copy of the profile it ran against, and every run
+record embeds it. advisor.ceiling turns it into the ceiling model's limits.
+
+    schema_version, source, kafka_version, brokers [{id, host, listener, netns}], bootstrap_servers,
+    network {mode, shaped, nic_mb_s_configured, nic_mb_s_measured, …}, disk {write_mb_s_measured, …},
+    machine {…}, probed_ns
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core import files, paths
+
+SCHEMA_VERSION = 1
+PROFILE = "profile.json"
+
+
+@dataclass(frozen=True)
+class ProfileBroker:
+    id: int
+    host: str | None = None
+    listener: str | None = None
+    netns: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    source: str  # "testbed" | "inventory <name>" | "synthetic"
+    brokers: Sequence[ProfileBroker]
+    bootstrap_servers: str | None
+    network: Mapping[str, Any]  # mode, shaped, nic_mb_s_configured, nic_mb_s_measured, and how it was measured
+    disk: Mapping[str, Any]  # the disk probe (write_mb_s_measured, fsync_per_s, …), per broker when remote
+    machine: Mapping[str, Any] = field(default_factory=dict)
+    kafka_version: str | None = None
+    probed_ns: int = field(default_factory=time.time_ns)
+    schema_version: int = SCHEMA_VERSION
+
+    def as_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        order = ["schema_version", "source", "kafka_version", "brokers", "bootstrap_servers", "network", "disk",
+                 "machine", "probed_ns"]  # fmt: skip
+        return {k: d[k] for k in order}
+
+
+def write_profile(path: Path, profile: ClusterProfile) -> dict[str, Any]:
+    """Write the profile; returns it as the JSON the readers get."""
+    doc = profile.as_json()
+    files.write_json(path, doc)
+    return doc
+
+
+def copy_profile(path: Path, profile: Mapping[str, Any]) -> None:
+    """A profile as read (any schema version) into a study folder, so the study says what it ran against."""
+    files.write_json(path, dict(profile))
+
+
+def read_profile(path: Path) -> dict[str, Any] | None:
+    """A profile as written (any schema version so far), or None when there is none."""
+    return files.read_json_object(path) if path.exists() else None
+
+
+def inventory_profile_path(inventory_name: str) -> Path:
+    """Where `kafkatune probe --inventory` keeps a cluster's profile, and where sweeps look for it."""
+    return paths.home() / "profiles" / f"{inventory_name}.json"

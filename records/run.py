@@ -1,0 +1,83 @@
+"""One measured run: `result.json` (OMB's TestResult fields and kafkatune's `summary`), one row per worker
+per second (`samples.parquet`) and per broker per second (`broker_metrics.parquet`).
+
+A bench run's folder also holds the workload it ran (`workload.yaml`); a sweep's trial folder holds its
+`trial.json` beside these (records.trial).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from core import files
+
+SCHEMA_VERSION = 1
+RESULT = "result.json"
+SAMPLES = "samples.parquet"
+BROKER_METRICS = "broker_metrics.parquet"
+WORKLOAD = "workload.yaml"
+
+
+class RunRecord(NamedTuple):
+    """What one run leaves behind; built by loadgen.result, written and read only here."""
+
+    result: dict[str, Any]
+    samples: pa.Table
+    brokers: pa.Table
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        s: dict[str, Any] = self.result["summary"]
+        return s
+
+
+def write_run(out_dir: Path, rec: RunRecord) -> None:
+    """The three files, each whole or not at all (the Parquet files through a temporary name)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, table in ((SAMPLES, rec.samples), (BROKER_METRICS, rec.brokers)):
+        tmp = out_dir / f".{name}.tmp"
+        pq.write_table(table, tmp)
+        tmp.replace(out_dir / name)
+    files.write_json(out_dir / RESULT, rec.result)
+
+
+def read_result(run_dir: Path) -> dict[str, Any]:
+    """A run's result.json (a one-line UserError when it is missing or broken)."""
+    return files.read_json_object(run_dir / RESULT)
+
+
+def has_result(run_dir: Path) -> bool:
+    return (run_dir / RESULT).exists()
+
+
+def has_broker_metrics(run_dir: Path) -> bool:
+    """Whether the run recorded broker rates (a cluster whose exporters kafkatune does not know has none)."""
+    f = run_dir / BROKER_METRICS
+    return f.exists() and "bytes_in_per_s" in pq.read_schema(f).names
+
+
+def sample_rows(run_dir: Path) -> int:
+    """Rows in the run's per-second Parquet files (client and broker)."""
+    present = [run_dir / f for f in (SAMPLES, BROKER_METRICS) if (run_dir / f).exists()]
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in present)
+
+
+def new_run_dir(runs: Path, name: str) -> Path:
+    """runs/<name>, or runs/<name>-2, -3… when that folder already holds a run."""
+    d = runs / name
+    i = 2
+    while d.exists() and any(d.iterdir()):
+        d = runs / f"{name}-{i}"
+        i += 1
+    return d
+
+
+def copy_workload(run_dir: Path, workload_file: Path) -> None:
+    """The workload file a bench run ran, kept beside its record."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(workload_file, run_dir / WORKLOAD)

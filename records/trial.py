@@ -1,0 +1,66 @@
+"""One sweep trial: `trial.json` in `runs/<study>/trials/<stage>-<number>/`, beside the run's record.
+
+It holds what the trial set (the whole configuration, and what each broker read back), what happened
+(state, the reason of a failure, restarts, time spent per phase) and what it measured (window rates, the
+objectives, constraint values). Written at the end of the trial, and also when Ctrl-C interrupts it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from core import files
+
+SCHEMA_VERSION = 1
+TRIAL = "trial.json"
+# Written only when the trial got that far (a failed or interrupted trial has no measurement).
+_OPTIONAL = ("baseline", "confirms", "suggested", "carried", "broker_read_back", "restarts", "apply_s", "phases_s",
+             "measured", "constraints")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    study: str
+    stage: str
+    number: int
+    started_ns: int
+    config: Mapping[str, int | str]
+    applied: Mapping[str, Mapping[str, str]]  # producer / consumer / workload settings as passed on
+    state: str  # "complete" | "failed" | "interrupted"
+    total_s: float
+    fail_reason: str | None = None
+    baseline: str | None = None  # a published baseline's name
+    confirms: str | None = None  # the trial (or baseline) a confirmation run re-measures
+    suggested: Mapping[str, Any] | None = None  # what the sampler chose
+    carried: Mapping[str, Any] | None = None  # the best of earlier stages
+    broker_read_back: Mapping[str, Mapping[str, str | None]] | None = None  # broker id -> key -> value
+    restarts: int | None = None
+    apply_s: float | None = None
+    phases_s: Mapping[str, float] | None = None
+    measured: Mapping[str, Any] | None = None
+    constraints: Mapping[str, Any] | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def as_json(self) -> dict[str, Any]:
+        order = ["schema_version", "study", "stage", "number", "started_ns", "baseline", "confirms", "suggested",
+                 "carried", "config", "applied", "broker_read_back", "restarts", "apply_s", "phases_s", "measured",
+                 "constraints", "state", "fail_reason", "total_s"]  # fmt: skip
+        assert set(order) == {f.name for f in fields(self)}
+        return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
+
+
+def write_trial(trial_dir: Path, rec: TrialRecord) -> None:
+    files.write_json(trial_dir / TRIAL, rec.as_json())
+
+
+def read_trial(trial_dir: Path) -> dict[str, Any] | None:
+    """The trial.json of `trial_dir` as written (any schema version so far), or None when there is none."""
+    p = trial_dir / TRIAL
+    return files.read_json_object(p) if p.exists() else None
+
+
+def has_trial(trial_dir: Path) -> bool:
+    return (trial_dir / TRIAL).exists()

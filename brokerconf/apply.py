@@ -23,8 +23,8 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
-from brokerconf import admin as kadmin
 from brokerconf import catalogue
+from cluster import admin as kadmin
 from core.errors import RunFailed
 from records.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA_VERSION
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from brokerconf import admin as kadmin
 from brokerconf.apply import RESTART_KEYS, Progress
-from brokerconf.inventory import Broker, Inventory
 from brokerconf.properties import parse_text, set_keys, without_keys
-from brokerconf.ssh import SshPool, Target
+from cluster import admin as kadmin
+from cluster.inventory import Broker, Inventory
+from cluster.ssh import SshPool, Target
 from core import interrupts
 from core.errors import EnvironmentProblem, RunFailed
 
@@ -164,32 +164,6 @@ class RemoteRestarts:
             q, bk = shlex.quote(b.server_properties), shlex.quote(self.backup_path(b))
             out[b.id] = self.pool.run(t, f"cmp -s {q} {bk}", check=False).rc == 0
         return out
-
-
-def worker_python_problem(pool: SshPool, t: Target, python: str) -> str | None:
-    """Why `python` on host `t` cannot run kafkatune's load workers, or None when it can."""
-    r = pool.run(t, f"{shlex.quote(python)} -c 'import drivers.remote_workers'", check=False, timeout_s=60)
-    if r.rc == 0:
-        return None
-    return (
-        f"`{python}` cannot run kafkatune's load workers (install kafkatune there, or set clients[].python to "
-        f"an interpreter that has it): {(r.err.strip() or r.out.strip())[-300:]}"
-    )
-
-
-def client_hosts(inv: Inventory, pool: SshPool) -> list[Any]:
-    """The inventory's client hosts as load-worker placements (drivers.remote_workers.RemoteClient), each
-    checked first: reachable, its host key trusted, and its `python` able to import kafkatune's workers."""
-    from drivers.remote_workers import RemoteClient
-
-    out = []
-    for c in inv.clients:
-        rc = RemoteClient(c.host, Target.of(inv, c), c.python, pool)
-        why = worker_python_problem(pool, rc.target, c.python)
-        if why:
-            raise RunFailed(f"client {c.host}: {why}")
-        out.append(rc)
-    return out
 
 
 def reach_inventory(inv: Inventory, timeout_s: float = 10) -> list[int]:

@@ -23,13 +23,15 @@ from typing import Any
 
 import psutil
 
-from brokerconf import admin as kadmin
-from brokerconf import metrics, netns
+from brokerconf import netns
 from brokerconf.dist import KafkaDist
+from cluster import admin as kadmin
+from cluster import metrics
+from cluster.target import node_running
 from core import procs
 from core.errors import EnvironmentProblem, UserError
 from records.profile import ClusterProfile, ProfileBroker, write_profile
-from records.testbed import Node, TestbedState, load_state, save_state
+from records.testbed import Node, TestbedState, load_state, node_dir, save_state
 
 SCHEMA_VERSION = 1
 NODES = 3
@@ -104,7 +106,7 @@ class Testbed:
         save_state(self.state_file, st)
 
     def node_dir(self, node_id: int) -> Path:
-        return self.state_dir / f"node{node_id}"
+        return node_dir(self.state_dir, node_id)
 
     def network(self, st: TestbedState) -> netns.ShapedNetwork | None:
         if st.network != "shaped":
@@ -291,22 +293,7 @@ class Testbed:
         return proc.pid
 
     def _alive(self, st: TestbedState, node: Node) -> int | None:
-        pid = st.pids.get(str(node.id))
-        if not pid:
-            return None
-        try:
-            p = psutil.Process(pid)
-            if p.status() == psutil.STATUS_ZOMBIE:
-                return None
-            cmdline = p.cmdline()
-            # Empty while `ip netns exec` is exec'ing java: /proc/<pid>/cmdline reads empty for an
-            # instant. The process exists and is no zombie, so it is the node starting.
-            starting = not cmdline and time.time() - p.create_time() < 60  # not a reused pid of a kernel thread
-            if starting or str(self.node_dir(node.id) / "server.properties") in " ".join(cmdline):
-                return pid
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-        return None
+        return st.pids.get(str(node.id)) if node_running(self.state_dir, st, node) else None
 
     def _wait_serving(self, st: TestbedState, ids: list[int], progress: Progress, timeout_s: float = 180) -> None:
         admin = kadmin.admin_client(st.bootstrap_servers)
@@ -574,7 +561,7 @@ class Testbed:
         `up` runs it quickly (2 × 64 MiB per log dir); `kafkatune probe` runs it with larger files.
         With measure_network=False the network section of the existing profile is kept.
         """
-        from brokerconf import probe
+        from cluster import probe
 
         net = self.network(st)
         network_: dict[str, Any] = {"mode": st.network, "shaped": net is not None}

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from cluster import target
 from compare.spec import CompareSpec, System
 from core import paths, procs
 from core.errors import EnvironmentProblem, UserError
@@ -56,7 +57,7 @@ class Target:
 
     system: System
     common: dict[str, str]
-    client_netns: list[str | None] = field(default_factory=lambda: [None])
+    client_netns: list[target.Placement] = field(default_factory=lambda: [None])
 
     @property
     def name(self) -> str:
@@ -78,17 +79,16 @@ def targets(
     try:
         for s in spec.selected(only):
             common = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in s.common.items()}
-            ns: list[str | None] = [None]
+            ns: list[target.Placement] = [None]
             kind = s.server_kind
             if s.driver == "tcp":
                 common.setdefault("tcp.dir", str(paths.home() / "tcp"))
             elif "bootstrap.servers" in common or kind == "none":
                 pass
             elif kind == "testbed":
-                from kafkatune.bench_cmd import _target
-
-                boot, ns, _urls, _profile = _target(None, state_dir, s.driver)
-                common["bootstrap.servers"] = boot
+                tb = target.testbed(state_dir or paths.state_dir(), all_nodes=False, instead="the system's common")
+                common["bootstrap.servers"] = tb.bootstrap
+                ns = list(tb.placements)
             else:
                 st = sv.alive(kind)
                 if st is None:

@@ -24,14 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import UserError, validation_message
 from core.files import read_yaml
+from drivers.api import available_drivers, load_driver
 from kafkatune.workload import MIN_MESSAGE_BYTES, ConfigValue
-
-# Where a system's server comes from when `common` does not name its address.
-SERVERS = ("testbed", "mosquitto", "zenoh", "pulsar", "none")
-DEFAULT_SERVER = {"kafka": "testbed", "kafka-python": "testbed", "mqtt": "mosquitto", "zenoh": "zenoh"}
-DEFAULT_SERVER |= {"pulsar": "pulsar", "dds": "none", "tcp": "none"}
-# Systems whose topics have partitions (OMB's 1/6/16-partition runs apply to these only).
-PARTITIONED = ("kafka", "kafka-python", "pulsar")
 
 Name = Annotated[str, Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$")]
 
@@ -55,8 +49,6 @@ class System(_M):
     @field_validator("driver")
     @classmethod
     def _known(cls, v: str) -> str:
-        from drivers.api import available_drivers
-
         known = available_drivers()
         if v not in known:
             raise ValueError(f"unknown driver {v!r}; installed: {', '.join(known)}")
@@ -64,11 +56,12 @@ class System(_M):
 
     @property
     def server_kind(self) -> str:
-        return self.server or DEFAULT_SERVER.get(self.driver, "none")
+        """Where its server comes from when `common` does not name its address (the driver says by default)."""
+        return self.server or load_driver(self.driver).local_server
 
     @property
     def partitioned(self) -> bool:
-        return self.driver in PARTITIONED
+        return load_driver(self.driver).partitioned
 
 
 class Sizes(_M):

@@ -17,6 +17,26 @@ from collections.abc import Callable, Iterable
 import psutil
 
 
+def running(pid: int | None, marker: str | None = None) -> bool:
+    """Whether `pid` runs (a zombie does not) and, given `marker`, is still the process it was: its command
+    line contains `marker`, so a pid the kernel reused for something else does not count. For an instant
+    while a wrapper (`ip netns exec`) execs the real program, /proc/<pid>/cmdline reads empty: a young
+    process with an empty command line counts as starting."""
+    if not pid:
+        return False
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if marker is None:
+            return True
+        cmdline = p.cmdline()
+        starting = not cmdline and time.time() - p.create_time() < 60
+        return starting or marker in " ".join(cmdline)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
 def wait_until(pred: Callable[[], object], timeout_s: float, interval_s: float = 0.1) -> bool:
     """True as soon as `pred()` is true; False when `timeout_s` passed first."""
     deadline = time.monotonic() + timeout_s

@@ -199,6 +199,11 @@ def send_waiting(
 
 class Driver(abc.ABC):
     name: ClassVar[str]
+    # The server kafkatune runs for this system when a run names none: "testbed" (Kafka, `kafkatune testbed`),
+    # "mosquitto", "zenoh" or "pulsar" (`kafkatune servers`), or "none" (no server: DDS, raw TCP).
+    local_server: ClassVar[str] = "none"
+    # Whether its topics have partitions (OMB's 1/6/16-partition runs apply to these only).
+    partitioned: ClassVar[bool] = False
 
     def __init__(self, common: Mapping[str, str]) -> None:
         self.common = dict(common)

@@ -116,6 +116,8 @@ class KafkaConsumer(api.Consumer):
 
 class KafkaDriver(api.Driver):
     name: ClassVar[str] = "kafka"
+    local_server: ClassVar[str] = "testbed"
+    partitioned: ClassVar[bool] = True
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

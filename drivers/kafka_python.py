@@ -172,6 +172,8 @@ class KpConsumer(api.Consumer):
 
 class KafkaPythonDriver(api.Driver):
     name: ClassVar[str] = "kafka-python"
+    local_server: ClassVar[str] = "testbed"
+    partitioned: ClassVar[bool] = True
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

@@ -146,6 +146,7 @@ class MqttConsumer(api.Consumer):
 
 class MqttDriver(api.Driver):
     name: ClassVar[str] = "mqtt"
+    local_server: ClassVar[str] = "mosquitto"
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

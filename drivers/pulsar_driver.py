@@ -173,6 +173,8 @@ class PulsarConsumer(api.Consumer):
 
 class PulsarDriver(api.Driver):
     name: ClassVar[str] = "pulsar"
+    local_server: ClassVar[str] = "pulsar"
+    partitioned: ClassVar[bool] = True
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

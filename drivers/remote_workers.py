@@ -29,9 +29,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.clients import WORKER_AGENT, RemoteClient
 from drivers.worker import TIMING_FIELDS, WorkerTask, read_timing, run_consumer, run_producer
 
 
@@ -132,16 +132,6 @@ def agent(stdin: Any = None, stdout: Any = None) -> int:
 
 
 # ---- the coordinator's side ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RemoteClient:
-    """A client host of an inventory, reached over SSH (`pool`), running workers with `python`."""
-
-    label: str  # the host, as records name it
-    target: Any  # brokerconf.ssh.Target
-    python: str
-    pool: Any = field(compare=False, hash=False)  # brokerconf.ssh.SshPool
-
-
 class RemoteWorkers:
     """The workers placed on one remote host, behaving like one multiprocessing.Process to the runner."""
 
@@ -174,7 +164,7 @@ class RemoteWorkers:
         c = self.client.pool.client(self.client.target)
         transport = c.get_transport()
         self._chan = transport.open_session()
-        self._chan.exec_command(f"{shlex.quote(self.client.python)} -u -m drivers.remote_workers")
+        self._chan.exec_command(f"{shlex.quote(self.client.python)} -u -m {WORKER_AGENT}")
         self.pid = 0  # started (the runner only checks that it is not None)
         self._send({"tasks": [dataclasses.asdict(t) for t in self.tasks]})
         self._reader = threading.Thread(target=self._read, name=f"read {self.client.label}", daemon=True)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from brokerconf import metrics
+from cluster import metrics
 from drivers import payload, recorder
 from drivers.runner import RawRun, measured_seconds, phase_of
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION

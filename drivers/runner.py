@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from brokerconf.metrics import BrokerMetricsSampler, BrokerSample
+from cluster.metrics import BrokerMetricsSampler, BrokerSample
 from core.errors import RunFailed
 from drivers import api
 from drivers.remote_workers import RemoteClient, RemoteWorkers

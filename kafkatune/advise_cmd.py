@@ -63,7 +63,7 @@ def print_recommendations(recs: list[Any], limit: int | None = None) -> None:
 
 
 def _live_row(urls: dict[int, str], seconds: float) -> dict[str, Any]:
-    from brokerconf import metrics
+    from cluster import metrics
 
     sampler = metrics.BrokerMetricsSampler(urls).start()
     time.sleep(seconds)
@@ -262,13 +262,11 @@ def _advise_live(bootstrap: str, metrics_urls: list[str], state_dir: Path | None
     if metrics_urls:
         urls = dict(zip(sorted(bc.broker_ids), metrics_urls, strict=False))
     else:
-        from brokerconf.dist import default_dist
-        from brokerconf.testbed import Testbed
+        from cluster import target
 
-        tb = Testbed(state_dir or paths.state_dir(), default_dist())
-        if tb.state_file.exists() and tb.state().bootstrap_servers == bootstrap:
-            urls = {n.id: n.metrics_url for n in tb.state().nodes}
-            profile = json.loads(tb.profile_file.read_text()) if tb.profile_file.exists() else None
+        tb = target.testbed_serving(state_dir or paths.state_dir(), bootstrap)
+        if tb is not None:
+            urls, profile = dict(tb.metrics_urls), tb.profile
     if urls:
         _say(f"sampling broker metrics for {seconds:g} s …")
         recs += recommend.live_metric_rules(_live_row(urls, seconds), profile)

@@ -10,53 +10,25 @@ from typing import Any
 import click
 
 from core import paths
-from core.errors import EnvironmentProblem, RunFailed
+from core.errors import RunFailed
 from kafkatune.hosts_cmd import inventory_options
 from kafkatune.workload import load_workload
 from records import run as runs
 
 
 def _target(
-    bootstrap: str | None, state_dir: Path | None, driver: str
-) -> tuple[str, list[str | None], dict[int, str], Any]:
-    """Bootstrap servers, client hosts (network namespaces) and broker metrics URLs of the target."""
-    if bootstrap:
-        from compare.spec import DEFAULT_SERVER
+    bootstrap: str | None, inventory: Path | None, state_dir: Path | None, driver: str, accept: bool, say: Any
+) -> Any:
+    """The cluster the run measures (cluster.target): the testbed unless --bootstrap or --inventory says."""
+    from cluster import target
+    from cluster.inventory import load_inventory
+    from drivers.api import load_driver
 
-        if DEFAULT_SERVER.get(driver) == "testbed":  # a Kafka driver: --bootstrap also names MQTT, Zenoh…
-            from brokerconf import admin
-
-            try:
-                admin.reach(bootstrap)
-            except admin.Unreachable as e:
-                raise EnvironmentProblem(f"--bootstrap: {e}") from None
-        return bootstrap, [None], {}, None
-    from brokerconf.dist import default_dist
-    from brokerconf.testbed import Testbed
-
-    tb = Testbed(state_dir or paths.state_dir(), default_dist())
-    st = tb.state()
-    alive = [n for n in tb.status()["nodes"] if n["alive"]]
-    if not alive:
-        raise EnvironmentProblem("the testbed is not running: `kafkatune testbed up` (or pass --bootstrap)")
-    client_ns = tb.client_netns(st)
-    profile = json.loads(tb.profile_file.read_text()) if tb.profile_file.exists() else None
-    return st.bootstrap_servers, client_ns, {n.id: n.metrics_url for n in st.nodes}, profile
-
-
-def _inventory_target(
-    inventory: Path, accept_new_host_keys: bool, say: Any
-) -> tuple[str, dict[str, str], list[Any], Any]:
-    """Bootstrap, client security settings and client hosts (over SSH) of an inventory; and the SSH pool."""
-    from brokerconf.inventory import load_inventory
-    from brokerconf.remote import client_hosts, reach_inventory
-    from brokerconf.ssh import SshPool
-
-    inv = load_inventory(inventory)
-    reach_inventory(inv)  # a refused login fails here, before any SSH or topic
-    pool = SshPool(accept_new_host_keys=accept_new_host_keys, progress=say)
-    hosts = client_hosts(inv, pool)
-    return inv.bootstrap, inv.security.client_config(), hosts or [None], pool
+    if inventory is not None:
+        return target.inventory(load_inventory(inventory), accept_new_host_keys=accept, progress=say)
+    if bootstrap:  # only a Kafka driver's cluster can be asked: --bootstrap also names MQTT, Zenoh…
+        return target.bootstrap(bootstrap, check=load_driver(driver).local_server == "testbed")
+    return target.testbed(state_dir or paths.state_dir(), all_nodes=False)
 
 
 def _broker_config(bootstrap: str, say: Any, common: dict[str, str]) -> dict[str, dict[str, str | None]] | None:
@@ -112,21 +84,20 @@ def register(cli: click.Group) -> None:
         say = lambda m: click.echo(m, err=True)  # noqa: E731
         if inventory is not None and bootstrap:
             raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
-        pool = None
-        common: dict[str, str] = {}
-        placements: list[Any]
-        metric_urls: dict[int, str]
-        profile: Any
-        if inventory is not None:
-            boot, common, placements, pool = _inventory_target(inventory, accept_new_host_keys, say)
-            metric_urls, profile = {}, None
-        else:
-            boot, placements, metric_urls, profile = _target(bootstrap, state_dir, w.driver)
-        try:
-            _bench(w, workload, boot, common, placements, metric_urls, profile, out, runs_dir, keep_topics, as_json)
-        finally:
-            if pool is not None:
-                pool.close()
+        with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys, say) as t:
+            _bench(
+                w,
+                workload,
+                t.bootstrap,
+                dict(t.common),
+                list(t.placements),
+                dict(t.metrics_urls),
+                t.profile,
+                out,
+                runs_dir,
+                keep_topics,
+                as_json,
+            )
 
 
 def _bench(

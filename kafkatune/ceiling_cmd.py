@@ -20,9 +20,9 @@ def _say(msg: str) -> None:
 def _probe_inventory(
     inventory: Path, tool: str, seconds: float, segment_mb: int, files: int, out: Path | None, accept: bool
 ) -> dict[str, Any]:
-    from brokerconf.inventory import load_inventory
-    from brokerconf.remote_probe import RemoteProber
-    from brokerconf.ssh import SshPool
+    from cluster.inventory import load_inventory
+    from cluster.remote_probe import RemoteProber
+    from cluster.ssh import SshPool
     from records.profile import inventory_profile_path, write_profile
 
     inv = load_inventory(inventory)
@@ -110,7 +110,7 @@ def register(cli: click.Group) -> None:
             _print_profile(profile, as_json)
             return
         if log_dirs:
-            from brokerconf.probe import probe_disk
+            from cluster.probe import probe_disk
 
             d = probe_disk(list(log_dirs), segment_mb=segment_mb, files=files)
             if as_json:

@@ -32,9 +32,9 @@ def inventory_options(what: str) -> Callable[[Callable[..., Any]], Callable[...,
 
 def check_hosts(inventory: Path, accept_new_host_keys: bool, say: Any) -> list[dict[str, Any]]:
     """One row per host: reached or not, and what is missing there (server.properties, log dirs, python)."""
-    from brokerconf.inventory import Broker, load_inventory
-    from brokerconf.remote import worker_python_problem
-    from brokerconf.ssh import SshPool, Target
+    from cluster.clients import worker_python_problem
+    from cluster.inventory import Broker, load_inventory
+    from cluster.ssh import SshPool, Target
 
     inv = load_inventory(inventory)
     rows: list[dict[str, Any]] = []

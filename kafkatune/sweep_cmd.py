@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from core import paths
-from core.errors import EnvironmentProblem, RunFailed, UserError
+from core.errors import RunFailed, UserError
 
 TRIAL_OVERHEAD_S = 6  # topic, workers, drain, record: measured 4-6 s per trial here
 
@@ -20,91 +20,56 @@ def _say(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _remote_target(spec: Any, spec_file: Path, accept_new_host_keys: bool) -> Any:
-    """A cluster from an inventory: security from it, restart-only keys over SSH (brokerconf.remote)."""
-    from brokerconf import admin
+def _target(spec: Any, spec_file: Path, state_dir: Path | None, accept_new_host_keys: bool) -> Any:
+    """The cluster of the spec (cluster.target) and how its broker configs are changed and restored."""
+    from advisor import ceiling
     from brokerconf.apply import BrokerConfigs
-    from brokerconf.inventory import load_inventory
-    from brokerconf.remote import RemoteRestarts, client_hosts, reach_inventory
-    from brokerconf.ssh import SshPool
+    from brokerconf.dist import default_dist
+    from brokerconf.remote import RemoteRestarts
+    from brokerconf.testbed import Testbed
+    from cluster import admin, target
+    from cluster.inventory import load_inventory
     from sweeps.trial import Target
 
-    p = Path(spec.cluster.inventory).expanduser()
-    inv = load_inventory(p if p.is_absolute() else spec_file.parent / p)
-    common = inv.security.client_config()
+    c = spec.cluster
+    if c.inventory:
+        p = Path(c.inventory).expanduser()
+        inv = load_inventory(p if p.is_absolute() else spec_file.parent / p)
+        t = target.inventory(inv, accept_new_host_keys=accept_new_host_keys, progress=_say, all_brokers=True)
+        assert t.pool is not None
 
-    def new() -> Any:
-        return admin.admin_client(inv.bootstrap, common)
+        def new() -> Any:
+            return admin.admin_client(t.bootstrap, t.common)
 
-    ids = reach_inventory(inv)
-    a = new()
-    known = {b.id for b in inv.brokers}
-    if set(ids) != known:
-        raise EnvironmentProblem(
-            f"inventory {inv.name} lists brokers {sorted(known)}, the cluster has {sorted(ids)} live: "
-            "every broker must be in the inventory and running"
+        restarts = RemoteRestarts(inv, t.pool, new)
+        configs = BrokerConfigs(new(), list(t.broker_ids), restarts=restarts, progress=_say, reconnect=new)
+    elif c.is_testbed:
+        sd = state_dir or (Path(c.state_dir) if c.state_dir else paths.state_dir())
+        t = target.testbed(sd, instead="cluster.bootstrap")
+        configs = BrokerConfigs.connect(t.bootstrap, testbed=Testbed(sd, default_dist()), progress=_say)
+    else:
+        t = target.bootstrap(
+            c.bootstrap,
+            c.admin,
+            where="cluster.bootstrap",
+            login="cluster.admin's sasl.username and sasl.password",
+            tls="cluster.admin's ssl.ca.location",
         )
-    pool = SshPool(accept_new_host_keys=accept_new_host_keys, progress=_say)
-    restarts = RemoteRestarts(inv, pool, new)
-    for b in inv.brokers:  # every host reachable and its key trusted before anything changes
-        pool.run(restarts.target(b), "true", timeout_s=30)
-    clients = client_hosts(inv, pool)  # load workers run there
-    configs = BrokerConfigs(a, ids, restarts=restarts, progress=_say, reconnect=new)
-    # the ceilings `kafkatune probe --inventory` measured on these hosts, when it has been run
-    from advisor import ceiling
-    from records.profile import inventory_profile_path, read_profile
 
-    pf = inventory_profile_path(inv.name)
-    profile = read_profile(pf)
-    if profile is None:
-        _say(f"no profile of {inv.name} ({pf}): trials are not compared with a ceiling; `kafkatune probe --inventory`")
-    c = ceiling.from_profile(profile, rf=spec.base_workload().replicationFactor or 3)
-    target = Target(inv.bootstrap, configs, clients or [None], {}, profile, c.mb_s if c else None, common=common)
-    return target, inv
+        def new() -> Any:
+            return admin.admin_client(t.bootstrap, t.common)
 
-
-def _target(spec: Any, state_dir: Path | None) -> Any:
-    from advisor import ceiling
-    from brokerconf import admin
-    from brokerconf.apply import BrokerConfigs
-    from sweeps.trial import Target
-
-    rf = spec.base_workload().replicationFactor or 3
-    if spec.cluster.is_testbed:
-        from brokerconf.dist import default_dist
-        from brokerconf.testbed import Testbed
-
-        sd = state_dir or (Path(spec.cluster.state_dir) if spec.cluster.state_dir else paths.state_dir())
-        tb = Testbed(sd, default_dist())
-        if not tb.state_file.exists():
-            raise EnvironmentProblem(f"no testbed in {sd}: run `kafkatune testbed up` first (or set cluster.bootstrap)")
-        st = tb.state()
-        if not all(n["alive"] for n in tb.status()["nodes"]):
-            raise EnvironmentProblem(f"testbed in {sd} is not fully running: `kafkatune testbed up`")
-        profile = json.loads(tb.profile_file.read_text()) if tb.profile_file.exists() else None
-        c = ceiling.from_profile(profile, rf=rf)
-        configs = BrokerConfigs.connect(st.bootstrap_servers, testbed=tb, progress=_say)
-        return Target(
-            st.bootstrap_servers,
-            configs,
-            tb.client_netns(st),
-            {n.id: n.metrics_url for n in st.nodes},
-            profile,
-            c.mb_s if c else None,
-            testbed=tb,
-        )
-    try:
-        ids = admin.reach(spec.cluster.bootstrap, spec.cluster.admin)
-    except admin.Unreachable as e:
-        hint = admin.unreachable_hint(
-            e, login="cluster.admin's sasl.username and sasl.password", tls="cluster.admin's ssl.ca.location"
-        )
-        raise EnvironmentProblem(f"cluster.bootstrap: {hint}") from None
-    a = admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
-    configs = BrokerConfigs(
-        a, ids, progress=_say, reconnect=lambda: admin.admin_client(spec.cluster.bootstrap, spec.cluster.admin)
-    )
-    return Target(spec.cluster.bootstrap, configs, [None], {}, None, None, common=dict(spec.cluster.admin))
+        configs = BrokerConfigs(new(), list(t.broker_ids), progress=_say, reconnect=new)
+    ceil = ceiling.from_profile(t.profile, rf=spec.base_workload().replicationFactor or 3)
+    return Target(
+        t.bootstrap,
+        configs,
+        list(t.placements),
+        dict(t.metrics_urls),
+        t.profile,
+        ceil.mb_s if ceil else None,
+        common=dict(t.common),
+    ), t.inventory
 
 
 def _cluster_tag(target: Any) -> str:
@@ -237,11 +202,7 @@ def register(cli: click.Group) -> None:
         # the background (`cmd &` without job control) leaves SIGINT ignored for it.
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        inv = None
-        if spec.cluster.inventory:
-            target, inv = _remote_target(spec, spec_file, accept_new_host_keys)
-        else:
-            target = _target(spec, state_dir)
+        target, inv = _target(spec, spec_file, state_dir, accept_new_host_keys)
         run_dir.mkdir(parents=True, exist_ok=True)
         from records import study as studies
         from records.profile import PROFILE, copy_profile

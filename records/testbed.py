@@ -1,5 +1,6 @@
 """The local testbed's state, `<state>/testbed.json`: its nodes and where they listen, their pids, the
-restart-only configs they run with, its network, and where its load workers run.
+restart-only configs they run with, its network, and where its load workers run. Beside it in the state
+folder: `profile.json` (records.profile), `node<id>/` per node, `security/` (the SASL_SSL listener's files).
 
 Written by the testbed (testbed.cluster) whenever a node starts or its configs change; read by
 `testbed status|kill|restart` and, through cluster.target, by every command that measures the testbed.
@@ -110,3 +111,13 @@ def save_state(path: Path, st: TestbedState) -> None:
 
 def state_path(state_dir: Path) -> Path:
     return state_dir / STATE
+
+
+def node_dir(state_dir: Path, node_id: int) -> Path:
+    """A node's folder: server.properties, log4j2.xml, the exporter's config, data/ (its log dir), server.log."""
+    return state_dir / f"node{node_id}"
+
+
+def node_config(state_dir: Path, node_id: int) -> Path:
+    """The node's server.properties; its path is on the node's command line, which tells its process apart."""
+    return node_dir(state_dir, node_id) / "server.properties"

@@ -145,7 +145,7 @@ class Sweep:
             if self.target.configs.restarts is not None:
                 self.target.configs.restarts.heal(self.view.note)
             else:
-                from brokerconf import admin
+                from cluster import admin
 
                 admin.wait_full_isr(self.target.configs.admin, timeout_s=180, progress=self.view.note)
         except Exception as e:

@@ -38,7 +38,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist
 def healthy(testbed: Testbed) -> TestbedState:
     """The testbed with all nodes up and every partition in sync (a previous test may have killed one)."""
     testbed.up(progress=print)
-    from brokerconf import admin
+    from cluster import admin
 
     admin.wait_full_isr(admin.admin_client(testbed.state().bootstrap_servers), timeout_s=180)
     return testbed.state()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from brokerconf import admin
 from brokerconf.testbed import Testbed, TestbedState
+from cluster import admin
 from drivers import api, result, runner
 from kafkatune.workload import parse_workload
 from tests.helpers import kafkatune, write_workload

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.ceiling import p_max
-from brokerconf.probe import probe_disk
+from cluster.probe import probe_disk
 from core.errors import UserError
 from tests.helpers import kafkatune
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brokerconf.metrics import BrokerSample, parse, rates
+from cluster.metrics import BrokerSample, parse, rates
 
 PAGE = """# HELP x
 kafka_server_BrokerTopicMetrics_Count{name="BytesInPerSec",} 1000.0

@@ -12,8 +12,8 @@ import paramiko
 import pytest
 import yaml
 
-from brokerconf.inventory import load_inventory
-from brokerconf.ssh import HostKeyRefused, RemoteCommandFailed, SshPool, Target
+from cluster.inventory import load_inventory
+from cluster.ssh import HostKeyRefused, RemoteCommandFailed, SshPool, Target
 from tests.helpers import kafkatune
 from tests.sshd import Sshd, fingerprint_of, keygen, start_sshd
 

@@ -266,9 +266,9 @@ def _remote_spec(path: Path, name: str, inventory: Path, measurement: dict[str, 
 
 def _files_equal_backups(inventory: Path) -> dict[int, bool]:
     """Compared on each host over SSH, as the product does (`cmp` with the backup beside the file)."""
-    from brokerconf.inventory import load_inventory
     from brokerconf.remote import RemoteRestarts
-    from brokerconf.ssh import SshPool
+    from cluster.inventory import load_inventory
+    from cluster.ssh import SshPool
 
     inv = load_inventory(inventory)
     pool = SshPool()
@@ -285,7 +285,7 @@ def _restart_order(log: str) -> list[str]:
 def test_a_remote_sweep_rolls_restart_only_keys_over_ssh_and_restores_the_files(
     shaped: Testbed, remote_inventory: Path, tmp_path: Path
 ) -> None:
-    from brokerconf import admin
+    from cluster import admin
 
     before = {n.id: (shaped.node_dir(n.id) / "server.properties").read_bytes() for n in shaped.state().nodes}
     pids = dict(shaped.state().pids)
@@ -326,7 +326,7 @@ def test_sigint_during_a_remote_roll_finishes_the_broker_then_restores_the_files
     import sys
     import time
 
-    from brokerconf import admin
+    from cluster import admin
     from tests.helpers import REPO
 
     before = {n.id: (shaped.node_dir(n.id) / "server.properties").read_bytes() for n in shaped.state().nodes}

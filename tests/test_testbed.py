@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from brokerconf import admin, metrics
 from brokerconf.testbed import Testbed, TestbedState
+from cluster import admin, metrics
 from tests.helpers import kafkatune
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from brokerconf import admin
 from brokerconf.testbed import TestbedState
+from cluster import admin
 from core.errors import UserError
 from kafkatune.workload import load_workload, parse_workload
 from tests.helpers import kafkatune, write_workload

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from brokerconf.inventory import Inventory
-from brokerconf.ssh import SshPool, Target
+from cluster.inventory import Inventory
+from cluster.ssh import SshPool, Target
 from core.errors import EnvironmentProblem
 from records.profile import ClusterProfile, ProfileBroker
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import paramiko
 
-from brokerconf.inventory import Broker, ClientHost, Inventory, Ssh
+from cluster.inventory import Broker, ClientHost, Inventory, Ssh
 from core.errors import EnvironmentProblem, RunFailed
 
 Progress = Callable[[str], None]

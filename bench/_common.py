@@ -26,9 +26,9 @@ def testbed(state_dir: Path, *, base_port: int = 49090, warm_up_s: float = 60, *
     try:
         st = tb.up(progress=log, **up)
         if warm_up_s:
-            from kafkatune.warmup import warm_up
+            from loadgen.warmup import warm_up
 
-            warm_up(st.bootstrap_servers, warm_up_s, say=log, client_netns=tb.client_netns(st))
+            warm_up(st.bootstrap_servers, warm_up_s, say=log, placements=tb.client_netns(st))
         yield tb
     finally:
         tb.down(wipe=True, progress=lambda m: None)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 from _common import log
 
-from drivers import recorder
+from loadgen import recorder
 
 PCTS = (50, 75, 95, 99, 99.9, 99.99)
 

@@ -23,8 +23,8 @@ from _common import log, median, testbed
 
 from brokerconf import dist, netns
 from brokerconf.testbed import Testbed
-from drivers import result, runner
-from kafkatune.workload import parse_workload
+from loadgen import result, runner
+from loadgen.workload import parse_workload
 
 JAVA_DEFAULTS = {"acks": "all", "batch.size": "16384", "linger.ms": "5", "compression.type": "none"}
 
@@ -68,7 +68,7 @@ def baseline(nic: float, seconds: float, warm_up_s: float) -> dict[str, object]:
         raw = runner.run(
             w,
             {"bootstrap.servers": tb.state().bootstrap_servers},
-            client_netns=tb.client_netns(tb.state()),
+            placements=tb.client_netns(tb.state()),
             metrics_urls={nd.id: nd.metrics_url for nd in tb.state().nodes},
             say=log,
         )

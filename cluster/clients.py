@@ -13,7 +13,7 @@ from cluster.inventory import Inventory
 from cluster.ssh import SshPool, Target
 from core.errors import RunFailed
 
-WORKER_AGENT = "drivers.remote_workers"  # the module a client host runs (`python -m …`)
+WORKER_AGENT = "loadgen.agent"  # the module a client host runs (`python -m loadgen.agent`)
 
 
 @dataclass(frozen=True)

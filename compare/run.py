@@ -41,9 +41,10 @@ from cluster import target
 from compare.spec import CompareSpec, System
 from core import paths, procs
 from core.errors import EnvironmentProblem, UserError
-from drivers import api, runner
-from drivers import result as res
-from kafkatune.workload import Workload
+from drivers import api
+from loadgen import result as res
+from loadgen import runner
+from loadgen.workload import Workload
 from records import comparison as comparisons
 from records.run import write_run
 
@@ -119,7 +120,7 @@ def _workload(t: Target, name: str, size: int, **kw: Any) -> Workload:
 
 
 def _harness_run(t: Target, w: Workload, out: Path) -> tuple[runner.RawRun, dict[str, Any]]:
-    raw = runner.run(w, t.common, client_netns=t.client_netns, say=lambda m: None)
+    raw = runner.run(w, t.common, placements=t.client_netns, say=lambda m: None)
     rec = res.build(raw, None, {"client": t.system.driver, "system": t.name})
     write_run(out, rec)
     return raw, rec.result
@@ -501,7 +502,7 @@ def fixed_rate(t: Target, spec: CompareSpec, out: Path, say: Say, tick: Callable
 # ---- IoT patterns ---------------------------------------------------------------------------------------------
 def _second_pcts(raw: runner.RawRun, q: float) -> dict[int, float]:
     """End-to-end latency percentile q (ms) of each second of a run, from the consumers' tick histograms."""
-    from drivers import recorder
+    from loadgen import recorder
 
     by: dict[int, list[bytes | None]] = defaultdict(list)
     for tk in raw.ticks:

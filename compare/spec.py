@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from core.errors import UserError, validation_message
 from core.files import read_yaml
 from drivers.api import available_drivers, load_driver
-from kafkatune.workload import MIN_MESSAGE_BYTES, ConfigValue
+from loadgen.workload import MIN_MESSAGE_BYTES, ConfigValue
 
 Name = Annotated[str, Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$")]
 

@@ -19,7 +19,7 @@ from cyclonedds.idl import IdlStruct
 from cyclonedds.idl._machinery import PlainCdrV2SequenceOfPrimitiveMachine
 from cyclonedds.idl.types import sequence, uint8
 
-from drivers import api
+from drivers import api, handoff
 
 KEYS = {"reliability": ("RELIABLE", "BEST_EFFORT"), "history": ("KEEP_ALL", "KEEP_LAST"), "depth": None}
 MATCH_WAIT_S = 10.0
@@ -105,7 +105,7 @@ class DdsProducer(api.Producer):
         self.msg = drv.msg
         self.w = DataWriter(drv.participant, drv.topic(topic), qos=_qos(conf))
         self.reliable = conf.get("reliability", "RELIABLE") == "RELIABLE"
-        self.acks = api.SentOnReturn()
+        self.acks = handoff.SentOnReturn()
         end = time.monotonic() + MATCH_WAIT_S  # discovery: a write before a reader matched reaches no one
         while self.w.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
             time.sleep(0.02)
@@ -135,7 +135,7 @@ class DdsConsumer(api.Consumer):
         from cyclonedds.sub import DataReader
 
         self.on_message = on_message
-        self.pending = api.Inbox()
+        self.pending = handoff.Inbox()
         self.r = DataReader(drv.participant, drv.topic(topic), qos=_qos(conf))
         # a waitset on "any sample": poll wakes when data arrives, not after a fixed sleep
         self.ws = WaitSet(drv.participant)

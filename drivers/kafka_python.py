@@ -19,7 +19,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
 
 from core.errors import EnvironmentProblem, UserError
-from drivers import api
+from drivers import api, handoff
 
 INT_KEYS = {
     "batch_size", "linger_ms", "buffer_memory", "max_in_flight_requests_per_connection", "fetch_max_bytes",
@@ -128,7 +128,7 @@ class KpConsumer(api.Consumer):
         self, bootstrap: str, topic: str, group: str, on_message: api.MessageCallback, conf: dict[str, Any]
     ) -> None:
         self.on_message = on_message
-        self.pending = api.Inbox()
+        self.pending = handoff.Inbox()
         self.c = KafkaConsumer(
             bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
             enable_auto_commit=False, **conf,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import paho.mqtt.client as mqtt
 
 from core.errors import EnvironmentProblem, UserError
-from drivers import api
+from drivers import api, handoff
 
 KEYS = {"qos": ("0", "1", "2"), "max.inflight": None, "max.queued": None, "buffer.memory": None}
 MAX_INFLIGHT = 100
@@ -63,7 +63,7 @@ class MqttProducer(api.Producer):
         self.c = _client(addr, "p", int(conf.get("max.inflight", str(MAX_INFLIGHT))), self.max_queued)
         self.pending: dict[int, tuple[api.DeliveryCallback, bytes]] = {}
         self.early: set[int] = set()
-        self.done: collections.deque[api.Done] = collections.deque()
+        self.done: collections.deque[handoff.Done] = collections.deque()
         self.lock = threading.Lock()
         self.c.on_publish = self._on_publish
         self.c.loop_start()
@@ -103,7 +103,7 @@ class MqttProducer(api.Producer):
             self.done.append((on_done, None, payload))
 
     def poll(self, timeout_s: float = 0.0) -> int:
-        return api.serve_done(self.done, timeout_s)
+        return handoff.serve_done(self.done, timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         end = time.monotonic() + timeout_s
@@ -124,7 +124,7 @@ class MqttConsumer(api.Consumer):
         self, addr: str, topic: str, subscription: str, on_message: api.MessageCallback, conf: Mapping[str, str]
     ) -> None:
         self.on_message = on_message
-        self.inbox = api.Inbox()
+        self.inbox = handoff.Inbox()
         self.subscribed = threading.Event()
         self.c = _client(addr, "c")
         put = self.inbox.put

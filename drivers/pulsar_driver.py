@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import pulsar
 
 from core.errors import EnvironmentProblem, UserError
-from drivers import api
+from drivers import api, handoff
 
 BOOL = ("true", "false")
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {
@@ -82,7 +82,7 @@ class PulsarProducer(api.Producer):
             )
         except pulsar.PulsarException as e:
             raise EnvironmentProblem(f"Pulsar producer on {topic}: {e}") from None
-        self.done: collections.deque[api.Done] = collections.deque()
+        self.done: collections.deque[handoff.Done] = collections.deque()
         self.lock = threading.Lock()
         self.inflight = 0
 
@@ -108,7 +108,7 @@ class PulsarProducer(api.Producer):
             self.done.append((on_done, str(e), payload))
 
     def poll(self, timeout_s: float = 0.0) -> int:
-        return api.serve_done(self.done, timeout_s)
+        return handoff.serve_done(self.done, timeout_s)
 
     def flush(self, timeout_s: float) -> int:
         end = time.monotonic() + timeout_s
@@ -136,7 +136,7 @@ class PulsarConsumer(api.Consumer):
     ) -> None:
         self.on_message = on_message
         self.errors = 0
-        self.inbox = api.Inbox()
+        self.inbox = handoff.Inbox()
         self.pending_acks: collections.deque[Any] = collections.deque()
         put, acks = self.inbox.put, self.pending_acks.append
 

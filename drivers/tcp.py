@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from core import paths
 from core.errors import EnvironmentProblem, UserError
-from drivers import api
+from drivers import api, handoff
 
 FRAME = struct.Struct("<I")
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}
@@ -57,7 +57,7 @@ def _complete(c: _Conn) -> bool:
 class TcpProducer(api.Producer):
     def __init__(self, topic_dir: Path, conf: Mapping[str, str]) -> None:
         self.limit = int(conf.get("buffer.bytes", "65536"))
-        self.acks = api.SentOnReturn()
+        self.acks = handoff.SentOnReturn()
         self.groups: list[list[socket.socket]] = []
         end = time.monotonic() + CONNECT_WAIT_S
         while True:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import zenoh
 
 from core.errors import EnvironmentProblem, UserError
-from drivers import api
+from drivers import api, handoff
 
 PRODUCER_KEYS = {"congestion_control": ("BLOCK", "DROP"), "reliability": ("reliable", "best_effort")}
 SUBSCRIBE_SETTLE_S = 1.0  # subscriptions propagate to the router asynchronously and are not acknowledged
@@ -52,7 +52,7 @@ class ZenohProducer(api.Producer):
         )
         self.s = session
         self.pub = session.declare_publisher(topic, congestion_control=cc, reliability=rel)
-        self.acks = api.SentOnReturn()
+        self.acks = handoff.SentOnReturn()
         # A put before the publisher knows of a subscriber goes nowhere (in peer mode the route to a
         # new peer is learnt through the router's gossip). Wait for a match, up to MATCH_WAIT_S: a
         # producer with no subscriber at all then sends into the void, as Zenoh does.
@@ -80,7 +80,7 @@ class ZenohConsumer(api.Consumer):
     def __init__(self, session: Any, topic: str, on_message: api.MessageCallback) -> None:
         self.s = session
         self.on_message = on_message
-        self.inbox = api.Inbox()
+        self.inbox = handoff.Inbox()
         put = self.inbox.put
         self.sub = session.declare_subscriber(topic, lambda sample: put(sample.payload.to_bytes()))
         self.t0 = time.monotonic()

@@ -12,7 +12,7 @@ import click
 from core import paths
 from core.errors import RunFailed
 from kafkatune.hosts_cmd import inventory_options
-from kafkatune.workload import load_workload
+from loadgen.workload import load_workload
 from records import run as runs
 
 
@@ -113,9 +113,9 @@ def _bench(
     keep_topics: bool,
     as_json: bool,
 ) -> None:
-    from drivers import result as res
-    from drivers import runner
     from kafkatune.live import LiveView
+    from loadgen import result as res
+    from loadgen import runner
 
     say = lambda m: click.echo(m, err=True)  # noqa: E731
     say(
@@ -129,7 +129,7 @@ def _bench(
         raw = runner.run(
             w,
             {**common, "bootstrap.servers": boot},
-            client_netns=placements,
+            placements=placements,
             metrics_urls=metric_urls,
             on_tick=view,
             say=say,

@@ -154,9 +154,9 @@ def testbed_up(
     st = tb.up(network=network, nic_mb_s=nic_mbps, subnet=subnet, security=security, progress=say)
     say(f"testbed up in {time.monotonic() - t0:.1f} s: bootstrap {st.bootstrap_servers} ({st.network})")
     if warm_up_s:
-        from kafkatune.warmup import warm_up
+        from loadgen.warmup import warm_up
 
-        warm_up(st.bootstrap_servers, warm_up_s, say=say, client_netns=tb.client_netns(st))
+        warm_up(st.bootstrap_servers, warm_up_s, say=say, placements=tb.client_netns(st))
     click.echo(st.bootstrap_servers)
 
 

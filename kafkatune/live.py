@@ -7,8 +7,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from drivers import recorder
-from drivers.runner import RawRun, Tick, phase_of
+from loadgen import recorder
+from loadgen.runner import RawRun, Tick, phase_of
 
 
 class LiveView:

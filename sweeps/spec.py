@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from brokerconf import catalogue
 from core.errors import UserError
 from core.files import read_yaml
-from kafkatune.workload import Workload, parse_workload
+from loadgen.workload import Workload, parse_workload
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {

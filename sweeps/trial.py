@@ -17,10 +17,11 @@ from typing import Any
 
 from brokerconf import catalogue
 from brokerconf.apply import BrokerConfigs
-from drivers import result as res
-from drivers import runner
-from drivers.runner import RawRun, Tick, phase_of
-from kafkatune.workload import Workload, parse_workload
+from cluster.target import Placement
+from loadgen import result as res
+from loadgen import runner
+from loadgen.runner import RawRun, Tick, phase_of
+from loadgen.workload import Workload, parse_workload
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
@@ -35,7 +36,7 @@ class Target:
 
     bootstrap: str
     configs: BrokerConfigs
-    client_netns: list[Any]  # drivers.runner.Placement: here, a network namespace, or a client host over SSH
+    placements: list[Placement]  # where load workers run (cluster.target)
     metrics_urls: dict[int, str]
     profile: dict[str, Any] | None
     ceiling_mb_s: float | None
@@ -159,13 +160,13 @@ def run_trial(
         record["restarts"] = applied.restarts
         record["apply_s"] = time.monotonic() - t_apply
         if applied.restarts and spec.measurement.restart_warmup_s:
-            from kafkatune.warmup import warm_up
+            from loadgen.warmup import warm_up
 
             phase = "warm-up after restart"
             warm_up(
                 target.bootstrap,
                 spec.measurement.restart_warmup_s,
-                client_netns=target.client_netns,
+                placements=target.placements,
                 say=say,
                 common=target.common,
             )
@@ -174,7 +175,7 @@ def run_trial(
         raw = runner.run(
             w,
             {"bootstrap.servers": target.bootstrap, **target.common},
-            client_netns=target.client_netns,
+            placements=target.placements,
             metrics_urls=target.metrics_urls,
             on_tick=on_tick,
             say=lambda m: None,

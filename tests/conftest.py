@@ -27,7 +27,7 @@ def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist
     tb.down(wipe=True, progress=lambda m: None)
     tb.state_dir.mkdir(parents=True, exist_ok=True)
     tb.up(progress=print, security="sasl_ssl")  # a SASL_SSL client listener beside PLAINTEXT (test_security)
-    from kafkatune.warmup import warm_up
+    from loadgen.warmup import warm_up
 
     warm_up(tb.state().bootstrap_servers, float(os.environ.get("KAFKATUNE_TEST_WARMUP_S", "40")))
     yield tb

@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 
 from brokerconf.testbed import Testbed, TestbedState
 from cluster import admin
-from drivers import api, result, runner
-from kafkatune.workload import parse_workload
+from drivers import api
+from loadgen import result, runner
+from loadgen.workload import parse_workload
 from tests.helpers import kafkatune, write_workload
 
 

@@ -71,9 +71,9 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
     import time
 
     from brokerconf.servers import Servers
-    from drivers import result as res
-    from drivers import runner
-    from kafkatune.workload import Workload
+    from loadgen import result as res
+    from loadgen import runner
+    from loadgen.workload import Workload
     from tests.conftest import free_port
 
     sv = Servers(tmp_path / "servers")

@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from drivers import payload
+from loadgen import payload
 
 
 @pytest.mark.parametrize("size", [80, 1004, 65536])

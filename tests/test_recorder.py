@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from drivers import recorder
+from loadgen import recorder
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

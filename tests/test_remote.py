@@ -228,7 +228,7 @@ def _ssh(sshd: Sshd, kh: Path) -> dict[str, Any]:
 
 def test_worker_messages_cross_the_ssh_channel_unchanged() -> None:
     """The remote workers' codec: JSON lines, no pickle; bytes and integer-keyed maps come back as they were."""
-    from drivers.remote_workers import decode, encode
+    from loadgen.wire import decode, encode
 
     done = (
         "done",

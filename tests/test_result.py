@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from drivers import recorder
-from drivers.result import build
-from drivers.runner import RawRun, Tick, measured_seconds, phase_of
-from kafkatune.workload import parse_workload
+from loadgen import recorder
+from loadgen.result import build
+from loadgen.runner import RawRun, Tick, measured_seconds, phase_of
+from loadgen.workload import parse_workload
 
 
 def _raw(subs: int = 1) -> RawRun:

@@ -9,7 +9,7 @@ import pytest
 from brokerconf.testbed import TestbedState
 from cluster import admin
 from core.errors import UserError
-from kafkatune.workload import load_workload, parse_workload
+from loadgen.workload import load_workload, parse_workload
 from tests.helpers import kafkatune, write_workload
 
 

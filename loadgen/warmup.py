@@ -10,22 +10,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kafkatune.workload import parse_workload
+from cluster.target import Placement
+from loadgen import result, runner
+from loadgen.workload import parse_workload
 
 
 def warm_up(
     bootstrap: str,
     seconds: float,
     *,
-    client_netns: Sequence[Any] = (None,),
+    placements: Sequence[Placement] = (None,),
     say: Callable[[str], None] = print,
     common: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run acks=all load through every broker (6 partitions) for `seconds`; return the run summary.
 
-    `common`: client security settings (an inventory's), `client_netns`: where the workers run."""
-    from drivers import result, runner
-
+    `common`: client security settings (an inventory's), `placements`: where the workers run."""
     w = parse_workload(
         {
             "name": "warmup",
@@ -38,9 +38,7 @@ def warm_up(
         }
     )
     say(f"warming up the brokers' JIT for {seconds:g} s with acks=all load")
-    raw = runner.run(
-        w, {**(common or {}), "bootstrap.servers": bootstrap}, client_netns=client_netns, say=lambda m: None
-    )
+    raw = runner.run(w, {**(common or {}), "bootstrap.servers": bootstrap}, placements=placements, say=lambda m: None)
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
     say(f"warm-up done: {summary['publish_mb_s']:.1f} MB/s, publish p99 {summary['publish_latency_ms']['p99']:.0f} ms")
     return summary

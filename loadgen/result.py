@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from cluster import metrics
-from drivers import payload, recorder
-from drivers.runner import RawRun, measured_seconds, phase_of
+from loadgen import payload, recorder
+from loadgen.runner import RawRun, measured_seconds, phase_of
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 
@@ -207,7 +207,7 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
             "publish_errors": sum(p["errors"] for p in raw.producers.values()),
             # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
             "unacknowledged_at_end": sum(p["outstanding"] for p in raw.producers.values()),
-            # max rate: queued in the client, never sent, when the run ended (see drivers.worker)
+            # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
             "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in raw.producers.values()),
             "consume_errors": sum(c["errors"] for c in raw.consumers.values()),
             "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],

@@ -15,7 +15,7 @@ from core.errors import UserError, validation_message
 from core.files import read_yaml
 
 # The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
-# from 20 B the full header. See drivers.payload.
+# from 20 B the full header. See loadgen.payload.
 MIN_MESSAGE_BYTES = 8
 
 ConfigValue = str | int | float | bool

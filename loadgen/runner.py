@@ -11,7 +11,6 @@ run's topics deleted.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import queue
 import time
 import uuid
@@ -19,12 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 from cluster.metrics import BrokerMetricsSampler, BrokerSample
+from cluster.target import Placement
 from core.errors import RunFailed
 from drivers import api
-from drivers.remote_workers import RemoteClient, RemoteWorkers
-from drivers.worker import TIMING_FIELDS, WorkerTask, run_consumer, run_producer
-from kafkatune.workload import Workload
+from loadgen.placement import Host, Workers, hosts
+from loadgen.worker import Channel, WorkerTask
+from loadgen.workload import Workload
 
 START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick
 
@@ -78,8 +80,6 @@ class RawRun:
 
 
 View = Callable[[RawRun, Tick], None]
-# Where a worker runs: this host (None), a network namespace on it (its name), or a client host over SSH.
-Placement = str | RemoteClient | None
 
 
 def _topic_names(w: Workload) -> list[str]:
@@ -91,108 +91,99 @@ def run(
     w: Workload,
     common: Mapping[str, str],
     *,
-    client_netns: Sequence[Placement] = (None,),
+    placements: Sequence[Placement] = (None,),
     metrics_urls: Mapping[int, str] | None = None,
     on_tick: View | None = None,
     say: Callable[[str], None] = print,
     keep_topics: bool = False,
 ) -> RawRun:
-    import psutil
-
+    """One run of `w` against the system `common` points at; workers placed round robin over `placements`."""
     drv = api.load_driver(w.driver)(common)
-    pc, cc = w.str_map("producerConfig"), w.str_map("consumerConfig")
-    drv.validate(pc, cc)
+    drv.validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
     topics = _topic_names(w)
     specs = [api.TopicSpec(t, w.partitionsPerTopic, w.replicationFactor, w.str_map("topicConfig")) for t in topics]
     drv.create_topics(specs, validate_only=True)
-
-    ctx = mp.get_context("spawn")
-    q: Any = ctx.Queue()
-    timing = ctx.Array("q", len(TIMING_FIELDS), lock=False)
-    go, stop_producers, stop_consumers = ctx.Event(), ctx.Event(), ctx.Event()
-    procs: list[Any] = []
-    sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
-    raw = RawRun(w, topics, {}, time.time_ns())
-    created = False
-    n_prod = w.topics * w.producersPerTopic
-    per_rate = w.producerRate / n_prod if w.producerRate else 0.0
-    t_setup = time.monotonic()
+    r = _Run(w, drv, dict(common), topics, hosts(placements), metrics_urls, say)
     try:
         drv.create_topics(specs)
-        created = True
+        r.created = True
         say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
-        host = 0
+        return r.measure(on_tick)
+    finally:
+        r.clean_up(keep_topics)
 
-        remote: dict[str, tuple[RemoteClient, list[WorkerTask]]] = {}
 
-        def place() -> Placement:
-            """The next host, round robin."""
-            nonlocal host
-            where = client_netns[host % len(client_netns)]
-            host += 1
-            return where
+class _Run:
+    def __init__(
+        self,
+        w: Workload,
+        drv: api.Driver,
+        common: dict[str, str],
+        topics: list[str],
+        places: list[Host],
+        metrics_urls: Mapping[int, str] | None,
+        say: Callable[[str], None],
+    ) -> None:
+        self.w, self.drv, self.common, self.topics, self.hosts, self.say = w, drv, common, topics, places, say
+        self.ch = Channel.new()
+        self.raw = RawRun(w, topics, {}, time.time_ns())
+        self.procs: list[Workers] = []
+        self.sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
+        self.created = False
+        self.t_setup = time.monotonic()
+        self._next = 0
 
-        def netns_of(where: Placement) -> str | None:
-            return None if isinstance(where, RemoteClient) else where
+    def _place(self, task: WorkerTask) -> None:
+        """On the next host, round robin."""
+        host = self.hosts[self._next % len(self.hosts)]
+        self._next += 1
+        host.add(task)
+        self.raw.worker_hosts[(task.role, task.wid)] = host.label
 
-        def spawn(target: Callable[..., None], task: WorkerTask, stop: Any, where: Placement) -> None:
-            raw.worker_hosts[(task.role, task.wid)] = where.label if isinstance(where, RemoteClient) else where
-            if isinstance(where, RemoteClient):
-                remote.setdefault(where.label, (where, []))[1].append(task)
-                return
-            name = f"{task.role}-{task.wid}"
-            procs.append(ctx.Process(target=target, args=(task, q, timing, go, stop), name=name, daemon=True))
-
-        cid = 0
-        for t in topics:
+    def _tasks(self) -> tuple[int, int]:
+        """Every consumer and producer task, placed; returns (producers, consumers)."""
+        w, cid, pid = self.w, 0, 0
+        pc, cc = w.str_map("producerConfig"), w.str_map("consumerConfig")
+        per_rate = w.producerRate / (w.topics * w.producersPerTopic) if w.producerRate else 0.0
+        for t in self.topics:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
-                    where = place()
-                    task = WorkerTask(
-                        "consumer",
-                        cid,
-                        w.driver,
-                        dict(common),
-                        t,
-                        cc,
-                        netns_of(where),
-                        message_size=w.messageSize,
-                        subscription=f"kt-sub-{t}-{s}",
-                    )
-                    spawn(run_consumer, task, stop_consumers, where)
+                    sub = f"kt-sub-{t}-{s}"
+                    self._place(WorkerTask("consumer", cid, w.driver, self.common, t, cc, message_size=w.messageSize,
+                                           subscription=sub))  # fmt: skip
                     cid += 1
-        pid = 0
-        for t in topics:
+        for t in self.topics:
             for _ in range(w.producersPerTopic):
-                where = place()
-                task = WorkerTask(
-                    "producer",
-                    pid,
-                    w.driver,
-                    dict(common),
-                    t,
-                    pc,
-                    netns_of(where),
-                    message_size=w.messageSize,
-                    rate=per_rate,
-                    payload_content=w.payloadContent,
-                    key_mode=w.keyDistributor,
-                    partitions=w.partitionsPerTopic,
-                )
-                spawn(run_producer, task, stop_producers, where)
+                self._place(WorkerTask("producer", pid, w.driver, self.common, t, pc, message_size=w.messageSize,
+                                       rate=per_rate, payload_content=w.payloadContent, key_mode=w.keyDistributor,
+                                       partitions=w.partitionsPerTopic))  # fmt: skip
                 pid += 1
-        for rc, tasks in remote.values():
-            procs.append(RemoteWorkers(rc, tasks, q, timing, go, stop_producers, stop_consumers))
-        for p in procs:
-            p.start()
-        say(f"started {pid} producer and {cid} consumer processes; waiting for consumer assignment")
-        t_wait = time.monotonic()
-        raw.phases_s["create_topics"] = t_wait - t_setup
-        _await_ready(q, pid, cid, procs, timeout_s=90)
-        raw.consumer_assignment_wait_s = time.monotonic() - t_wait
+        return pid, cid
 
-        now = time.time_ns()
-        t0 = now + int(START_DELAY_S * 1e9)
+    def measure(self, on_tick: View | None) -> RawRun:
+        n_prod, n_cons = self._tasks()
+        self.procs = [p for h in self.hosts for p in h.workers(self.ch)]
+        for p in self.procs:
+            p.start()
+        self.say(f"started {n_prod} producer and {n_cons} consumer processes; waiting for consumer assignment")
+        t_wait = time.monotonic()
+        self.raw.phases_s["create_topics"] = t_wait - self.t_setup
+        _await_ready(self.ch.q, n_prod, n_cons, self.procs, timeout_s=90)
+        self.raw.consumer_assignment_wait_s = time.monotonic() - t_wait
+        values = self._timeline()
+        if self.sampler:
+            self.sampler.start()
+        psutil.cpu_percent(None)
+        self.ch.go.set()
+        _collect(self.raw, self.ch.q, self.procs, n_prod, n_cons, self.ch.stop_consumers, on_tick)
+        self.raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - values["produce_end_ns"] / 1e9
+        self.raw.machine_cpu_percent = psutil.cpu_percent(None)
+        return self.raw
+
+    def _timeline(self) -> dict[str, int]:
+        """The run's time line, shared with every worker before `go`: all producers start on the same tick."""
+        w = self.w
+        t0 = time.time_ns() + int(START_DELAY_S * 1e9)
         ms = t0 + int(w.warmup_seconds * 1e9)
         me = ms + int(w.test_seconds * 1e9)
         values = {
@@ -202,41 +193,35 @@ def run(
             "produce_end_ns": me,
             "drain_timeout_s": int(w.drainTimeoutSeconds),
         }
-        for i, k in enumerate(TIMING_FIELDS):
-            timing[i] = values[k]
-        raw.timing = values
-        if sampler:
-            sampler.start()
-        psutil.cpu_percent(None)
-        go.set()
-        _collect(raw, q, procs, pid, cid, stop_consumers, on_tick)
-        raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - values["produce_end_ns"] / 1e9
-        raw.machine_cpu_percent = psutil.cpu_percent(None)
-        return raw
-    finally:
-        # Remote workers' messages are put on `q` by this process's threads; what nobody reads after an
-        # interruption must not keep this process from exiting (the queue's feeder thread would block on
-        # a full pipe at exit).
-        q.cancel_join_thread()
+        self.ch.set_timing(values)
+        self.raw.timing = values
+        return values
+
+    def clean_up(self, keep_topics: bool) -> None:
+        """Every worker stopped and the run's topics deleted, on every exit path (Ctrl-C included)."""
+        # Remote workers' messages are put on the queue by this process's threads; what nobody reads after an
+        # interruption must not keep this process from exiting (the queue's feeder thread would block on a
+        # full pipe at exit).
+        self.ch.q.cancel_join_thread()
         t_clean = time.monotonic()
-        stop_producers.set()
-        stop_consumers.set()
-        go.set()
+        self.ch.stop_producers.set()
+        self.ch.stop_consumers.set()
+        self.ch.go.set()
         deadline = time.monotonic() + 15
-        for p in procs:
+        for p in self.procs:
             if p.pid is None:  # never started (start() of an earlier one failed)
                 continue
             p.join(timeout=max(0.1, deadline - time.monotonic()))
             if p.is_alive():
                 p.terminate()
-        raw.phases_s["stop_workers"] = time.monotonic() - t_clean
-        if sampler:
-            raw.broker_samples = sampler.stop()
+        self.raw.phases_s["stop_workers"] = time.monotonic() - t_clean
+        if self.sampler:
+            self.raw.broker_samples = self.sampler.stop()
         t_del = time.monotonic()
-        if created and not keep_topics:
-            drv.delete_topics(topics)
-        drv.close()
-        raw.phases_s["delete_topics"] = time.monotonic() - t_del
+        if self.created and not keep_topics:
+            self.drv.delete_topics(self.topics)
+        self.drv.close()
+        self.raw.phases_s["delete_topics"] = time.monotonic() - t_del
 
 
 def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: float) -> None:

@@ -1,6 +1,6 @@
 """Load worker processes: one producer or one consumer each, timed by the framework.
 
-The parent (`drivers.runner`) starts workers with the `spawn` method and talks to them through one
+The parent (`loadgen.runner`) starts workers with the `spawn` method and talks to them through one
 queue. Every message the workers put on it is a plain tuple:
 
     ("ready", role, wid)
@@ -18,17 +18,20 @@ can replace it.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from drivers import api, payload
-from drivers.recorder import LatencyBuffer, new_histogram, record_ns
+from brokerconf import netns
+from drivers import api
+from loadgen import payload
+from loadgen.recorder import LatencyBuffer, new_histogram, record_ns
 
 Clock = Callable[[], int]
 
@@ -49,7 +52,7 @@ class WorkerTask:
     overrides: dict[str, str]
     netns: str | None = None
     message_size: int = 1024  # every payload of a run has this size
-    payload_content: str = "random"  # see drivers.payload.bodies
+    payload_content: str = "random"  # see loadgen.payload.bodies
     # producer
     rate: float = 0.0  # msg/s for this producer, 0 = max
     key_mode: str = "NO_KEY"
@@ -65,6 +68,34 @@ TIMING_FIELDS = ("t0_ns", "measure_start_ns", "measure_end_ns", "produce_end_ns"
 
 def read_timing(shared: Any) -> dict[str, int]:
     return dict(zip(TIMING_FIELDS, list(shared), strict=True))
+
+
+@dataclass(frozen=True)
+class Channel:
+    """What a coordinator shares with its workers: the queue they report on, the run's time line (filled
+    before `go`), and the go / stop events. Workers are spawned, never forked (a forked librdkafka or JVM
+    client would inherit the parent's threads in an undefined state)."""
+
+    ctx: Any
+    q: Any
+    timing: Any
+    go: Any
+    stop_producers: Any
+    stop_consumers: Any
+
+    @classmethod
+    def new(cls) -> Channel:
+        ctx = mp.get_context("spawn")
+        timing = ctx.Array("q", len(TIMING_FIELDS), lock=False)
+        return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event())
+
+    def set_timing(self, values: Mapping[str, int]) -> None:
+        for i, k in enumerate(TIMING_FIELDS):
+            self.timing[i] = int(values[k])
+
+    def stop(self, role: str) -> Any:
+        """The event that ends a worker of `role`."""
+        return self.stop_producers if role == "producer" else self.stop_consumers
 
 
 def _exit_with_parent() -> None:
@@ -84,9 +115,7 @@ def _exit_with_parent() -> None:
 def _enter(task: WorkerTask) -> api.Driver:
     _exit_with_parent()
     if task.netns:
-        from brokerconf.netns import enter
-
-        enter(task.netns)
+        netns.enter(task.netns)
     return api.load_driver(task.driver)(task.common)
 
 

@@ -1,0 +1,191 @@
+"""Where load workers run, behind one interface (OMB's Worker / DistributedWorkersEnsemble idea).
+
+A `Host` takes tasks and gives the coordinator process-like `Workers` to start and watch:
+
+- `LocalHost`: this machine, or one of its network namespaces (a client host of the shaped testbed): one
+  spawned process per task;
+- `RemoteHost`: a client host reached over SSH: one channel to `python -m loadgen.agent` there, which runs
+  that host's tasks and relays their reports (loadgen.agent, loadgen.wire).
+
+Either way every worker reports on the coordinator's one queue, so a run is merged the same way wherever
+its workers ran.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+import shlex
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from cluster.clients import WORKER_AGENT, RemoteClient
+from cluster.target import Placement
+from loadgen.wire import decode, encode
+from loadgen.worker import Channel, WorkerTask, read_timing, run_consumer, run_producer
+
+
+class Workers(Protocol):
+    """What the coordinator starts and watches: a multiprocessing.Process, or all workers of a remote host."""
+
+    name: str
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def exitcode(self) -> int | None: ...
+
+    def start(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
+
+    def terminate(self) -> None: ...
+
+
+class Host(abc.ABC):
+    label: str | None  # how the run record names where the workers ran (None: this host)
+
+    def __init__(self) -> None:
+        self.tasks: list[WorkerTask] = []
+
+    def add(self, task: WorkerTask) -> None:
+        self.tasks.append(task)
+
+    @abc.abstractmethod
+    def workers(self, ch: Channel) -> list[Workers]: ...
+
+
+class LocalHost(Host):
+    def __init__(self, netns: str | None) -> None:
+        super().__init__()
+        self.label = self.netns = netns
+
+    def add(self, task: WorkerTask) -> None:
+        self.tasks.append(dataclasses.replace(task, netns=self.netns))
+
+    def workers(self, ch: Channel) -> list[Workers]:
+        return [
+            ch.ctx.Process(
+                target=run_producer if t.role == "producer" else run_consumer,
+                args=(t, ch.q, ch.timing, ch.go, ch.stop(t.role)),
+                name=f"{t.role}-{t.wid}",
+                daemon=True,
+            )
+            for t in self.tasks
+        ]
+
+
+class RemoteHost(Host):
+    def __init__(self, client: RemoteClient) -> None:
+        super().__init__()
+        self.client = client
+        self.label = client.label
+
+    def workers(self, ch: Channel) -> list[Workers]:
+        return [RemoteWorkers(self.client, self.tasks, ch)] if self.tasks else []
+
+
+def hosts(placements: Sequence[Placement]) -> list[Host]:
+    """One Host per placement of a target (cluster.target): None or a namespace here, or a client over SSH."""
+    return [RemoteHost(p) if isinstance(p, RemoteClient) else LocalHost(p) for p in placements]
+
+
+class RemoteWorkers:
+    """The workers placed on one remote host, behaving like one multiprocessing.Process to the runner."""
+
+    def __init__(self, client: RemoteClient, tasks: list[WorkerTask], ch: Channel) -> None:
+        self.client = client
+        self.tasks = tasks
+        self.ch = ch
+        self.name = f"workers on {client.label}"
+        self.pid: int | None = None
+        self.exitcode: int | None = None
+        self.hello: dict[str, Any] = {}
+        self._chan: Any = None
+        self._reader: threading.Thread | None = None
+        self._closed = threading.Event()
+        self._err: list[str] = []
+
+    def start(self) -> None:
+        transport = self.client.pool.client(self.client.target).get_transport()
+        assert transport is not None
+        self._chan = transport.open_session()
+        self._chan.exec_command(f"{shlex.quote(self.client.python)} -u -m {WORKER_AGENT}")
+        self.pid = 0  # started (the runner only checks that it is not None)
+        # in the agent the workers run on the host itself, in no network namespace
+        self._send({"tasks": [{**dataclasses.asdict(t), "netns": None} for t in self.tasks]})
+        label = self.client.label
+        self._reader = threading.Thread(target=self._read, name=f"read {label}", daemon=True)
+        self._reader.start()
+        threading.Thread(target=self._forward, name=f"control {label}", daemon=True).start()
+        threading.Thread(target=self._stderr, name=f"stderr {label}", daemon=True).start()
+
+    def _send(self, obj: Any) -> None:
+        with contextlib.suppress(OSError, EOFError):
+            self._chan.sendall((encode(obj) + "\n").encode())
+
+    def _forward(self) -> None:
+        """The runner's events, each as one command to the agent once it is set (in any order: consumers
+        are stopped while producers end on their own time line)."""
+        steps: list[tuple[Any, Callable[[], dict[str, Any]]]] = [
+            (self.ch.go, lambda: {"cmd": "go", "timing": read_timing(self.ch.timing)}),
+            (self.ch.stop_producers, lambda: {"cmd": "stop_producers"}),
+            (self.ch.stop_consumers, lambda: {"cmd": "stop_consumers"}),
+        ]
+        while steps and not self._closed.is_set():
+            for step in [s for s in steps if s[0].is_set()]:
+                self._send(step[1]())
+                steps.remove(step)
+            self._closed.wait(0.02)
+
+    def _stderr(self) -> None:
+        for line in self._chan.makefile_stderr("r"):
+            self._err.append(line.decode(errors="replace") if isinstance(line, bytes) else line)
+            del self._err[:-40]
+
+    def _read(self) -> None:
+        codes: list[int] | None = None
+        try:
+            for line in self._chan.makefile("r"):
+                text = line.decode() if isinstance(line, bytes) else line
+                if not text.strip():
+                    continue
+                kind, body = decode(text)
+                if kind == "q":
+                    self.ch.q.put(tuple(body))
+                elif kind == "hello":
+                    self.hello = body
+                elif kind == "exit":
+                    codes = list(body)
+        except (OSError, EOFError, ValueError) as e:
+            self._err.append(f"reading from {self.client.label}: {e}\n")
+        finally:
+            self._finished(codes)
+
+    def _finished(self, codes: list[int] | None) -> None:
+        rc = self._chan.recv_exit_status() if codes is not None else None
+        if codes is not None and rc == 0:
+            bad = [c for c in codes if c != 0]
+            self.exitcode = bad[0] if bad else 0
+        else:
+            self.exitcode = 255 if rc in (None, 0) else rc
+            tail = "".join(self._err).strip()[-1500:]
+            why = f"the remote worker agent ended without its final report: {tail or 'no output'}"
+            self.ch.q.put(("error", "workers on", self.client.label, why))
+        self._closed.set()
+
+    def is_alive(self) -> bool:
+        return self.pid is not None and self.exitcode is None
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout)
+
+    def terminate(self) -> None:
+        with contextlib.suppress(Exception):
+            self._chan.close()  # the agent reads end of input and stops its workers

@@ -11,8 +11,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from brokerconf import dist
-from brokerconf.testbed import Testbed
+from testbed import dist
+from testbed.lifecycle import Testbed
 
 
 def log(msg: str) -> None:

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from _common import log, median, testbed
 
-from brokerconf import dist
 from drivers import api
 from loadgen import result, runner
 from loadgen.workload import parse_workload
+from testbed import dist
 
 CONFIGS = {"acks": "all", "linger.ms": "5", "batch.size": str(128 * 1024), "compression.type": "none"}
 PARTITIONS = 6

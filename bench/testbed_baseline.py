@@ -21,10 +21,10 @@ from pathlib import Path
 
 from _common import log, median, testbed
 
-from brokerconf import dist, netns
-from brokerconf.testbed import Testbed
 from loadgen import result, runner
 from loadgen.workload import parse_workload
+from testbed import dist, netns
+from testbed.lifecycle import Testbed
 
 JAVA_DEFAULTS = {"acks": "all", "batch.size": "16384", "linger.ms": "5", "compression.type": "none"}
 

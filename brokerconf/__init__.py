@@ -1,4 +1,7 @@
-"""Broker side of kafkatune: the Kafka distribution, the local testbed cluster, broker metrics.
+"""Broker configuration: what can be set, setting it, and putting it back.
 
-Later: the config catalogue, applying and reverting configs, remote hosts over SSH.
+catalogue (every sweepable key: scope, range, Kafka's default, how it is applied; cross-key rules),
+properties (server.properties text), apply (dynamic configs per broker id, read back; restart-only ones
+through a `Restarts`: the testbed's rolling restart or, over SSH, remote), guard (the pre-sweep snapshot
+restored on every exit path).
 """

@@ -4,7 +4,7 @@ Dynamic keys are set per broker id with IncrementalAlterConfigs (confluent-kafka
 cluster-wide default resource `BROKER ""`). A broker applies a change asynchronously, so every step
 waits until DescribeConfigs shows it before the next one: thread pools may only move within
 [old/2, old×2] of the value the broker currently runs with. Restart-only keys need a `Restarts`: the
-testbed's (it rewrites each node's server.properties) or a remote cluster's (brokerconf.remote: edits
+testbed's (it rewrites each node's server.properties) or a remote cluster's (brokerconf.restarts: edits
 server.properties over SSH); either restarts the brokers one at a time, each back in full ISR first.
 
 A snapshot records, per broker, each catalogue key's value and whether it was a per-broker dynamic
@@ -18,19 +18,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from brokerconf import catalogue
+from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
+from brokerconf.restarts import LocalRestarts, Progress, Restarts
 from cluster import admin as kadmin
 from core.errors import RunFailed
 from records.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA_VERSION
-
-Progress = Callable[[str], None]
-DYNAMIC_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "dynamic")
-RESTART_KEYS = tuple(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")
 
 
 def _retriable(e: KafkaException) -> bool:
@@ -49,45 +47,6 @@ class Applied:
     read_back: dict[str, dict[str, str | None]] = field(default_factory=dict)  # broker id -> key -> value
     restarts: int = 0
     steps: int = 0
-
-
-class Restarts(Protocol):
-    """Who can change restart-only broker configs: a snapshot of them, and a rolling apply."""
-
-    def snapshot(self) -> Any:
-        """The restart-only configs the brokers run with now (JSON-able)."""
-
-    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
-        """Run `snap` overlaid with `restart`; rolling restart where that changes a broker. Returns restarts."""
-
-    def restore(self, snap: Any, progress: Progress) -> list[str]:
-        """Back to `snap`; what changed, in words."""
-
-    def heal(self, progress: Progress) -> object:
-        """Every broker serving and every ISR full again (after a trial that broke something)."""
-
-
-class LocalRestarts:
-    """The local testbed: one set of overrides for every node (brokerconf.testbed)."""
-
-    def __init__(self, testbed: Any) -> None:
-        self.testbed = testbed
-
-    def snapshot(self) -> dict[str, str]:
-        return dict(self.testbed.state().overrides)
-
-    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
-        return int(self.testbed.set_overrides({**(snap or {}), **restart}, progress=progress))
-
-    def restore(self, snap: Any, progress: Progress) -> list[str]:
-        want = dict(snap or {})
-        if self.testbed.state().overrides == want:
-            return []
-        self.testbed.set_overrides(want, progress=progress)
-        return [f"restart-only configs back to {want or 'Kafka defaults'} (rolling restart)"]
-
-    def heal(self, progress: Progress) -> object:
-        return self.testbed.heal(progress=progress)
 
 
 class BrokerConfigs:

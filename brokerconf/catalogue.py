@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Scope = Literal["producer", "consumer", "workload", "topic", "broker"]
 Apply = Literal["client", "workload", "topic", "dynamic", "restart"]
@@ -187,6 +187,8 @@ _PARAMS = [
 ]
 
 CATALOGUE: dict[str, Param] = {p.name: p for p in _PARAMS}
+DYNAMIC_KEYS = tuple(p.name for p in _PARAMS if p.apply == "dynamic")
+RESTART_KEYS = tuple(p.name for p in _PARAMS if p.apply == "restart")
 
 
 def get(name: str) -> Param:
@@ -199,6 +201,20 @@ def get(name: str) -> Param:
 def defaults() -> dict[str, int | str]:
     """Kafka's default of every key that has one."""
     return {p.name: p.default for p in _PARAMS if p.default is not None}
+
+
+def short(cfg: Mapping[str, Any]) -> str:
+    """The keys of `cfg` that differ from Kafka's defaults, compactly (sizes in K and M)."""
+    parts = []
+    for k, v in cfg.items():
+        p = get(k)
+        if p.default is not None and str(p.default) == str(v):
+            continue
+        val = str(v)
+        if p.unit == "bytes" and isinstance(v, int) and v >= 1024:
+            val = f"{v / 1024:.0f}K" if v < 1024 * 1024 else f"{v / 1048576:.1f}M"
+        parts.append(f"{k}={val}")
+    return " ".join(parts) or "(defaults)"
 
 
 # ---- cross-key rules -------------------------------------------------------------------------------

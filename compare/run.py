@@ -72,7 +72,7 @@ def targets(
 ) -> Iterator[list[Target]]:
     """Resolve the address of every system (of those in `only`, when given); servers that were not running
     are started, and stopped after. A system left out needs neither its server nor the testbed."""
-    from brokerconf.servers import Servers
+    from testbed.servers import Servers
 
     sv = Servers(paths.home() / "servers")
     started: list[str] = []

@@ -249,7 +249,8 @@ def register(cli: click.Group) -> None:
 
 def _advise_live(bootstrap: str, metrics_urls: list[str], state_dir: Path | None, seconds: float) -> list[Any]:
     from advisor import recommend
-    from brokerconf.apply import DYNAMIC_KEYS, RESTART_KEYS, BrokerConfigs
+    from brokerconf.apply import BrokerConfigs
+    from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
 
     try:
         bc = BrokerConfigs.connect(bootstrap, progress=_say)

@@ -33,7 +33,8 @@ def _target(
 
 def _broker_config(bootstrap: str, say: Any, common: dict[str, str]) -> dict[str, dict[str, str | None]] | None:
     """The catalogue's broker keys as each broker runs them, so the record says what the run ran against."""
-    from brokerconf.apply import DYNAMIC_KEYS, RESTART_KEYS, BrokerConfigs
+    from brokerconf.apply import BrokerConfigs
+    from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
 
     try:
         conf = {k: v for k, v in common.items() if k != "bootstrap.servers"}

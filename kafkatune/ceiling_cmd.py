@@ -122,8 +122,8 @@ def register(cli: click.Group) -> None:
                     f"(p50 {d.fsync_ms_p50:g} ms) in {d.seconds:g} s"
                 )
             return
-        from brokerconf.dist import default_dist
-        from brokerconf.testbed import Testbed
+        from testbed.dist import default_dist
+        from testbed.lifecycle import Testbed
 
         tb = Testbed(state_dir or paths.state_dir(), default_dist())
         if not tb.state_file.exists():

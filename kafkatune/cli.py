@@ -49,8 +49,8 @@ def state_option(f: F) -> F:
 
 
 def _testbed(state_dir: Path | None, cache_dir: Path | None, base_port: int) -> Any:
-    from brokerconf.dist import default_dist
-    from brokerconf.testbed import Testbed
+    from testbed.dist import default_dist
+    from testbed.lifecycle import Testbed
 
     return Testbed(state_dir or paths.state_dir(), default_dist(cache_dir), base_port=base_port)
 
@@ -77,7 +77,7 @@ def testbed() -> None:
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None, help="Cache folder for the jars.")
 def testbed_install(cache_dir: Path | None) -> None:
     """Fetch Kafka, the log4j binding and the JMX exporter from Maven Central into the cache (once)."""
-    from brokerconf import dist
+    from testbed import dist
 
     d = dist.default_dist(cache_dir)
     if d.installed():
@@ -139,7 +139,7 @@ def testbed_up(
     warm_up_s: float,
 ) -> None:
     """Start the three nodes (formatting a new cluster if needed) and wait until all serve."""
-    from brokerconf import dist
+    from testbed import dist
 
     if network == "shaped" and nic_mbps is None:
         raise UserError("--network shaped needs --nic-mbps (MB/s per host link)")

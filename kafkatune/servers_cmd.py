@@ -10,7 +10,7 @@ from core import paths
 
 
 def register(cli: click.Group) -> None:
-    from brokerconf.servers import SYSTEMS
+    from testbed.servers import SYSTEMS
 
     @cli.group("servers")
     def servers() -> None:
@@ -30,7 +30,7 @@ def register(cli: click.Group) -> None:
     )
     def up(systems: tuple[str, ...], port: int | None) -> None:
         """Start SYSTEMS (default: all of them) and wait until each accepts connections."""
-        from brokerconf.servers import Servers
+        from testbed.servers import Servers
 
         sv = Servers(paths.home() / "servers")
         todo = systems or SYSTEMS
@@ -46,7 +46,7 @@ def register(cli: click.Group) -> None:
         """Fetch what SYSTEMS need once (pulsar: its jars, with Maven); a no-op when cached.
 
         Mosquitto comes from Debian (`make deps`); the Zenoh router is the Python package."""
-        from brokerconf.servers import install_pulsar
+        from testbed.servers import install_pulsar
 
         for s in systems or SYSTEMS:
             if s not in SYSTEMS:
@@ -58,7 +58,7 @@ def register(cli: click.Group) -> None:
     @click.argument("systems", nargs=-1)
     def down(systems: tuple[str, ...]) -> None:
         """Stop SYSTEMS (default: all of them)."""
-        from brokerconf.servers import Servers
+        from testbed.servers import Servers
 
         sv = Servers(paths.home() / "servers")
         for s in systems or SYSTEMS:
@@ -68,7 +68,7 @@ def register(cli: click.Group) -> None:
     @click.option("--json", "as_json", is_flag=True)
     def status(as_json: bool) -> None:
         """Which servers run, where, and whether they answer."""
-        from brokerconf.servers import Servers
+        from testbed.servers import Servers
 
         rows = Servers(paths.home() / "servers").status()
         if as_json:

@@ -24,12 +24,12 @@ def _target(spec: Any, spec_file: Path, state_dir: Path | None, accept_new_host_
     """The cluster of the spec (cluster.target) and how its broker configs are changed and restored."""
     from advisor import ceiling
     from brokerconf.apply import BrokerConfigs
-    from brokerconf.dist import default_dist
-    from brokerconf.remote import RemoteRestarts
-    from brokerconf.testbed import Testbed
+    from brokerconf.restarts import RemoteRestarts
     from cluster import admin, target
     from cluster.inventory import load_inventory
     from sweeps.trial import Target
+    from testbed.dist import default_dist
+    from testbed.lifecycle import Testbed
 
     c = spec.cluster
     if c.inventory:
@@ -81,8 +81,8 @@ def _cluster_tag(target: Any) -> str:
 
 
 def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
+    from brokerconf.catalogue import short
     from sweeps import space, storage
-    from sweeps.view import short
 
     m = spec.measurement
     w = spec.base_workload()
@@ -194,8 +194,8 @@ def register(cli: click.Group) -> None:
         if dry_run:
             print_plan(spec, run_dir, url)
             return
+        from brokerconf.guard import ConfigGuard
         from sweeps import engine
-        from sweeps.guard import ConfigGuard
         from sweeps.view import SweepView
 
         # Ctrl-C and `kill` both end in the restore; SIGINT explicitly, as a shell that starts a job in
@@ -256,7 +256,7 @@ def _print_trials(records: list[dict[str, Any]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from sweeps.view import short
+    from brokerconf.catalogue import short
 
     t = Table(title="trials")
     for col in ("stage", "#", "state", "MB/s", "±", "% ceil", "p99 pub ms", "p99 e2e ms", "restarts", "params"):
@@ -283,7 +283,7 @@ def _print_trials(records: list[dict[str, Any]]) -> None:
 
 
 def print_summary(s: dict[str, Any], out: Any) -> None:
-    from sweeps.view import short
+    from brokerconf.catalogue import short
 
     lines = [f"study {s['study']} ({s['plan']})"]
     for name, b in s["baselines"].items():

@@ -28,10 +28,10 @@ from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
 
-from brokerconf import netns
 from drivers import api
 from loadgen import payload
 from loadgen.recorder import LatencyBuffer, new_histogram, record_ns
+from testbed import netns
 
 Clock = Callable[[], int]
 

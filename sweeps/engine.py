@@ -4,7 +4,7 @@
                                      ├─ stage 1..n     ask → assemble config → run_trial → tell
                                      │                 (stage i starts from the best of stage i−1)
                                      ├─ confirm        re-measure the top trials of the last stage
-                                     └─ restore        on every exit path (see `sweeps.guard`)
+                                     └─ restore        on every exit path (see `brokerconf.guard`)
 
 Everything is in the Optuna storage and `runs/<study>/`, so running the same command again resumes:
 completed trials are kept, a trial interrupted by Ctrl-C or kill -9 is run again.
@@ -23,6 +23,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from brokerconf import catalogue
 from core.errors import EnvironmentProblem
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
@@ -200,7 +201,7 @@ class Sweep:
 
     def _ask(self, st: Any, stage: Stage) -> Any:
         """Ask for a trial; restart-only keys stay as they are for `trials_per_restart` trials in a row."""
-        restart_keys = [k for k in stage.params if k in space.RESTART_KEYS]
+        restart_keys = [k for k in stage.params if k in catalogue.RESTART_KEYS]
         group = self.spec.measurement.trials_per_restart
         done = sorted(storage.counted(st), key=lambda t: t.number)
         base = make_sampler(self.spec, stage)

@@ -18,7 +18,6 @@ from brokerconf import catalogue
 from sweeps.spec import Choices, IntRange, Spec, Stage
 
 Config = dict[str, int | str]
-RESTART_KEYS = frozenset(p.name for p in catalogue.CATALOGUE.values() if p.apply == "restart")
 
 # Published starting points every sweep is compared against (all with acks=all: synchronous replication).
 BASELINE_CONFIGS: dict[str, Config] = {

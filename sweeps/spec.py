@@ -119,7 +119,7 @@ class Cluster(_Model):
     state_dir: str | None = None
     bootstrap: Annotated[str, Field(min_length=1)] | None = None
     admin: dict[str, str] = Field(default_factory=dict)
-    # a cluster inventory (brokerconf.inventory): bootstrap, security and SSH to the brokers, which
+    # a cluster inventory (cluster.inventory): bootstrap, security and SSH to the brokers, which
     # makes restart-only keys sweepable on a cluster kafkatune did not start; relative to the spec file
     inventory: Annotated[str, Field(min_length=1)] | None = None
 

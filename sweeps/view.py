@@ -13,23 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from brokerconf.catalogue import short
+
 MAX_ROWS = 14
-
-
-def short(cfg: Mapping[str, Any]) -> str:
-    """The keys of `cfg` that differ from Kafka's defaults, compactly."""
-    from brokerconf import catalogue
-
-    parts = []
-    for k, v in cfg.items():
-        p = catalogue.get(k)
-        if p.default is not None and str(p.default) == str(v):
-            continue
-        val = str(v)
-        if p.unit == "bytes" and isinstance(v, int) and v >= 1024:
-            val = f"{v / 1024:.0f}K" if v < 1024 * 1024 else f"{v / 1048576:.1f}M"
-        parts.append(f"{k}={val}")
-    return " ".join(parts) or "(defaults)"
 
 
 class SweepView:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from brokerconf import dist
-from brokerconf.testbed import Testbed, TestbedState
 from core import procs
+from records.testbed import TestbedState
+from testbed import dist
+from testbed.lifecycle import Testbed
 
 TEST_BASE_PORT = int(os.environ.get("KAFKATUNE_TEST_BASE_PORT", "39090"))
 
@@ -104,7 +105,7 @@ free_port = procs.free_port
 @pytest.fixture(scope="session")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, dict[str, str]]]:
     """Mosquitto and a Zenoh router on free ports, started through the same code as `kafkatune servers`."""
-    from brokerconf.servers import Servers
+    from testbed.servers import Servers
 
     sv = Servers(tmp_path_factory.mktemp("servers"))
     addrs = {}
@@ -120,7 +121,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[object, 
 @pytest.fixture(scope="session")
 def pulsar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A Pulsar standalone (jars from Maven, like Kafka's) on a free port; the Pulsar driver's common config."""
-    from brokerconf.servers import Servers
+    from testbed.servers import Servers
 
     sv = Servers(tmp_path_factory.mktemp("pulsar"))
     try:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from brokerconf.testbed import Testbed, TestbedState
 from cluster import admin
 from drivers import api
 from loadgen import result, runner
 from loadgen.workload import parse_workload
+from records.testbed import TestbedState
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from brokerconf.testbed import TestbedState
 from compare.run import trimmed_median
 from compare.spec import Sizes
+from records.testbed import TestbedState
 from tests.helpers import kafkatune
 
 

@@ -9,10 +9,10 @@ from typing import ClassVar
 
 import pytest
 
-from brokerconf.servers import Servers
-from brokerconf.testbed import TestbedState
 from drivers import api
 from drivers.testing import DriverConformance
+from records.testbed import TestbedState
+from testbed.servers import Servers
 from tests.conftest import free_port as _port
 from tests.helpers import kafkatune
 

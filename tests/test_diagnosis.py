@@ -11,9 +11,10 @@ import pytest
 
 from advisor.recommend import recommend
 from brokerconf.apply import BrokerConfigs
-from brokerconf.testbed import Testbed, TestbedState
 from records.analysis import load_table
+from records.testbed import TestbedState
 from spark.analyze import analyze
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 
 

@@ -1,4 +1,4 @@
-"""A step under kafkatune.interrupts.deferred() finishes before Ctrl-C or SIGTERM takes effect."""
+"""A step under core.interrupts.deferred() finishes before Ctrl-C or SIGTERM takes effect."""
 
 from __future__ import annotations
 

@@ -70,10 +70,10 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
     import threading
     import time
 
-    from brokerconf.servers import Servers
     from loadgen import result as res
     from loadgen import runner
     from loadgen.workload import Workload
+    from testbed.servers import Servers
     from tests.conftest import free_port
 
     sv = Servers(tmp_path / "servers")

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from brokerconf.testbed import Testbed, TestbedState
+from records.testbed import TestbedState
 from spark.analyze import analyze
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 from tests.sshd import keygen
 
@@ -71,7 +72,7 @@ def test_a_sasl_ssl_bench_works_and_the_password_is_nowhere(
     healthy: TestbedState, testbed: Testbed, spark: Any, tmp_path: Path, unique: str, mechanism: str
 ) -> None:
     st = testbed.state()
-    security = testbed.client_security(st, mechanism)
+    security = testbed.client_security(mechanism)
     inv = _inventory(tmp_path, testbed, security)
     password = Path(security["password"]["file"]).read_text().strip()
     assert len(password) >= 24

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from brokerconf import dist, netns
-from brokerconf.testbed import Testbed
 from records.analysis import load_table
 from spark.analyze import analyze
+from testbed import dist, netns
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 
 NIC_MB_S = 12.0
@@ -266,7 +266,7 @@ def _remote_spec(path: Path, name: str, inventory: Path, measurement: dict[str, 
 
 def _files_equal_backups(inventory: Path) -> dict[int, bool]:
     """Compared on each host over SSH, as the product does (`cmp` with the backup beside the file)."""
-    from brokerconf.remote import RemoteRestarts
+    from brokerconf.restarts import RemoteRestarts
     from cluster.inventory import load_inventory
     from cluster.ssh import SshPool
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from brokerconf.testbed import Testbed
 from sweeps.spec import parse_spec
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune
 
 VALID: dict[str, Any] = {

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from brokerconf import dist
 from brokerconf.apply import BrokerConfigs
-from brokerconf.testbed import Testbed, TestbedState
+from records.testbed import TestbedState
+from testbed import dist
+from testbed.lifecycle import Testbed
 from tests.helpers import REPO, kafkatune
 
 FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0}

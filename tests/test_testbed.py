@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from brokerconf.testbed import Testbed, TestbedState
 from cluster import admin, metrics
+from records.testbed import TestbedState
+from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from brokerconf.testbed import TestbedState
 from cluster import admin
 from core.errors import UserError
 from loadgen.workload import load_workload, parse_workload
+from records.testbed import TestbedState
 from tests.helpers import kafkatune, write_workload
 
 

@@ -1,4 +1,4 @@
-"""The Apache Kafka distribution, assembled from Maven Central with `brokerconf/kafka/pom.xml`.
+"""The Apache Kafka distribution, assembled from Maven Central with `testbed/kafka/pom.xml`.
 
 `install()` runs `mvn dependency:copy-dependencies` into `<cache>/kafka-<version>/libs` once; a stamp
 file holding the pom's hash makes later calls a no-op, so a cached install works offline.

@@ -1,4 +1,4 @@
-"""A Zenoh router: one Python session in `mode: router` (`python -m drivers.zenoh_router --listen …`).
+"""A Zenoh router: one Python session in `mode: router` (`python -m testbed.zenoh_router --listen …`).
 
 Started by `kafkatune servers up zenoh`; stops cleanly on SIGTERM or SIGINT (the session is closed).
 """

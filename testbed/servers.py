@@ -1,10 +1,10 @@
 """The servers the other messaging systems need, started and stopped by `kafkatune servers`.
 
 - mosquitto: Debian's Mosquitto with our own config file, listening on 127.0.0.1 only (no systemd).
-- zenoh: a Zenoh router, a Python session in `mode: router` (`python -m drivers.zenoh_router`), TCP on
+- zenoh: a Zenoh router, a Python session in `mode: router` (`python -m testbed.zenoh_router`), TCP on
   127.0.0.1, multicast scouting off.
 - pulsar: Apache Pulsar standalone (broker + one in-process BookKeeper bookie + RocksDB metadata), its
-  jars assembled from Maven Central with `brokerconf/pulsar/pom.xml` like Kafka's; Java 17; data wiped
+  jars assembled from Maven Central with `testbed/pulsar/pom.xml` like Kafka's; Java 17; data wiped
   at each start. The binary protocol on the given port (default 6650), the admin REST API on a second one.
 
 Each server has a folder (<root>/<system>/) with its config, log and a state file (pid, port). `up` waits
@@ -15,6 +15,7 @@ SIGKILL after a timeout).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -27,37 +28,30 @@ from typing import Any
 
 import psutil
 
-from core import procs
+from core import paths, procs
 from core.errors import EnvironmentProblem, UserError
 from core.java import java_home
+from testbed.dist import maven_install, maven_installed
 
 Progress = Callable[[str], None]
 SYSTEMS = ("mosquitto", "zenoh", "pulsar")
 DEFAULT_PORTS = {"mosquitto": 1883, "zenoh": 7447, "pulsar": 6650}
-# the driver each system serves, and the common config key its server address goes to
-DRIVER_OF = {"mosquitto": "mqtt", "zenoh": "zenoh", "pulsar": "pulsar"}
 PULSAR_POM = Path(__file__).with_name("pulsar") / "pom.xml"
 START_TIMEOUT_S = {"mosquitto": 60.0, "zenoh": 60.0, "pulsar": 180.0}
 
 
 def pulsar_version() -> str:
-    import re
-
     m = re.search(r"<pulsar.version>([^<]+)<", PULSAR_POM.read_text())
     assert m, f"{PULSAR_POM} has no <pulsar.version>"
     return m.group(1)
 
 
 def pulsar_root(cache: Path | None = None) -> Path:
-    from core import paths
-
     return (cache or paths.cache_dir()) / f"pulsar-{pulsar_version()}"
 
 
 def install_pulsar(cache: Path | None = None, progress: Progress = print) -> Path:
     """The Pulsar jars in the cache (fetched once with Maven, ~235 MB); idempotent and offline once there."""
-    from brokerconf.dist import maven_install, maven_installed
-
     root = pulsar_root(cache)
     if not maven_installed(PULSAR_POM, root):
         progress(f"pulsar: fetching Apache Pulsar {pulsar_version()} jars with Maven into {root} (once)")
@@ -215,7 +209,7 @@ class Servers:
                 )
             )
             return [exe, "-c", str(conf)]
-        return [sys.executable, "-m", "drivers.zenoh_router", "--listen", f"tcp/127.0.0.1:{port}"]
+        return [sys.executable, "-m", "testbed.zenoh_router", "--listen", f"tcp/127.0.0.1:{port}"]
 
     def _ready(self, system: str, port: int, admin: str | None = None) -> bool:
         if system == "pulsar":

@@ -1,12 +1,17 @@
-"""Restart-only broker configs on a cluster kafkatune did not start, over SSH (an inventory's brokers).
+"""Restart-only broker configs (read at start only, such as replica.fetch.max.bytes): rolling restarts.
 
-Before the first change each broker's server.properties is copied beside itself as
-`server.properties.kafkatune-backup` (the file as the sweep found it). A change edits only the swept keys
-over SFTP (written to a temporary file, then renamed), runs the inventory's restart command for that
-broker, and waits until the broker is back in the cluster and no partition is under-replicated before
-the next broker goes down: one broker at a time, so min.insync.replicas=2 topics stay writable.
-Restoring writes the swept keys back; a file whose swept keys and other lines all equal the backup gets
-the backup's exact bytes again. Dynamic configs still go through the Admin API (brokerconf.apply).
+A `Restarts` snapshots them, applies a set by restarting brokers one at a time (each back in full ISR
+before the next goes down, so min.insync.replicas=2 topics stay writable), restores, and heals.
+
+`LocalRestarts`: the testbed, which rewrites each node's server.properties from its state.
+
+`RemoteRestarts`: a cluster kafkatune did not start, over SSH (an inventory's brokers). Before the first
+change each broker's server.properties is copied beside itself as `server.properties.kafkatune-backup` (the
+file as the sweep found it). A change edits only the swept keys over SFTP (written to a temporary file,
+then renamed), runs the inventory's restart command for that broker, and waits until the broker is back
+in the cluster and no partition is under-replicated. Restoring writes the swept keys back; a file whose
+swept keys and other lines all equal the backup gets the backup's exact bytes again. Dynamic configs
+still go through the Admin API (brokerconf.apply).
 
 The restart command must return once the old broker process is gone (`systemctl restart kafka` does).
 """
@@ -16,22 +21,65 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
-from brokerconf.apply import RESTART_KEYS, Progress
+from brokerconf.catalogue import RESTART_KEYS
 from brokerconf.properties import parse_text, set_keys, without_keys
 from cluster import admin as kadmin
 from cluster.inventory import Broker, Inventory
 from cluster.ssh import SshPool, Target
 from core import interrupts
-from core.errors import EnvironmentProblem, RunFailed
+from core.errors import RunFailed
+from testbed.lifecycle import Testbed
 
 BACKUP_SUFFIX = ".kafkatune-backup"
+Progress = Callable[[str], None]
+
+
+class Restarts(Protocol):
+    """Who can change restart-only broker configs: a snapshot of them, and a rolling apply."""
+
+    def snapshot(self) -> Any:
+        """The restart-only configs the brokers run with now (JSON-able)."""
+
+    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
+        """Run `snap` overlaid with `restart`; rolling restart where that changes a broker. Returns restarts."""
+
+    def restore(self, snap: Any, progress: Progress) -> list[str]:
+        """Back to `snap`; what changed, in words."""
+
+    def heal(self, progress: Progress) -> object:
+        """Every broker serving and every ISR full again (after a trial that broke something)."""
+
+
+class LocalRestarts:
+    """The local testbed: one set of overrides for every node, applied by a rolling restart."""
+
+    def __init__(self, testbed: Testbed) -> None:
+        self.testbed = testbed
+
+    def snapshot(self) -> dict[str, str]:
+        return dict(self.testbed.state().overrides)
+
+    def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
+        return int(self.testbed.set_overrides({**(snap or {}), **restart}, progress=progress))
+
+    def restore(self, snap: Any, progress: Progress) -> list[str]:
+        want = dict(snap or {})
+        if self.testbed.state().overrides == want:
+            return []
+        self.testbed.set_overrides(want, progress=progress)
+        return [f"restart-only configs back to {want or 'Kafka defaults'} (rolling restart)"]
+
+    def heal(self, progress: Progress) -> object:
+        return self.testbed.heal(progress=progress)
 
 
 class RemoteRestarts:
+    """A cluster of an inventory: each broker's server.properties edited over SSH, then its restart command."""
+
     def __init__(
         self,
         inv: Inventory,
@@ -164,15 +212,3 @@ class RemoteRestarts:
             q, bk = shlex.quote(b.server_properties), shlex.quote(self.backup_path(b))
             out[b.id] = self.pool.run(t, f"cmp -s {q} {bk}", check=False).rc == 0
         return out
-
-
-def reach_inventory(inv: Inventory, timeout_s: float = 10) -> list[int]:
-    """The inventory's live broker ids through its own security settings; a refused login or TLS handshake
-    fails at once with the inventory fields to fix (EnvironmentProblem, exit 3)."""
-    try:
-        return kadmin.reach(inv.bootstrap, inv.security.client_config(), timeout_s=timeout_s)
-    except kadmin.Unreachable as e:
-        hint = kadmin.unreachable_hint(
-            e, login="security.username and security.password", tls="security.ca_file and security.check_hostname"
-        )
-        raise EnvironmentProblem(f"inventory {inv.name}: {hint}") from None

@@ -1,0 +1,387 @@
+"""The local testbed: three KRaft nodes (broker + controller in one JVM each) on this machine.
+
+Every node has its own data dir, ports and log file under the state folder (records.testbed), and runs
+the Prometheus JMX exporter agent. In loopback mode the nodes listen on 127.0.0.1 with distinct ports; in
+shaped mode each node runs in its own network namespace (testbed.netns) and load workers run in the
+client namespaces. `up`, `down`, `kill`, `restart` and the rolling `set_overrides` keep the state file
+true at every step, so another kafkatune process (or the next invocation) sees what runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cluster import admin as kadmin
+from cluster import metrics
+from cluster.target import node_running
+from core import procs
+from core.errors import EnvironmentProblem, UserError
+from records.profile import PROFILE
+from records.testbed import SCHEMA_VERSION, Node, TestbedState, load_state, node_dir, save_state, state_path
+from testbed import netns, nodes
+from testbed import profile as profiles
+from testbed.dist import KafkaDist
+from testbed.tls import SASL_USER, Security
+
+NODES = 3
+CLIENT_HOSTS = 2
+Progress = Callable[[str], None]
+
+
+class Testbed:
+    """Start, stop and inspect the local 3-node cluster kept in `state_dir`."""
+
+    __test__ = False
+
+    def __init__(
+        self, state_dir: Path, dist: KafkaDist, *, base_port: int = 29090, prefix: str = "kt", heap: str = "1g"
+    ) -> None:
+        self.state_dir = state_dir
+        self.dist = dist
+        self.base_port = base_port
+        self.prefix = prefix
+        self.heap = heap
+        self.security = Security(state_dir, dist.java)
+
+    # ---- state -------------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return state_path(self.state_dir)
+
+    @property
+    def profile_file(self) -> Path:
+        return self.state_dir / PROFILE
+
+    def state(self) -> TestbedState:
+        if not self.state_file.exists():
+            raise UserError(f"no testbed in {self.state_dir}: run `kafkatune testbed up` first")
+        return load_state(self.state_file)
+
+    def _save(self, st: TestbedState) -> None:
+        save_state(self.state_file, st)
+
+    def node_dir(self, node_id: int) -> Path:
+        return node_dir(self.state_dir, node_id)
+
+    def network(self, st: TestbedState) -> netns.ShapedNetwork | None:
+        if st.network != "shaped":
+            return None
+        assert st.subnet and st.nic_mb_s
+        return netns.plan(st.prefix, st.subnet, NODES, CLIENT_HOSTS, st.nic_mb_s)
+
+    def client_netns(self, st: TestbedState) -> list[str | None]:
+        """Where load workers run: the client hosts' namespaces when shaped, this host (None) otherwise."""
+        return list(st.client_netns) or [None]
+
+    def client_security(self, mechanism: str = "SCRAM-SHA-512") -> dict[str, Any]:
+        """An inventory's `security` block for the SASL_SSL listener (the password by file reference)."""
+        return self.security.client_security(mechanism)
+
+    @staticmethod
+    def _node(st: TestbedState, node_id: int) -> Node:
+        n = st.node(node_id)
+        if n is None:
+            raise UserError(f"no node {node_id}: the testbed has nodes {[n.id for n in st.nodes]}")
+        return n
+
+    # ---- layout ------------------------------------------------------------------------------------
+    def _new_state(self, network: str, nic_mb_s: float | None, subnet: str, security: str) -> TestbedState:
+        sasl = security == "sasl_ssl"
+        if network == "shaped":
+            net = netns.plan(self.prefix, subnet, NODES, CLIENT_HOSTS, 1.0)
+            layout = tuple(
+                Node(i, net.host(f"b{i}").ip, 9092, 9093, 9404, net.host(f"b{i}").netns, 9094 if sasl else None)
+                for i in range(1, NODES + 1)
+            )
+            clients = tuple(h.netns for h in netns.host_names(net, "c"))
+        else:
+            b = self.base_port
+            layout = tuple(
+                Node(i, "127.0.0.1", b + i, b + 100 + i, b + 200 + i, None, b + 300 + i if sasl else None)
+                for i in range(1, NODES + 1)
+            )
+            clients = ()
+        shaped = network == "shaped"
+        return TestbedState(
+            SCHEMA_VERSION,
+            network,
+            nodes.kafka_uuid(),
+            self.dist.version,
+            layout,
+            nic_mb_s if shaped else None,
+            subnet if shaped else None,
+            self.prefix,
+            security=security,
+            client_netns=clients,
+        )
+
+    # ---- processes ---------------------------------------------------------------------------------
+    def _write_node_files(self, st: TestbedState, node: Node, overrides: Mapping[str, str] | None = None) -> None:
+        props = nodes.properties(self.state_dir, st, node, st.overrides if overrides is None else overrides)
+        if node.sasl_port:
+            props.update(self.security.broker_props())
+        nodes.write_files(self.state_dir, node, props)
+
+    def _start(self, st: TestbedState, node: Node) -> TestbedState:
+        """Start `node`; returns the state with its pid, saved."""
+        st = st.with_pid(node.id, nodes.start(self.dist, self.state_dir, node, self.heap))
+        self._save(st)
+        return st
+
+    def _alive(self, st: TestbedState, node: Node) -> int | None:
+        return st.pids.get(str(node.id)) if node_running(self.state_dir, st, node) else None
+
+    def _wait_serving(self, st: TestbedState, ids: list[int], progress: Progress, timeout_s: float = 180) -> None:
+        admin = kadmin.admin_client(st.bootstrap_servers)
+        deadline = time.monotonic() + timeout_s
+        want = set(ids)
+        last = ""
+        while time.monotonic() < deadline:
+            for n in st.nodes:
+                if n.id in want and self._alive(st, n) is None:
+                    log = self.node_dir(n.id) / "server.log"
+                    raise EnvironmentProblem(f"node {n.id} exited while starting; see {log}")
+            try:
+                brokers = set(kadmin.live_brokers(admin, timeout_s=3))
+            except Exception:
+                brokers = set()
+            msg = f"brokers serving: {len(brokers & {n.id for n in st.nodes})}/{NODES}"
+            if msg != last:
+                progress(msg)
+                last = msg
+            if want <= brokers and self._metrics_ok(st, want):
+                return
+            time.sleep(0.5)
+        raise EnvironmentProblem(
+            f"brokers {sorted(want)} not serving after {timeout_s:.0f} s; see {self.state_dir}/node*/server.log"
+        )
+
+    def _metrics_ok(self, st: TestbedState, ids: set[int]) -> bool:
+        for n in st.nodes:
+            if n.id in ids:
+                try:
+                    metrics.scrape(n.metrics_url, timeout_s=2)
+                except OSError:
+                    return False
+        return True
+
+    def _stop_node(self, st: TestbedState, node: Node, timeout_s: float = 60) -> None:
+        pid = self._alive(st, node)
+        if pid is not None:
+            procs.stop(pid, timeout_s=timeout_s)  # SIGTERM: a controlled shutdown moves leadership away first
+
+    # ---- commands ----------------------------------------------------------------------------------
+    def up(
+        self,
+        *,
+        network: str = "loopback",
+        nic_mb_s: float | None = None,
+        subnet: str = "198.18.0",
+        security: str | None = None,
+        progress: Progress = print,
+    ) -> TestbedState:
+        """Start every node that is not running; format a new cluster when there is none.
+
+        `security="sasl_ssl"`: each node also gets a SASL_SSL listener for clients (SCRAM-SHA-512 and PLAIN,
+        a certificate made with keytool; brokers talk to each other over PLAINTEXT). None: what the existing
+        testbed has (plaintext for a new one), so healing or restarting never drops the listener."""
+        if security not in (None, "plaintext", "sasl_ssl"):
+            raise UserError(f"--security must be plaintext or sasl_ssl (got {security!r})")
+        if not self.dist.installed():
+            raise EnvironmentProblem("Kafka jars not installed: run `kafkatune testbed install`")
+        if network == "shaped":
+            ok, why = netns.can_shape()
+            if not ok:
+                raise EnvironmentProblem(f"--network shaped needs root and iproute2 ({why}); use --network loopback")
+            if not nic_mb_s or nic_mb_s <= 0:
+                raise UserError("--nic-mbps must be a positive number of MB/s with --network shaped")
+        st = self._existing(network, nic_mb_s, subnet, security, progress)
+        if st is None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            st = self._new_state(network, nic_mb_s, subnet, security or "plaintext")
+            self._save(st)
+        if st.security == "sasl_ssl":
+            self.security.make_keystore(st)
+        net = self.network(st)
+        if net is not None and not netns.exists(net):
+            progress(f"building the shaped network: {len(net.hosts)} hosts at {net.rate_mb_s:g} MB/s each way")
+            netns.create(net)
+        to_start = [n for n in st.nodes if self._alive(st, n) is None]
+        for n in to_start:
+            self._write_node_files(st, n)
+            nodes.format_storage(self.dist, self.state_dir, st, n)
+            progress(f"starting node {n.id} on {n.listener}")
+            st = self._start(st, n)
+        self._wait_serving(st, [n.id for n in st.nodes], progress)
+        if to_start and len(to_start) < NODES:
+            kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+        if st.security == "sasl_ssl":
+            self.security.add_scram_user(st)
+            where = self.security.dir
+            progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
+        self.write_profile(st, progress)
+        return st
+
+    def _existing(
+        self, network: str, nic_mb_s: float | None, subnet: str, security: str | None, progress: Progress
+    ) -> TestbedState | None:
+        """The testbed's state when one exists with this network and security; otherwise it is removed."""
+        if not self.state_file.exists():
+            return None
+        st = self.state()
+        if (
+            st.network != network
+            or (network == "shaped" and (st.nic_mb_s != nic_mb_s or st.subnet != subnet))
+            or (security is not None and st.security != security)
+        ):
+            progress(f"network or security changed ({st.network}/{st.security} -> {network}/{security}): recreating")
+            self.down(wipe=True, progress=progress)
+            return None
+        return st
+
+    def down(self, *, wipe: bool = False, progress: Progress = print) -> None:
+        if not self.state_file.exists():
+            progress("no testbed running")
+            return
+        st = self.state()
+        # All at once: one by one, the last nodes wait for a controller quorum that has already gone.
+        pids = {n.id: pid for n in st.nodes if (pid := self._alive(st, n)) is not None}
+        for nid in pids:
+            progress(f"stopping node {nid}")
+        procs.stop_all(pids.values(), timeout_s=30)
+        st = st.replace(pids={})
+        self._save(st)
+        net = self.network(st)
+        if net is not None:
+            netns.destroy(net)
+        if wipe:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            progress(f"removed {self.state_dir}")
+
+    def kill(self, node_id: int) -> int:
+        st = self.state()
+        pid = self._alive(st, self._node(st, node_id))
+        if pid is None:
+            raise UserError(f"node {node_id} is not running")
+        procs.kill(pid)
+        return pid
+
+    def restart(
+        self,
+        node_id: int,
+        progress: Progress = print,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        keep_config: bool = False,
+    ) -> None:
+        """Clean restart of one node; returns once it serves and every partition has a full ISR.
+
+        `overrides`: the restart-only configs it starts with (default: the testbed's current ones).
+        `keep_config`: start it with its server.properties as it is on disk (edited by someone else, as a
+        remote sweep does over SSH), instead of writing it from the testbed's state.
+        """
+        st = self.state()
+        node = self._node(st, node_id)
+        progress(f"stopping node {node_id}")
+        self._stop_node(st, node)
+        if not keep_config:
+            self._write_node_files(st, node, overrides)
+        progress(f"starting node {node_id}")
+        st = self._start(st, node)
+        self._wait_serving(st, [node_id], progress)
+        kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), progress=progress)
+
+    def set_overrides(self, overrides: Mapping[str, str], progress: Progress = print) -> int:
+        """Make `overrides` the restart-only configs of every node; rolling restart if they changed.
+
+        One node at a time, each back in full ISR before the next goes down, so a min.insync.replicas=2
+        topic stays writable throughout. Returns the number of node restarts.
+        """
+        st = self.state()
+        if st.overrides == overrides:
+            return 0
+        for n in st.nodes:
+            self.restart(n.id, progress=progress, overrides=overrides)
+        # Recorded only once every node runs them: after a failed roll the state still differs,
+        # so the next call rolls all nodes again instead of trusting half-restarted brokers.
+        self._save(self.state().replace(overrides=dict(overrides)))
+        return len(st.nodes)
+
+    def heal(self, progress: Progress = print) -> list[int]:
+        """Start the nodes that are down and wait for full ISR; returns the ids that were restarted."""
+        st = self.state()
+        dead = [n for n in st.nodes if self._alive(st, n) is None]
+        for n in dead:
+            self._write_node_files(st, n)
+            progress(f"healing: starting node {n.id}")
+            st = self._start(st, n)
+        if dead:
+            self._wait_serving(st, [n.id for n in st.nodes], progress)
+        kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), timeout_s=180, progress=progress)
+        return [n.id for n in dead]
+
+    def status(self) -> dict[str, Any]:
+        st = self.state()
+        rows = []
+        controller = None
+        for n in st.nodes:
+            pid = self._alive(st, n)
+            row: dict[str, Any] = {
+                "id": n.id,
+                "pid": pid,
+                "alive": pid is not None,
+                "listener": n.listener,
+                "metrics_url": n.metrics_url,
+                "netns": n.netns,
+                "log": str(self.node_dir(n.id) / "server.log"),
+            }
+            if pid is not None:
+                try:
+                    m = metrics.scrape(n.metrics_url)
+                    row["under_replicated_partitions"] = int(m.get("under_replicated", 0))
+                    if m.get("active_controller") == 1.0:
+                        controller = n.id
+                except OSError:
+                    row["metrics_error"] = "exporter not answering"
+            rows.append(row)
+        under: list[str] | None = None
+        if any(r["alive"] for r in rows):
+            try:
+                ur = kadmin.under_replicated(kadmin.admin_client(st.bootstrap_servers), timeout_s=5)
+                under = [f"{p.topic}-{p.partition}" for p in ur]
+            except Exception:
+                under = None
+        return {
+            "bootstrap_servers": st.bootstrap_servers,
+            "network": st.network,
+            "kafka_version": st.kafka_version,
+            "cluster_id": st.cluster_id,
+            "controller": controller,
+            "under_replicated_partitions": under,
+            "nodes": rows,
+            "profile": str(self.profile_file),
+        }
+
+    def write_profile(
+        self,
+        st: TestbedState,
+        progress: Progress = print,
+        *,
+        disk_segment_mb: int = 64,
+        disk_files: int = 2,
+        measure_network: bool = True,
+    ) -> dict[str, Any]:
+        """Measure and write the testbed's cluster profile (testbed.profile)."""
+        return profiles.measure(
+            self.state_dir,
+            st,
+            self.network(st),
+            progress,
+            disk_segment_mb=disk_segment_mb,
+            disk_files=disk_files,
+            measure_network=measure_network,
+        )

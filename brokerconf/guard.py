@@ -1,10 +1,11 @@
 """Broker configs a sweep changed are put back on every exit path.
 
 Before the first change the brokers' configs are snapshotted (records.snapshot) to
-`runs/<study>/broker-snapshot-<cluster>.json` with `dirty: false`; the first apply marks it dirty. Leaving the guard (normal end, exception, Ctrl-C,
-SIGTERM turned into KeyboardInterrupt by the CLI) restores the snapshot with SIGINT/SIGTERM deferred
-(core.interrupts), so a second Ctrl-C cannot leave it half-done. After a kill -9 the file is still
-dirty: the next sweep on that cluster restores it before it does anything else.
+`runs/<study>/broker-snapshot-<cluster>.json` with `dirty: false`; the first apply marks it dirty.
+Leaving the guard (normal end, exception, Ctrl-C, SIGTERM turned into KeyboardInterrupt by the CLI)
+restores the snapshot with SIGINT/SIGTERM deferred (core.interrupts), so a second Ctrl-C cannot leave it
+half-done. After a kill -9 the file is still dirty: the next sweep on that cluster restores it before it
+does anything else.
 """
 
 from __future__ import annotations

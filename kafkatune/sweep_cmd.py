@@ -20,64 +20,11 @@ def _say(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _target(spec: Any, spec_file: Path, state_dir: Path | None, accept_new_host_keys: bool) -> Any:
-    """The cluster of the spec (cluster.target) and how its broker configs are changed and restored."""
+def _ceiling_of(profile: Any, rf: int) -> float | None:
     from advisor import ceiling
-    from brokerconf.apply import BrokerConfigs
-    from brokerconf.restarts import RemoteRestarts
-    from cluster import admin, target
-    from cluster.inventory import load_inventory
-    from sweeps.trial import Target
-    from testbed.dist import default_dist
-    from testbed.lifecycle import Testbed
 
-    c = spec.cluster
-    if c.inventory:
-        p = Path(c.inventory).expanduser()
-        inv = load_inventory(p if p.is_absolute() else spec_file.parent / p)
-        t = target.inventory(inv, accept_new_host_keys=accept_new_host_keys, progress=_say, all_brokers=True)
-        assert t.pool is not None
-
-        def new() -> Any:
-            return admin.admin_client(t.bootstrap, t.common)
-
-        restarts = RemoteRestarts(inv, t.pool, new)
-        configs = BrokerConfigs(new(), list(t.broker_ids), restarts=restarts, progress=_say, reconnect=new)
-    elif c.is_testbed:
-        sd = state_dir or (Path(c.state_dir) if c.state_dir else paths.state_dir())
-        t = target.testbed(sd, instead="cluster.bootstrap")
-        configs = BrokerConfigs.connect(t.bootstrap, testbed=Testbed(sd, default_dist()), progress=_say)
-    else:
-        t = target.bootstrap(
-            c.bootstrap,
-            c.admin,
-            where="cluster.bootstrap",
-            login="cluster.admin's sasl.username and sasl.password",
-            tls="cluster.admin's ssl.ca.location",
-        )
-
-        def new() -> Any:
-            return admin.admin_client(t.bootstrap, t.common)
-
-        configs = BrokerConfigs(new(), list(t.broker_ids), progress=_say, reconnect=new)
-    ceil = ceiling.from_profile(t.profile, rf=spec.base_workload().replicationFactor or 3)
-    return Target(
-        t.bootstrap,
-        configs,
-        list(t.placements),
-        dict(t.metrics_urls),
-        t.profile,
-        ceil.mb_s if ceil else None,
-        common=dict(t.common),
-    ), t.inventory
-
-
-def _cluster_tag(target: Any) -> str:
-    try:
-        cid = target.configs.admin.describe_cluster(request_timeout=10).result(timeout=15).cluster_id
-    except Exception:
-        cid = target.bootstrap
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(cid))
+    c = ceiling.from_profile(profile, rf=rf)
+    return c.mb_s if c else None
 
 
 def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
@@ -124,18 +71,6 @@ def print_plan(spec: Any, run_dir: Path, storage_url: str | None) -> None:
         f"storage: {storage.display_url(storage_url or spec.storage, run_dir)}; records in {run_dir}/trials/",
     ]
     click.echo("\n".join(lines))
-
-
-def _redacted_spec(spec_file: Path, run_dir: Path) -> str:
-    """The spec as run, for the study folder, without the storage password or client secrets."""
-    import yaml
-
-    from core import secrets
-
-    data = secrets.redact_mapping(yaml.safe_load(spec_file.read_text()))
-    if data.get("storage"):
-        data["storage"] = secrets.redact_url(data["storage"])
-    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -195,27 +130,28 @@ def register(cli: click.Group) -> None:
             print_plan(spec, run_dir, url)
             return
         from brokerconf.guard import ConfigGuard
+        from kafkatune.sweep_view import SweepView
         from sweeps import engine
-        from sweeps.view import SweepView
+        from sweeps.spec import redacted_text
+        from sweeps.target import resolve
 
         # Ctrl-C and `kill` both end in the restore; SIGINT explicitly, as a shell that starts a job in
         # the background (`cmd &` without job control) leaves SIGINT ignored for it.
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        target, inv = _target(spec, spec_file, state_dir, accept_new_host_keys)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        from records import study as studies
-        from records.profile import PROFILE, copy_profile
-
-        studies.write_spec_copy(run_dir, _redacted_spec(spec_file, run_dir))
-        if inv is not None:  # secrets are references there, never values
-            studies.write_inventory_copy(run_dir, inv.public())
-        if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
-            copy_profile(run_dir / PROFILE, target.profile)
-        guard = ConfigGuard(target.configs, studies.snapshot_path(run_dir, _cluster_tag(target)), _say)
+        target = resolve(
+            spec,
+            spec_file,
+            state_dir or paths.state_dir(),
+            ceiling_of=_ceiling_of,
+            accept_new_host_keys=accept_new_host_keys,
+            say=_say,
+        )
+        snapshot = engine.start_study(run_dir, redacted_text(spec_file), target)
+        guard = ConfigGuard(target.configs, snapshot, _say)
         with guard, SweepView() as view:
             sw = engine.Sweep(
-                spec, target, run_dir, guard.snapshot, storage_url=url, view=view, mark_dirty=guard.mark_dirty
+                spec, target, run_dir, guard.snapshot, storage_url=url, events=view, mark_dirty=guard.mark_dirty
             )
             summary = sw.run()
         if as_json:

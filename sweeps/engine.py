@@ -18,24 +18,55 @@ import warnings
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import optuna
 from optuna.trial import TrialState
 
 from brokerconf import catalogue
+from cluster import admin
 from core.errors import EnvironmentProblem
+from loadgen.runner import RawRun, Tick
+from records import study as studies
+from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
 from sweeps import space, storage
 from sweeps.spec import Spec, Stage
-from sweeps.trial import Outcome, Target, run_trial
-from sweeps.view import SweepView
+from sweeps.target import SweepTarget
+from sweeps.trial import Outcome, run_trial
 
 DEFAULTS_AGAIN = "baseline:kafka-defaults"  # the confirmation-phase re-run of Kafka's defaults
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+class SweepEvents(Protocol):
+    """What a sweep tells whoever shows it (the CLI's live table on a terminal, plain lines otherwise)."""
+
+    def plan(self, spec: Spec) -> None: ...
+
+    def note(self, msg: str) -> None: ...
+
+    def trial_started(self, stage: str, number: int, cfg: Mapping[str, Any]) -> None: ...
+
+    def on_tick(self, raw: RawRun, tick: Tick) -> None: ...
+
+    def trial_finished(self, stage: str, number: int, out: Outcome, ceiling: float | None) -> None: ...
+
+
+def start_study(run_dir: Path, spec_text: str, target: SweepTarget) -> Path:
+    """The study folder before the first trial: the spec as run (secrets masked by the caller), the inventory
+    (secret references only) and the profile the trials are held against; returns where the broker-config
+    snapshot goes."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    studies.write_spec_copy(run_dir, spec_text)
+    if target.inventory is not None:
+        studies.write_inventory_copy(run_dir, target.inventory.public())
+    if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
+        copy_profile(run_dir / PROFILE, target.profile)
+    return studies.snapshot_path(run_dir, target.tag())
 
 
 def make_sampler(spec: Spec, stage: Stage) -> optuna.samplers.BaseSampler:
@@ -66,19 +97,19 @@ class Sweep:
     def __init__(
         self,
         spec: Spec,
-        target: Target,
+        target: SweepTarget,
         run_dir: Path,
         snapshot: Mapping[str, Any],
         *,
         storage_url: str | None,
-        view: SweepView,
+        events: SweepEvents,
         mark_dirty: Callable[[], None],
     ) -> None:
         self.spec = spec
         self.target = target
         self.run_dir = run_dir
         self.snapshot = snapshot
-        self.view = view
+        self.view = events
         self.mark_dirty = mark_dirty
         self.storage = storage.open_storage(storage_url, run_dir)
         self.started = time.monotonic()
@@ -146,8 +177,6 @@ class Sweep:
             if self.target.configs.restarts is not None:
                 self.target.configs.restarts.heal(self.view.note)
             else:
-                from cluster import admin
-
                 admin.wait_full_isr(self.target.configs.admin, timeout_s=180, progress=self.view.note)
         except Exception as e:
             raise EnvironmentProblem(f"the cluster did not recover after a failed trial: {e}") from None

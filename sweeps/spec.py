@@ -27,9 +27,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from brokerconf import catalogue
+from core import secrets
 from core.errors import UserError
 from core.files import read_yaml
 from loadgen.workload import Workload, parse_workload
@@ -314,3 +316,11 @@ def parse_spec(data: object, source: str = "spec") -> Spec:
 
 def load_spec(path: Path) -> Spec:
     return parse_spec(read_yaml(path), str(path))
+
+
+def redacted_text(path: Path) -> str:
+    """The spec file as run, for the study folder: secret values and the storage URL's password masked."""
+    data = secrets.redact_mapping(yaml.safe_load(path.read_text()))
+    if data.get("storage"):
+        data["storage"] = secrets.redact_url(data["storage"])
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -16,32 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
-from brokerconf.apply import BrokerConfigs
-from cluster.target import Placement
 from loadgen import result as res
 from loadgen import runner
 from loadgen.runner import RawRun, Tick, phase_of
+from loadgen.warmup import warm_up
 from loadgen.workload import Workload, parse_workload
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
 from sweeps.spec import Spec
+from sweeps.target import SweepTarget
 
 MB = 1e6
-
-
-@dataclass
-class Target:
-    """The cluster a sweep worker measures: where to connect, where clients run, how to reach configs."""
-
-    bootstrap: str
-    configs: BrokerConfigs
-    placements: list[Placement]  # where load workers run (cluster.target)
-    metrics_urls: dict[int, str]
-    profile: dict[str, Any] | None
-    ceiling_mb_s: float | None
-    testbed: Any = None
-    common: dict[str, str] = field(default_factory=dict)  # client security settings (never written out)
 
 
 @dataclass
@@ -125,7 +111,7 @@ def _constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dic
 
 def run_trial(
     spec: Spec,
-    target: Target,
+    target: SweepTarget,
     cfg: Mapping[str, int | str],
     snapshot: Mapping[str, Any],
     out_dir: Path,
@@ -136,99 +122,117 @@ def run_trial(
     on_applied: Callable[[], None] | None = None,
 ) -> Outcome:
     """Apply `cfg`, measure, write the record in `out_dir`. Raises only on Ctrl-C; failures are outcomes."""
-    t_start = time.monotonic()
-    groups = space.split(cfg)
-    outcome = Outcome(False, out_dir)
-    record: dict[str, Any] = {
-        **meta,
-        "config": dict(cfg),
-        "applied": {"producer": groups["producer"], "consumer": groups["consumer"], "workload": groups["workload"]},
-    }
-    phase = "apply"
+    t = _Trial(spec, target, cfg, out_dir, meta, say)
     try:
-        broken = catalogue.broken_rules(cfg)
+        t.apply(snapshot, on_applied)
+        t.measure(on_tick)
+    except KeyboardInterrupt:
+        write_trial(out_dir, TrialRecord(**t.record, state="interrupted", total_s=time.monotonic() - t.t_start))
+        raise
+    except Exception as e:  # a trial that breaks is a result, not the end of the sweep
+        t.outcome.fail_reason = f"{t.phase}: {type(e).__name__}: {e}".strip()
+    out = t.outcome
+    out.total_s = time.monotonic() - t.t_start
+    out.record = TrialRecord(
+        **t.record, state="complete" if out.ok else "failed", fail_reason=out.fail_reason, total_s=out.total_s
+    )
+    write_trial(out_dir, out.record)
+    return out
+
+
+class _Trial:
+    """The steps of one trial; `phase` names the step a failure happened in, `record` what is known so far."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        target: SweepTarget,
+        cfg: Mapping[str, int | str],
+        out_dir: Path,
+        meta: Mapping[str, Any],
+        say: Callable[[str], None],
+    ) -> None:
+        self.spec, self.target, self.cfg, self.out_dir, self.say = spec, target, cfg, out_dir, say
+        self.t_start = time.monotonic()
+        self.groups = space.split(cfg)
+        self.outcome = Outcome(False, out_dir)
+        g = self.groups
+        self.record: dict[str, Any] = {
+            **meta,
+            "config": dict(cfg),
+            "applied": {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]},
+        }
+        self.phase = "apply"
+
+    def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
+        broken = catalogue.broken_rules(self.cfg)
         if broken:
-            phase = "rules"  # nothing is applied: the cluster is not touched
+            self.phase = "rules"  # nothing is applied: the cluster is not touched
             raise ValueError("; ".join(broken))
-        w = trial_workload(spec, cfg, groups)
+        self.workload = trial_workload(self.spec, self.cfg, self.groups)
         if on_applied:
             on_applied()  # the snapshot is marked dirty before the first change
         t_apply = time.monotonic()
-        applied = target.configs.apply(groups["dynamic"], groups["restart"], snapshot)
-        outcome.restarts = applied.restarts
-        record["broker_read_back"] = applied.read_back
-        record["restarts"] = applied.restarts
-        record["apply_s"] = time.monotonic() - t_apply
-        if applied.restarts and spec.measurement.restart_warmup_s:
-            from loadgen.warmup import warm_up
+        applied = self.target.configs.apply(self.groups["dynamic"], self.groups["restart"], snapshot)
+        self.outcome.restarts = applied.restarts
+        self.record.update(broker_read_back=applied.read_back, restarts=applied.restarts)
+        self.record["apply_s"] = time.monotonic() - t_apply
+        m, t = self.spec.measurement, self.target
+        if applied.restarts and m.restart_warmup_s:
+            self.phase = "warm-up after restart"
+            warm_up(t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common)
 
-            phase = "warm-up after restart"
-            warm_up(
-                target.bootstrap,
-                spec.measurement.restart_warmup_s,
-                placements=target.placements,
-                say=say,
-                common=target.common,
-            )
-        phase = "run"
+    def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        self.phase = "run"
+        t, m = self.target, self.spec.measurement
         t_run = time.monotonic()
         raw = runner.run(
-            w,
-            {"bootstrap.servers": target.bootstrap, **target.common},
-            placements=target.placements,
-            metrics_urls=target.metrics_urls,
+            self.workload,
+            {"bootstrap.servers": t.bootstrap, **t.common},
+            placements=t.placements,
+            metrics_urls=t.metrics_urls,
             on_tick=on_tick,
             say=lambda m: None,
         )
         t_build = time.monotonic()
-        rec = res.build(raw, target.profile, {"client": "confluent-kafka"})
-        write_run(out_dir, rec)
-        record["phases_s"] = {
+        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        write_run(self.out_dir, rec)
+        self.record["phases_s"] = {
             **raw.phases_s,
             "run": t_build - t_run,
-            "warmup_and_windows": spec.measurement.warmup_s + spec.measurement.window_s * spec.measurement.windows,
+            "warmup_and_windows": m.warmup_s + m.window_s * m.windows,
             "record": time.monotonic() - t_build,
         }
-        s = rec.summary
-        wins = window_rates(raw, spec.measurement.window_s, spec.measurement.windows)
-        outcome.windows_mb_s = wins
-        outcome.values = {
+        self._judge(rec.summary, window_rates(raw, m.window_s, m.windows))
+
+    def _judge(self, s: Mapping[str, Any], wins: list[float]) -> None:
+        """The objectives and constraints from the run's summary and its window rates."""
+        out, m, acks = self.outcome, self.spec.measurement, str(self.cfg.get("acks", "all"))
+        out.windows_mb_s = wins
+        out.values = {
             "throughput_mb_s": statistics.fmean(wins),
             "p99_publish_ms": float(s["publish_latency_ms"].get("p99", 0.0)),
             "p99_e2e_ms": float(s["end_to_end_latency_ms"].get("p99", 0.0)),
         }
-        outcome.constraints, outcome.violations = _constraints(spec, s, str(cfg.get("acks", "all")))
-        outcome.measure_s = spec.measurement.window_s * spec.measurement.windows
-        outcome.ok = s["acknowledged"] > 0
-        if not outcome.ok:
-            outcome.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
-        record["measured"] = {
-            **outcome.values,
+        out.constraints, out.violations = _constraints(self.spec, s, acks)
+        out.measure_s = m.window_s * m.windows
+        out.ok = s["acknowledged"] > 0
+        if not out.ok:
+            out.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
+        ceiling = self.target.ceiling_mb_s
+        self.record["measured"] = {
+            **out.values,
             "windows_mb_s": wins,
             "mean_mb_s": statistics.fmean(wins),
             "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
-            "ceiling_mb_s": target.ceiling_mb_s,
-            "fraction_of_ceiling": (statistics.fmean(wins) / target.ceiling_mb_s) if target.ceiling_mb_s else None,
+            "ceiling_mb_s": ceiling,
+            "fraction_of_ceiling": (statistics.fmean(wins) / ceiling) if ceiling else None,
             "p999_e2e_ms": s["end_to_end_latency_ms"].get("p99.9"),
             "lost": s["lost"],
-            "loss_checked": str(cfg.get("acks", "all")) != "0",
+            "loss_checked": acks != "0",
             "duplicated": s["duplicated"],
             "broker_rates": s["broker_rates"],
             "client_bound": s["client_bound"],
             "warnings": s["warnings"],
         }
-        record["constraints"] = {"values": outcome.constraints, "violated": outcome.violations}
-    except KeyboardInterrupt:
-        write_trial(out_dir, TrialRecord(**record, state="interrupted", total_s=time.monotonic() - t_start))
-        raise
-    except Exception as e:  # a trial that breaks is a result, not the end of the sweep
-        outcome.fail_reason = f"{phase}: {type(e).__name__}: {e}".strip()
-    outcome.total_s = time.monotonic() - t_start
-    outcome.record = TrialRecord(
-        **record,
-        state="complete" if outcome.ok else "failed",
-        fail_reason=outcome.fail_reason,
-        total_s=outcome.total_s,
-    )
-    write_trial(out_dir, outcome.record)
-    return outcome
+        self.record["constraints"] = {"values": out.constraints, "violated": out.violations}

@@ -55,7 +55,7 @@ def test_display_url_hides_the_password(tmp_path: Path) -> None:
 def test_study_folder_copy_of_the_spec_has_no_secrets(tmp_path: Path) -> None:
     import yaml
 
-    from kafkatune.sweep_cmd import _redacted_spec
+    from sweeps.spec import redacted_text
 
     f = tmp_path / "s.yaml"
     f.write_text(
@@ -67,6 +67,6 @@ def test_study_folder_copy_of_the_spec_has_no_secrets(tmp_path: Path) -> None:
             }
         )
     )
-    out = _redacted_spec(f, tmp_path)
+    out = redacted_text(f)
     assert "s3cret" not in out and "hunter2" not in out
     assert yaml.safe_load(out)["cluster"]["admin"]["sasl.username"] == "u"

@@ -1,1 +1,8 @@
-"""Ceiling model, diagnosis rules, recommendations and capacity planning (pure: files and numbers in)."""
+"""From measurements to advice: files and numbers in, judgement out; it never talks to a cluster except to
+read a live one's configs and metrics (`live`).
+
+ceiling (the ceiling model), diagnose (which resource bound a trial), analysis (Spark's tables with that
+judgement), trials (which trials a judgement rests on), noise (run-to-run noise and each parameter's effect,
+computed once for the advice and the report), rules (recommendations with evidence), study (everything
+about one study, for advise, plan and report), plan (capacity planning), live (advice on a live cluster).
+"""

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor import ceiling as ceiling_model
+from advisor.trials import best_trial
 from core.errors import UserError
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
@@ -54,8 +55,6 @@ class Plan:
 
 def _study_basis(trials: list[dict[str, Any]]) -> dict[str, Any]:
     """Efficiency and per-client/partition rates from the best complete acks=all trial of a study."""
-    from advisor.recommend import best_trial
-
     done = [t for t in trials if (t.get("params") or {}).get("acks", "all") in ("all", "-1")]
     best = best_trial(done)
     if best is None:
@@ -77,6 +76,29 @@ def _study_basis(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "per_partition_mb_s": best["mb_s"] / count("partitions"),
         "bound": best.get("bound"),
     }
+
+
+def _rates(
+    trials: list[dict[str, Any]] | None, assumptions: list[str]
+) -> tuple[float, float, float, float, dict[str, Any]]:
+    """Efficiency and MB/s per producer, consumer and partition: measured in the study when there is one,
+    else the published figures (each assumption said in `assumptions`)."""
+    if not trials:
+        eff = REF_EFFICIENCY
+        per_prod, per_cons, per_part = REF_PER_PRODUCER_MB_S, REF_PER_CONSUMER_MB_S, ASSUMED_PER_PARTITION_MB_S
+        assumptions += [
+            f"no study given: efficiency {eff:.0%} of the ceiling, {per_prod:.1f} MB/s per producer and "
+            f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned)",
+            f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
+        ]
+        return eff, per_prod, per_cons, per_part, {}
+    basis = _study_basis(trials)
+    if basis["efficiency"] is None:
+        assumptions.append(
+            f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
+        )
+    eff = basis["efficiency"] or REF_EFFICIENCY
+    return eff, basis["per_producer_mb_s"], basis["per_consumer_mb_s"], basis["per_partition_mb_s"], basis
 
 
 def plan(
@@ -108,27 +130,7 @@ def plan(
         raise UserError(
             "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"
         )
-    basis: dict[str, Any] = {}
-    if trials:
-        basis = _study_basis(trials)
-        eff = basis["efficiency"] or REF_EFFICIENCY
-        if basis["efficiency"] is None:
-            assumptions.append(
-                f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
-            )
-        per_prod, per_cons, per_part = (
-            basis["per_producer_mb_s"],
-            basis["per_consumer_mb_s"],
-            basis["per_partition_mb_s"],
-        )
-    else:
-        eff = REF_EFFICIENCY
-        per_prod, per_cons, per_part = REF_PER_PRODUCER_MB_S, REF_PER_CONSUMER_MB_S, ASSUMED_PER_PARTITION_MB_S
-        assumptions += [
-            f"no study given: efficiency {eff:.0%} of the ceiling, {per_prod:.1f} MB/s per producer and "
-            f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned)",
-            f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
-        ]
+    eff, per_prod, per_cons, per_part, basis = _rates(trials, assumptions)
     if not disk_mb_s:
         assumptions.append("no disk bandwidth given: the disk is assumed not to bind")
     # One broker's worth of ceiling (the model is linear in N); find the smallest N ≥ rf that carries it.

@@ -210,3 +210,18 @@ class BrokerConfigs:
             f"broker {broker_id} still reports {key}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "
             f"{value!r} as {state} was set"
         )
+
+
+def current_configs(
+    bootstrap: str, conf: Mapping[str, str], progress: Progress
+) -> dict[str, dict[str, str | None]] | None:
+    """The catalogue's broker keys as each broker runs them (for a run's record), or None when the cluster
+    does not let us read them: a cluster that refuses DescribeConfigs still gets measured."""
+    try:
+        bc = BrokerConfigs.connect(
+            bootstrap, {k: v for k, v in conf.items() if k != "bootstrap.servers"}, progress=progress
+        )
+        return bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+    except Exception as e:
+        progress(f"note: broker configs not recorded ({e})")
+        return None

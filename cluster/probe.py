@@ -18,9 +18,12 @@ rate probe for hosts without iperf3); each prints one JSON object.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import socket
 import statistics
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -153,8 +156,6 @@ def probe_disk(log_dirs: Sequence[str | Path], *, segment_mb: int = 64, files: i
 # ---- network: one TCP stream, receiver-side goodput (for hosts without iperf3) ------------------------
 def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
     """Accept one connection, count what arrives until the sender closes; MB/s from first to last byte."""
-    import socket
-
     with socket.create_server((address, port), reuse_port=False) as srv:
         srv.settimeout(timeout_s)
         print(json.dumps({"listening": True}), flush=True)
@@ -176,8 +177,6 @@ def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
 
 
 def net_client(address: str, port: int, seconds: float) -> dict[str, Any]:
-    import socket
-
     buf = os.urandom(MiB)
     n = 0
     with socket.create_connection((address, port), timeout=30) as s:
@@ -189,8 +188,6 @@ def net_client(address: str, port: int, seconds: float) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="probe.py", description="kafkatune's host probes; one JSON object out.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("disk", help="write bandwidth in log dirs (all at once)")
@@ -221,6 +218,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """Ceiling probes on a cluster kafkatune reaches over SSH (an inventory), into a cluster profile.
 
-- Disk: brokerconf/probe.py (standard library only) is copied to each broker over SFTP and run there on
+- Disk: cluster/probe.py (standard library only) is copied to each broker over SFTP and run there on
   that broker's log dirs: segment-sized sequential files with and without fsync, and small fsyncs.
 - Network: one TCP stream between host pairs (each broker to the next, each client host to the first
   broker) with iperf3 when both hosts have it, otherwise with the same shipped probe (`net-server` on the
@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from cluster.inventory import Inventory
+from cluster.inventory import Inventory, load_inventory
 from cluster.ssh import SshPool, Target
 from core.errors import EnvironmentProblem
-from records.profile import ClusterProfile, ProfileBroker
+from records.profile import ClusterProfile, ProfileBroker, inventory_profile_path, write_profile
 
 PROBE_SRC = Path(__file__).with_name("probe.py")
 NetTool = Literal["auto", "iperf3", "python"]
@@ -166,3 +166,27 @@ class RemoteProber:
             disk={**slowest, "per_broker": disks},
             machine={"probed_from": platform.node()},
         )
+
+
+def probe_inventory(
+    inventory: Path,
+    *,
+    tool: NetTool,
+    seconds: float,
+    segment_mb: int,
+    files: int,
+    out: Path | None,
+    accept_new_host_keys: bool,
+    progress: Callable[[str], None],
+) -> tuple[dict[str, Any], Path]:
+    """Probe the cluster of `inventory` over SSH and write its profile (default: where sweeps of that
+    inventory read it); returns the profile and where it was written."""
+    inv = load_inventory(inventory)
+    with SshPool(accept_new_host_keys=accept_new_host_keys, progress=progress) as pool:
+        prober = RemoteProber(inv, pool, progress)
+        try:
+            measured = prober.profile(seconds=seconds, tool=tool, segment_mb=segment_mb, files=files)
+        finally:
+            prober.cleanup()
+    dest = out or inventory_profile_path(inv.name)
+    return write_profile(dest, measured), dest

@@ -1,7 +1,6 @@
-"""kafkatune: a Kafka tuning advisor and parameter-sweep engine for synchronous replication.
-
-This package holds the CLI, the validation of configuration coming from outside (workload and spec
-files) and the record types shared by the other packages. It measures and tunes nothing itself.
+"""kafkatune's command line (cli.py and one module per command), and what it shows a person: tables,
+live views, plans and summaries. It is the top of the house: nothing imports it, and it computes nothing
+itself (see docs/design.md for the folders below it).
 """
 
 from __future__ import annotations

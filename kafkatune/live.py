@@ -7,6 +7,10 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
 from loadgen import recorder
 from loadgen.runner import RawRun, Tick, phase_of
 
@@ -27,9 +31,6 @@ class LiveView:
 
     def __enter__(self) -> LiveView:
         if self.tty:
-            from rich.console import Console
-            from rich.live import Live
-
             self._live = Live(console=Console(stderr=True), refresh_per_second=4, transient=False)
             self._live.__enter__()
         return self
@@ -67,8 +68,6 @@ class LiveView:
 
     def _render(self, raw: RawRun, s: int) -> None:
         if self._live is not None:
-            from rich.table import Table
-
             tab = Table(title=f"kafkatune bench {raw.workload.name}", expand=False)
             for c in (
                 "second",

@@ -13,6 +13,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
 from brokerconf.catalogue import short
 
 MAX_ROWS = 14
@@ -33,9 +38,6 @@ class SweepView:
     # ---- lifecycle ---------------------------------------------------------------------------------
     def __enter__(self) -> SweepView:
         if self.tty and not self.quiet:
-            from rich.console import Console
-            from rich.live import Live
-
             self._live = Live(console=Console(stderr=True), refresh_per_second=2, get_renderable=self._render)
             self._live.__enter__()
         return self
@@ -114,9 +116,6 @@ class SweepView:
 
     # ---- rich table --------------------------------------------------------------------------------
     def _render(self) -> Any:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
 
         t = Table(expand=False, header_style="bold")
         for col in (

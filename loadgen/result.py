@@ -132,48 +132,11 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None) -> RunRecord:
+    """The run record of `raw`: `profile` is the cluster's (records.profile), `driver_info` the client's."""
     w = raw.workload
-    pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
-    delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
-    e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
     timed = payload.timed(w.messageSize)
-    if not timed:  # no send time in the payload: the workers recorded 0s as placeholders, not latencies
-        pub, e2e = recorder.new_histogram(), recorder.new_histogram()
-
-    # Per-second series over the whole run (OMB keeps them as lists), merged across workers.
-    seconds = sorted({t.second for t in raw.ticks})
-    by: dict[tuple[str, int], list[Any]] = defaultdict(list)
-    for t in raw.ticks:
-        by[(t.role, t.second)].append(t)
-    series: dict[str, list[float]] = defaultdict(list)
-    for s in seconds:
-        prod, cons = by.get(("producer", s), []), by.get(("consumer", s), [])
-        series["publishRate"].append(float(sum(t.msgs for t in prod)))
-        series["consumeRate"].append(float(sum(t.msgs for t in cons)))
-        series["publishErrorRate"].append(float(sum(t.errors for t in prod)))
-        for prefix, ticks in (("publishLatency", prod), ("endToEndLatency", cons)):
-            h = recorder.merge(t.hist for t in ticks) if timed else recorder.new_histogram()
-            for k, v in _omb_latency(prefix, h, 1e-3).items():
-                series[k].append(v)
-
-    window_s = max(1, measured_seconds(w.warmup_seconds, w.test_seconds))
-    meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
-    pub_msgs = sum(t.msgs for t in meas if t.role == "producer")
-    sent_msgs = sum(t.sent for t in meas if t.role == "producer")
-    pub_bytes = sum(t.nbytes for t in meas if t.role == "producer")
-    con_msgs = sum(t.msgs for t in meas if t.role == "consumer")
-    con_bytes = sum(t.nbytes for t in meas if t.role == "consumer")
-    loss = _loss(raw)
-    acked = sum(p["acked"] for p in raw.producers.values())
-    consumed = sum(c["received"] for c in raw.consumers.values())
+    pub, delay, e2e = _histograms(raw, timed)
     broker_rows = _broker_rows(raw)
-    warnings, client = _client_bound(raw, meas)
-    client_bound = bool(warnings)
-    if not timed:
-        warnings.append(
-            f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
-        )
-
     result: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION,
         "workload": w.name,
@@ -183,47 +146,14 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
         "partitions": w.partitionsPerTopic,
         "producersPerTopic": w.producersPerTopic,
         "consumersPerTopic": w.consumerPerSubscription * w.subscriptionsPerTopic,
-        **series,
+        **_series(raw, timed),
         **_omb_latency("aggregatedPublishLatency", pub, 1e-3),
         "aggregatedPublishLatencyQuantiles": _quantiles(pub, 1e-3),
         **_omb_latency("aggregatedPublishDelayLatency", delay, 1.0),  # µs, as OMB
         "aggregatedPublishDelayLatencyQuantiles": _quantiles(delay, 1.0),
         **_omb_latency("aggregatedEndToEndLatency", e2e, 1e-3),
         "aggregatedEndToEndLatencyQuantiles": _quantiles(e2e, 1e-3),
-        "summary": {
-            "window_s": window_s,
-            "warmup_s": w.warmup_seconds,
-            "mode": "fixed-rate" if w.producerRate else "max-rate",
-            "target_rate_msg_s": w.producerRate,
-            "publish_msg_s": pub_msgs / window_s,
-            "send_msg_s": sent_msgs / window_s,
-            "publish_mb_s": pub_bytes / window_s / MB,
-            "publish_bit_s": pub_bytes * 8 / window_s,
-            "consume_msg_s": con_msgs / window_s,
-            "consume_mb_s": con_bytes / window_s / MB,
-            "consume_bit_s": con_bytes * 8 / window_s,
-            "sent": sum(p["sent"] for p in raw.producers.values()),
-            "acknowledged": acked,
-            "publish_errors": sum(p["errors"] for p in raw.producers.values()),
-            # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
-            "unacknowledged_at_end": sum(p["outstanding"] for p in raw.producers.values()),
-            # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
-            "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in raw.producers.values()),
-            "consume_errors": sum(c["errors"] for c in raw.consumers.values()),
-            "publish_error_samples": sorted({e for p in raw.producers.values() for e in p["error_samples"]})[:5],
-            "consumed": consumed,
-            **loss,
-            "latency_measured": timed,
-            "publish_latency_ms": recorder.summary_ms(pub),
-            "publish_delay_ms": recorder.summary_ms(delay),
-            "end_to_end_latency_ms": recorder.summary_ms(e2e),
-            "broker_rates": _broker_summary(broker_rows),
-            "drain_s": raw.drain_s,
-            "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
-            "client": client,
-            "client_bound": client_bound,
-            "warnings": warnings,
-        },
+        "summary": _summary(raw, timed, pub, delay, e2e, broker_rows),
         "topics_used": raw.topics,
         "client_hosts": sorted({h or "local" for h in raw.worker_hosts.values()}),
         "per_client_host": _per_host(raw),
@@ -235,8 +165,98 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
         "profile": profile,
         "driver_info": driver_info or {},
     }
-    result["summary"]["per_producer"] = {str(k): v for k, v in loss["per_producer"].items()}
-    samples = pa.Table.from_pylist(
+    brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
+    return RunRecord(result, _samples(raw, timed), brokers)
+
+
+def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
+    """The measure window's publish, publish-delay and end-to-end histograms, merged over the workers."""
+    pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
+    delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
+    e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
+    if not timed:  # no send time in the payload: the workers recorded 0s as placeholders, not latencies
+        pub, e2e = recorder.new_histogram(), recorder.new_histogram()
+    return pub, delay, e2e
+
+
+def _series(raw: RawRun, timed: bool) -> dict[str, list[float]]:
+    """Per-second series over the whole run (OMB keeps them as lists), merged across workers."""
+    by: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    for t in raw.ticks:
+        by[(t.role, t.second)].append(t)
+    series: dict[str, list[float]] = defaultdict(list)
+    for s in sorted({t.second for t in raw.ticks}):
+        prod, cons = by.get(("producer", s), []), by.get(("consumer", s), [])
+        series["publishRate"].append(float(sum(t.msgs for t in prod)))
+        series["consumeRate"].append(float(sum(t.msgs for t in cons)))
+        series["publishErrorRate"].append(float(sum(t.errors for t in prod)))
+        for prefix, ticks in (("publishLatency", prod), ("endToEndLatency", cons)):
+            h = recorder.merge(t.hist for t in ticks) if timed else recorder.new_histogram()
+            for k, v in _omb_latency(prefix, h, 1e-3).items():
+                series[k].append(v)
+    return series
+
+
+def _summary(
+    raw: RawRun, timed: bool, pub: Any, delay: Any, e2e: Any, broker_rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What kafkatune reads of a run: rates over the measure window, counts, losses, latencies, warnings."""
+    w = raw.workload
+    window_s = max(1, measured_seconds(w.warmup_seconds, w.test_seconds))
+    meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
+
+    def total(role: str, field: str) -> int:
+        return sum(getattr(t, field) for t in meas if t.role == role)
+
+    pub_bytes, con_bytes = total("producer", "nbytes"), total("consumer", "nbytes")
+    producers, consumers = raw.producers.values(), raw.consumers.values()
+    loss = _loss(raw)
+    warnings, client = _client_bound(raw, meas)
+    client_bound = bool(warnings)
+    if not timed:
+        warnings.append(
+            f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
+        )
+    return {
+        "window_s": window_s,
+        "warmup_s": w.warmup_seconds,
+        "mode": "fixed-rate" if w.producerRate else "max-rate",
+        "target_rate_msg_s": w.producerRate,
+        "publish_msg_s": total("producer", "msgs") / window_s,
+        "send_msg_s": total("producer", "sent") / window_s,
+        "publish_mb_s": pub_bytes / window_s / MB,
+        "publish_bit_s": pub_bytes * 8 / window_s,
+        "consume_msg_s": total("consumer", "msgs") / window_s,
+        "consume_mb_s": con_bytes / window_s / MB,
+        "consume_bit_s": con_bytes * 8 / window_s,
+        "sent": sum(p["sent"] for p in producers),
+        "acknowledged": sum(p["acked"] for p in producers),
+        "publish_errors": sum(p["errors"] for p in producers),
+        # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
+        "unacknowledged_at_end": sum(p["outstanding"] for p in producers),
+        # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
+        "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in producers),
+        "consume_errors": sum(c["errors"] for c in consumers),
+        "publish_error_samples": sorted({e for p in producers for e in p["error_samples"]})[:5],
+        "consumed": sum(c["received"] for c in consumers),
+        **loss,
+        "latency_measured": timed,
+        "publish_latency_ms": recorder.summary_ms(pub),
+        "publish_delay_ms": recorder.summary_ms(delay),
+        "end_to_end_latency_ms": recorder.summary_ms(e2e),
+        "broker_rates": _broker_summary(broker_rows),
+        "drain_s": raw.drain_s,
+        "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
+        "client": client,
+        "client_bound": client_bound,
+        "warnings": warnings,
+        "per_producer": {str(k): v for k, v in loss["per_producer"].items()},
+    }
+
+
+def _samples(raw: RawRun, timed: bool) -> pa.Table:
+    """One row per worker per second."""
+    return pa.Table.from_pylist(
         [
             {
                 "role": t.role,
@@ -255,8 +275,6 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
             for t in raw.ticks
         ]
     )
-    brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
-    return RunRecord(result, samples, brokers)
 
 
 def _tick_pcts(enc: bytes | None) -> dict[str, float]:

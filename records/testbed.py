@@ -2,7 +2,7 @@
 restart-only configs they run with, its network, and where its load workers run. Beside it in the state
 folder: `profile.json` (records.profile), `node<id>/` per node, `security/` (the SASL_SSL listener's files).
 
-Written by the testbed (testbed.cluster) whenever a node starts or its configs change; read by
+Written by the testbed (testbed.lifecycle) whenever a node starts or its configs change; read by
 `testbed status|kill|restart` and, through cluster.target, by every command that measures the testbed.
 """
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import io
 import math
 import re
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
 import matplotlib.ticker
+
+from advisor.noise import Effect
+from core.fmt import si
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -52,14 +54,6 @@ def _svg(fig: Any, key: str) -> str:
     return text.replace("<svg ", '<svg class="plot" ', 1)
 
 
-def _si(v: float, _pos: int | None = None) -> str:
-    """1048576 → 1M, 65536 → 64K (sizes in bytes, as Kafka's configs count them)."""
-    for unit, div in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
-        if abs(v) >= div:
-            return f"{v / div:.3g}{unit}"
-    return f"{v:g}"
-
-
 def _mb(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2f} MB/s"
 
@@ -93,14 +87,13 @@ def history(trials: list[dict[str, Any]], ceiling: float | None) -> Chart | None
     return Chart("history", "Optimisation history and best so far", _svg(fig, "history"), take)
 
 
-def param_effects(params: list[dict[str, Any]], trials: list[dict[str, Any]]) -> list[Chart]:
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for p in params:
-        by.setdefault((p["stage"], p["param"]), []).append(p)
+def param_effects(found: list[Effect], trials: list[dict[str, Any]]) -> list[Chart]:
+    """One chart per swept parameter and stage; the takeaway's noise verdict is the advisor's (advisor.noise)."""
     ids = {t["trial_id"]: t for t in trials}
     out = []
-    for (stage, param), rows in sorted(by.items()):
-        rows = sorted(rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else math.inf, r["value"]))
+    for e in found:
+        stage, param = e.stage, e.param
+        rows = sorted(e.rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else math.inf, r["value"]))
         fig, ax = plt.subplots(figsize=(4.2, 2.8))
         numeric = all(r["value_num"] is not None for r in rows)
         xs = [r["value_num"] for r in rows] if numeric else list(range(len(rows)))
@@ -111,32 +104,22 @@ def param_effects(params: list[dict[str, Any]], trials: list[dict[str, Any]]) ->
         if numeric and min(xs) > 0 and max(xs) / min(xs) >= 4:
             ax.set_xscale("log", base=2)
         if numeric and max(xs) >= 10_000:
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(_si))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(si))
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         if not numeric:
             ax.set_xticks(xs, [r["value"] for r in rows], rotation=30, fontsize=7)
         ax.set_xlabel(param)
         ax.set_ylabel("MB/s")
         ax.set_title(f"stage {stage}", fontsize=8)
-        best = max(rows, key=lambda r: r["mean_mb_s"])
-        worst = min(rows, key=lambda r: r["mean_mb_s"])
-        spread = [
-            ids[i]["window_cv"] * ids[i]["mb_s"]
-            for r in rows
-            for i in r["trial_ids"]
-            if i in ids and ids[i]["window_cv"]
-        ]
-        noise = statistics.median(spread) if spread else None
-        delta = best["mean_mb_s"] - worst["mean_mb_s"]
         take = (
-            f"{param}: best {best['value']} ({_mb(best['mean_mb_s'])} mean), "
-            f"worst {worst['value']} ({_mb(worst['mean_mb_s'])})"
+            f"{param}: best {e.best['value']} ({_mb(e.best['mean_mb_s'])} mean), "
+            f"worst {e.worst['value']} ({_mb(e.worst['mean_mb_s'])})"
         )
-        if noise is not None:
+        if e.noise is not None:
             take += (
-                f"; the {delta:.2f} MB/s difference is "
-                + ("within" if delta < 2 * noise else "beyond")
-                + f" run-to-run noise ({noise:.2f} MB/s)."
+                f"; the {e.delta:.2f} MB/s difference is "
+                + ("within" if e.within_noise else "beyond")
+                + f" run-to-run noise ({e.noise:.2f} MB/s)."
             )
         else:
             take += "."

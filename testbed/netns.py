@@ -9,9 +9,11 @@ block (RFC 2544, 198.18.0.0/15) and live only inside the namespaces and on the b
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -150,9 +152,6 @@ def measure_rate(server: NetHost, client: NetHost, seconds: float = 3.0, attempt
     Each attempt starts a fresh one-off server: a client that connected too early (server not yet
     listening) or got a partial result (iperf3 exits 0 with an `error` and no totals) tries again.
     """
-    import json
-    import time
-
     if shutil.which("iperf3") is None:
         raise EnvironmentProblem("iperf3 is needed to measure the shaped link: apt-get install iperf3")
     port = "5299"

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -258,8 +259,6 @@ class Servers:
 
 def _pulsar_ready(port: int, admin: str | None) -> bool:
     """The namespace the driver uses exists and a topic lookup answers with this broker's address."""
-    import urllib.request
-
     try:
         with urllib.request.urlopen(f"http://{admin}/admin/v2/namespaces/public", timeout=2) as r:
             if "public/default" not in r.read().decode():

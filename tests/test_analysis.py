@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from advisor.analysis import analyze
 from advisor.plan import plan
-from advisor.recommend import recommend
+from advisor.rules import recommend
 from core.errors import UserError
 from records import synthetic
 from records.analysis import load_table
 from records.study import open_study
-from spark.analyze import analyze
 from tests.helpers import kafkatune
 
 FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compare.run import trimmed_median
+from compare.harness import trimmed_median
 from compare.spec import Sizes
 from records.testbed import TestbedState
 from tests.helpers import kafkatune

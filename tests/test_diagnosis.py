@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from advisor.recommend import recommend
+from advisor.analysis import analyze
+from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
 from records.analysis import load_table
 from records.testbed import TestbedState
-from spark.analyze import analyze
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 

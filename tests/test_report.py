@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from advisor.analysis import analyze
 from records import synthetic
 from records.analysis import load_table
 from reports.properties import parse
-from spark.analyze import analyze
 from tests.helpers import kafkatune
 
 FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"
@@ -111,7 +111,7 @@ def test_report_of_a_multi_objective_study_has_a_pareto_chart(tmp_path: Path, sp
 
 
 def test_durability_trade_off_is_spelled_out_when_the_study_varied_acks_or_flushes() -> None:
-    from reports.build import _durability
+    from advisor.study import durability as _durability
 
     def t(tid: str, mb_s: float, **params: str) -> dict[str, Any]:
         return {"trial_id": tid, "state": "complete", "mb_s": mb_s, "params": params}

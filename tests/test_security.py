@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from advisor.analysis import analyze
 from records.testbed import TestbedState
-from spark.analyze import analyze
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 from tests.sshd import keygen

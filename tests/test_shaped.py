@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from advisor.analysis import analyze
 from records.analysis import load_table
-from spark.analyze import analyze
 from testbed import dist, netns
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload

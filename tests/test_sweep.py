@@ -128,8 +128,8 @@ def test_sweep_applies_reads_back_and_restores(
     assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
 
     # the Spark analysis of this real sweep: one row per record, rates from the brokers' JMX rows
+    from advisor.analysis import analyze
     from records.analysis import load_table
-    from spark.analyze import analyze
 
     an = analyze(run_dir, spark)
     assert an["trials"] == 5 and an["rows"]["series"] > 0

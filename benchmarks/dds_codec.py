@@ -4,7 +4,7 @@ Both write the same CDR (checked first). Prints, per payload size, the median of
 one serialize and one deserialize with each, and the ratios; the last column is what one Python process
 could write per second with each codec alone (1 / serialize time).
 
-    .venv/bin/python bench/dds_codec.py [--reps 21] [--sizes 1024,65536,1048576]
+    .venv/bin/python benchmarks/dds_codec.py [--reps 21] [--sizes 1024,65536,1048576]
 """
 
 # No `from __future__ import annotations`: Cyclone's IDL types are resolved from real annotations.

@@ -1,18 +1,19 @@
-"""Recommendations with evidence, from a study's analysis tables (or a live cluster's configs and metrics).
+"""Recommendations with evidence, from a study's analysis tables.
 
-Each rule reads the trials/params tables that `spark.analyze` wrote and returns advice that names the
-trials it rests on, the measured difference, and what to expect. Rules that need a comparison the study
+Each rule reads the trials/params tables of the analysis (records.analysis) and returns advice that names
+the trials it rests on, the measured difference, and what to expect. Rules that need a comparison the study
 did not make say so instead of guessing.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor import diagnose
+from advisor.noise import Effect, effects
+from advisor.trials import best_trial, complete, defaults_trial, num
 
 DEFAULT_FETCHERS = 1
 E2E_EXPLODES_MS = 1000.0  # end-to-end p99 above a second at max rate: records queue in the producer buffer
@@ -35,36 +36,8 @@ class Recommendation:
 SEVERITY_ORDER = {"high": 0, "medium": 1, "info": 2}
 
 
-def _num(v: Any) -> float | None:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def _complete(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for t in trials if t.get("state") == "complete" and t.get("mb_s") is not None]
-
-
-def best_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The best trial: the best confirmation run if there is one, else the best complete acks=all trial."""
-    trials = _complete(trials)
-    conf = [t for t in trials if str(t.get("stage", "")).startswith("confirm") and t.get("baseline") is None]
-    pool = conf or [t for t in trials if (t.get("params") or {}).get("acks", "all") in ("all", "-1")] or trials
-    return max(pool, key=lambda t: t["mb_s"]) if pool else None
-
-
-def defaults_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
-    ds = [t for t in _complete(trials) if t.get("baseline") == "kafka-defaults"]
-    return max(ds, key=lambda t: t.get("started_ns") or 0) if ds else None
-
-
-def _fmt(v: float | None, unit: str = " MB/s") -> str:
+def fmt(v: float | None, unit: str = " MB/s") -> str:
     return "n/a" if v is None else f"{v:.2f}{unit}"
-
-
-# ---- rules over a study --------------------------------------------------------------------------
 
 
 def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
@@ -75,12 +48,12 @@ def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
     if dflt:
         changed = {k: v for k, v in best["params"].items() if dflt["params"].get(k) != v}
     ev = [
-        f"{best['trial_id']}: {_fmt(best['mb_s'])}"
+        f"{best['trial_id']}: {fmt(best['mb_s'])}"
         + (f" ({best['fraction_of_ceiling']:.0%} of the ceiling)" if best.get("fraction_of_ceiling") else "")
     ]
     gain = None
     if dflt:
-        ev.append(f"Kafka defaults ({dflt['trial_id']}): {_fmt(dflt['mb_s'])}")
+        ev.append(f"Kafka defaults ({dflt['trial_id']}): {fmt(dflt['mb_s'])}")
         gain = best["mb_s"] - dflt["mb_s"]
     return [
         Recommendation(
@@ -112,8 +85,8 @@ def rule_binding(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Re
         "client": "The load generator was the limit: add producers or client hosts before reading more into it",
         "none": "No resource is saturated: raise batch.size and the producer count (fewer, larger requests)",
     }[b]
-    io = _num(best["params"].get("num.io.threads"))
-    nt = _num(best["params"].get("num.network.threads"))
+    io = num(best["params"].get("num.io.threads"))
+    nt = num(best["params"].get("num.network.threads"))
     action: dict[str, str] = {}
     if b == "request_handlers" and io:
         action["num.io.threads"] = str(int(io * 2))
@@ -131,53 +104,36 @@ def rule_binding(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Re
     ]
 
 
-def rule_params(
-    trials: list[dict[str, Any]], params: list[dict[str, Any]], study: dict[str, Any]
-) -> list[Recommendation]:
+def rule_params(found: list[Effect]) -> list[Recommendation]:
     """Per swept parameter: the value with the highest mean, its measured delta, and an edge warning."""
     out = []
-    # run-to-run noise: the typical spread of one trial's windows, in MB/s
-    spreads: dict[str, list[float]] = {}
-    for t in trials:
-        if t.get("window_cv") is not None and t.get("mb_s"):
-            spreads.setdefault(t["stage"], []).append(t["window_cv"] * t["mb_s"])
-    noise_by_stage = {k: statistics.median(v) for k, v in spreads.items()}
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for p in params:
-        by.setdefault((p["stage"], p["param"]), []).append(p)
-    for (stage, param), rows in sorted(by.items()):
-        rows = sorted(rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else 0, r["value"]))
-        best = max(rows, key=lambda r: r["mean_mb_s"])
-        worst = min(rows, key=lambda r: r["mean_mb_s"])
-        delta = best["mean_mb_s"] - worst["mean_mb_s"]
-        if delta <= 0:
+    for e in found:
+        if e.delta <= 0:
             continue
-        noise = noise_by_stage.get(stage)
-        edge = best is rows[-1] and best["value_num"] is not None and len(rows) > 2
-        title = f"{param} = {best['value']} (stage {stage})"
+        best, worst = e.best, e.worst
+        title = f"{e.param} = {best['value']} (stage {e.stage})"
         ev = [
-            f"{param}={r['value']}: {r['mean_mb_s']:.2f} MB/s mean over {r['trials']} trial(s) "
+            f"{e.param}={r['value']}: {r['mean_mb_s']:.2f} MB/s mean over {r['trials']} trial(s) "
             f"({', '.join(r['trial_ids'][:4])})"
             for r in (best, worst)
         ]
-        if edge:
+        if e.at_edge:
             title += ": the highest value tested was best; the range may be too narrow"
             ev.append("the best value is at the top of the tested range")
-        within_noise = noise is not None and delta < 2 * noise
-        if noise is not None:
+        if e.noise is not None:
             ev.append(
-                f"difference {delta:.2f} MB/s vs run-to-run spread {noise:.2f} MB/s"
-                + (": within noise, re-measure before relying on it" if within_noise else "")
+                f"difference {e.delta:.2f} MB/s vs run-to-run spread {e.noise:.2f} MB/s"
+                + (": within noise, re-measure before relying on it" if e.within_noise else "")
             )
         out.append(
             Recommendation(
                 "param-effect",
                 title,
-                action={param: str(best["value"])},
+                action={e.param: str(best["value"])},
                 evidence=ev,
                 trials=list(best["trial_ids"][:4]),
-                expected_gain_mb_s=delta,
-                severity="medium" if not within_noise and delta > 0.05 * best["mean_mb_s"] else "info",
+                expected_gain_mb_s=e.delta,
+                severity="medium" if not e.within_noise and e.delta > 0.05 * best["mean_mb_s"] else "info",
             )
         )
     return out
@@ -187,7 +143,7 @@ def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -
     n = int(study.get("brokers") or 3)
 
     def fetchers(t: dict[str, Any]) -> float:
-        return _num((t.get("params") or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
+        return num((t.get("params") or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
 
     def multiple(t: dict[str, Any]) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
@@ -195,7 +151,7 @@ def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -
     flagged = [(t, int(fetchers(t))) for t in trials if multiple(t)]
     if not flagged:
         return []
-    done = _complete(trials)
+    done = complete(trials)
     mult = [t["mb_s"] for t in done if multiple(t)]
     other = [t["mb_s"] for t in done if not multiple(t)]
     values = sorted({f for _, f in flagged})
@@ -229,7 +185,7 @@ def rule_replication(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
     """Followers not keeping up: replicate rate below (r−1)× produce, or under-replicated seconds."""
     rf = int(study.get("rf") or 3)
     lagging = []
-    for t in _complete(trials):
+    for t in complete(trials):
         ratio = t.get("replication_ratio")
         ur = t.get("under_replicated_seconds") or 0
         acks = (t.get("params") or {}).get("acks", "all")
@@ -238,12 +194,12 @@ def rule_replication(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
     if not lagging:
         return []
     ev = [
-        f"{t['trial_id']} (acks={a}): replicate/produce = {_fmt(r, '')} (expected {rf - 1}), "
+        f"{t['trial_id']} (acks={a}): replicate/produce = {fmt(r, '')} (expected {rf - 1}), "
         f"{ur} s with under-replicated partitions"
         for t, r, ur, a in lagging[:6]
     ]
-    fetch = max((_num(t["params"].get("replica.fetch.max.bytes")) or 1048576) for t, *_ in lagging)
-    batch = max((_num(t["params"].get("batch.size")) or 16384) for t, *_ in lagging)
+    fetch = max((num(t["params"].get("replica.fetch.max.bytes")) or 1048576) for t, *_ in lagging)
+    batch = max((num(t["params"].get("batch.size")) or 16384) for t, *_ in lagging)
     action = {
         "replica.fetch.max.bytes": str(int(max(fetch * 4, batch * 2))),
         "num.replica.fetchers": "2 (not a multiple of the broker count)",
@@ -263,17 +219,17 @@ def rule_replication(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
 def rule_consumers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
     lag = [
         t
-        for t in _complete(trials)
+        for t in complete(trials)
         if t.get("produce_mb_s") and t.get("consume_mb_s") is not None and t["consume_mb_s"] < 0.9 * t["produce_mb_s"]
     ]
     if not lag:
         return []
     t = max(lag, key=lambda x: x["produce_mb_s"] - x["consume_mb_s"])
     p = t["params"]
-    cons = int(_num(p.get("consumers")) or 1)
-    parts = int(_num(p.get("partitions")) or cons)
-    fmb = int(_num(p.get("fetch.max.bytes")) or 52428800)
-    mpf = int(_num(p.get("max.partition.fetch.bytes")) or 1048576)
+    cons = int(num(p.get("consumers")) or 1)
+    parts = int(num(p.get("partitions")) or cons)
+    fmb = int(num(p.get("fetch.max.bytes")) or 52428800)
+    mpf = int(num(p.get("max.partition.fetch.bytes")) or 1048576)
     return [
         Recommendation(
             "consumer-lag",
@@ -297,14 +253,14 @@ def rule_consumers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[
 def rule_producer_buffer(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
     full = [
         t
-        for t in _complete(trials)
+        for t in complete(trials)
         if (t.get("buffer_full_events") or 0) > 0 and (t.get("e2e_p99_ms") or 0) > E2E_EXPLODES_MS
     ]
     if not full:
         return []
     worst = max(full, key=lambda t: t["e2e_p99_ms"])
     best = best_trial(trials) or max(full, key=lambda t: t["mb_s"])
-    calm = [t for t in _complete(trials) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
+    calm = [t for t in complete(trials) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
     ev = [
         f"{t['trial_id']}: producer buffer full {t['buffer_full_events']} times, "
         f"e2e p99 {t['e2e_p99_ms'] / 1000:.1f} s at {t['mb_s']:.2f} MB/s"
@@ -330,10 +286,10 @@ def rule_fsync(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Reco
     def every(t: dict[str, Any]) -> float | None:
         return diagnose.flush_every(t.get("params"))
 
-    flushed = [t for t in _complete(trials) if (e := every(t)) is not None and e <= diagnose.FSYNC_EVERY]
+    flushed = [t for t in complete(trials) if (e := every(t)) is not None and e <= diagnose.FSYNC_EVERY]
     if not flushed:
         return []
-    unflushed = [t for t in _complete(trials) if not ((e := every(t)) is not None and e <= diagnose.FSYNC_EVERY)]
+    unflushed = [t for t in complete(trials) if not ((e := every(t)) is not None and e <= diagnose.FSYNC_EVERY)]
     ev = [
         f"{t['trial_id']}: log.flush.interval.messages={every(t):g}: {t['mb_s']:.2f} MB/s, "
         f"bound: {t.get('bound_reason')}"
@@ -364,7 +320,7 @@ def rule_fsync(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Reco
 def rule_compression(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
     odd = [
         t
-        for t in _complete(trials)
+        for t in complete(trials)
         if t.get("produce_mb_s") and t.get("publish_mb_s") and t["produce_mb_s"] < 0.2 * t["publish_mb_s"]
     ]
     if not odd:
@@ -399,92 +355,10 @@ def recommend(
     trials: list[dict[str, Any]], params: list[dict[str, Any]], study: dict[str, Any]
 ) -> list[Recommendation]:
     """All rules over one study's tables, most important first."""
-    done = _complete(trials)
+    done = complete(trials)
     recs: list[Recommendation] = []
     recs += rule_best_config(done, study)
     for r in STUDY_RULES:
         recs += r(trials, study)
-    recs += rule_params(done, params, study)
+    recs += rule_params(effects(trials, params))
     return sorted(recs, key=lambda r: (SEVERITY_ORDER[r.severity], -(r.expected_gain_mb_s or 0)))
-
-
-# ---- a live cluster ------------------------------------------------------------------------------
-
-
-def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -> list[Recommendation]:
-    """Rules that need only the brokers' current configs (`kafkatune advise --bootstrap`)."""
-    recs: list[Recommendation] = []
-    rows: list[dict[str, Any]] = [
-        {"trial_id": f"broker {b}", "state": "complete", "mb_s": None, "params": dict(c)} for b, c in configs.items()
-    ]
-    recs += rule_replica_fetchers(rows, {"brokers": brokers})
-    flushed = [r for r in rows if (e := diagnose.flush_every(r["params"])) is not None and e <= diagnose.FSYNC_EVERY]
-    if flushed:
-        recs.append(
-            Recommendation(
-                "fsync-per-message",
-                "log.flush.interval.messages forces an fsync every few messages: leave it at the default and rely "
-                "on replication (RF 3, min.insync.replicas 2) for durability",
-                action={"log.flush.interval.messages": "9223372036854775807 (default)"},
-                evidence=[
-                    f"{r['trial_id']}: log.flush.interval.messages={r['params']['log.flush.interval.messages']}"
-                    for r in flushed
-                ],
-                trials=[r["trial_id"] for r in flushed],
-                severity="high",
-            )
-        )
-    small = [r for r in rows if (_num(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
-    if small:
-        recs.append(
-            Recommendation(
-                "replica-fetch-small",
-                "replica.fetch.max.bytes is below Kafka's 1 MiB default: followers fetch in small pieces",
-                action={"replica.fetch.max.bytes": "1048576 or more (≥ the producers' batch.size)"},
-                evidence=[
-                    f"{r['trial_id']}: replica.fetch.max.bytes={r['params']['replica.fetch.max.bytes']}" for r in small
-                ],
-                trials=[r["trial_id"] for r in small],
-                severity="medium",
-            )
-        )
-    return recs
-
-
-def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> list[Recommendation]:
-    """Rules over a few seconds of live broker metrics (idle fractions, under-replicated partitions)."""
-    recs: list[Recommendation] = []
-    d = diagnose.binding({**row, "state": "complete", "mb_s": row.get("produce_mb_s") or 0.0}, profile)
-    ev = [
-        f"over {row.get('seconds', 0)} s: produce {_fmt(row.get('produce_mb_s'))}, busiest broker in "
-        f"{_fmt(row.get('broker_in_max_mb_s'))}, "
-        f"request handlers {_fmt((row.get('request_handler_idle') or 0) * 100, ' %')} idle, "
-        f"network processors {_fmt((row.get('network_processor_idle') or 0) * 100, ' %')} idle"
-    ]
-    if d.bound in ("request_handlers", "network_threads", "disk", "network_in", "network_out"):
-        key = {"request_handlers": "num.io.threads", "network_threads": "num.network.threads"}.get(d.bound)
-        recs.append(
-            Recommendation(
-                "live-binding",
-                f"Now bound by {d.bound}: {d.reason}",
-                action={key: "×2 (a dynamic config; change in ×2 steps)"} if key else {},
-                evidence=ev,
-                severity="high",
-            )
-        )
-    if (row.get("under_replicated_max") or 0) > 0:
-        recs.append(
-            Recommendation(
-                "live-isr",
-                f"{int(row['under_replicated_max'])} partition(s) under-replicated while sampled: followers are behind",
-                action={
-                    "replica.fetch.max.bytes": "raise (≥ batch.size)",
-                    "num.replica.fetchers": "raise (not a multiple of the broker count)",
-                },
-                evidence=ev,
-                severity="high",
-            )
-        )
-    if not recs:
-        recs.append(Recommendation("live-ok", f"No broker resource saturated while sampled ({d.reason})", evidence=ev))
-    return recs

@@ -9,7 +9,7 @@ confirmation on top). Prints, from the study's summary.json:
 
 Targets (issue 3): best ≥ 2× defaults, ≥ 85 % of the ceiling, overhead ≤ 15 %.
 
-    .venv/bin/python bench/sweep_vs_defaults.py [--nic-mbps 25] [--spec examples/staged-sync-replication.yaml]
+    .venv/bin/python benchmarks/sweep_vs_defaults.py [--nic-mbps 25] [--spec examples/staged-sync-replication.yaml]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Spark analysis time for a generated 100-trial study at 1 M, 3 M and 10 M per-second samples.
 
-    .venv/bin/python bench/spark_analysis.py [--master local[2]] [--repeats 3] [--sizes 1,3,10]
+    .venv/bin/python benchmarks/spark_analysis.py [--master local[2]] [--repeats 3] [--sizes 1,3,10]
 
 The studies are generated (spark/synthetic.py, marked synthetic) in a temporary folder; one Spark session
 analyses each size `repeats` times and the median is printed, with the growth against the smallest size.
@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from advisor.analysis import analyze
 from records import synthetic
-from spark.analyze import analyze
 from spark.session import session
 
 

@@ -4,7 +4,7 @@ An 80 s run with one producer and one consumer has 160 per-second histograms plu
 record asks each for OMB's percentiles and mean. Prints the median of `--reps` timings of each and
 the ratio (values are checked equal first).
 
-    .venv/bin/python bench/record_build.py [--seconds 80] [--workers 2] [--reps 5]
+    .venv/bin/python benchmarks/record_build.py [--seconds 80] [--workers 2] [--reps 5]
 """
 
 from __future__ import annotations

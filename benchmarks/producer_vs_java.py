@@ -5,7 +5,7 @@ linger.ms=5, batch.size=128 KiB, no compression), no consumers, 100 B and 1 KB r
 the three contenders in turn, `--reps` times (median reported), on one warmed loopback testbed.
 Prints a table, then one JSON line of the figures.
 
-    .venv/bin/python bench/producer_vs_java.py [--seconds 20] [--reps 3]
+    .venv/bin/python benchmarks/producer_vs_java.py [--seconds 20] [--reps 3]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@
    docs/design.md model with the *measured* link rate: P_max = min(B_in·N/r, B_out·N/(r−1+C)).
    This is the figure the sweep engine will be judged against.
 
-    .venv/bin/python bench/testbed_baseline.py [--reps 3] [--nic-mbps 25] [--seconds 60]
+    .venv/bin/python benchmarks/testbed_baseline.py [--reps 3] [--nic-mbps 25] [--seconds 60]
 """
 
 from __future__ import annotations

@@ -1,0 +1,57 @@
+"""The analysis of a study: Spark's tables (spark.analyze) with the advisor's judgement of every trial.
+
+Each trial row gets the ceiling of its cluster (the ceiling model over the study's profile), its share of
+it, and the resource that bound it (advisor.diagnose). `run` starts a Spark session for one analysis;
+`ensure` analyses a study only when its tables are missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from advisor import ceiling, diagnose
+from records import analysis as tables
+from records.study import Study, open_study
+from spark import analyze as job
+from spark.session import session
+
+Progress = Callable[[str], None]
+
+
+def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial row's ceiling_mb_s, fraction_of_ceiling, bound and bound_reason."""
+    c = ceiling.from_profile(study.profile, rf=study.rf)
+    d = diagnose.binding(dict(row), study.profile)
+    return {
+        "ceiling_mb_s": c.mb_s if c else None,
+        "fraction_of_ceiling": row["mb_s"] / c.mb_s if c and row.get("mb_s") is not None else None,
+        "bound": d.bound,
+        "bound_reason": d.reason,
+    }
+
+
+def analyze(root: Path, spark: Any, out_dir: Path | None = None, progress: Progress = lambda m: None) -> dict[str, Any]:
+    """Every table for one study with `spark` (a session the caller owns); returns the analysis summary."""
+    return job.analyze(root, spark, out_dir, progress, judge=judge)
+
+
+def run(root: Path, master: str | None, out_dir: Path | None = None, progress: Progress = print) -> dict[str, Any]:
+    """The analysis in a Spark session of its own (`master`: None for local[*], or any Spark master URL)."""
+    open_study(root)  # bad folders fail here, before a JVM starts
+    progress(f"starting Spark ({master or 'local[*]'}) …")
+    s = session(master)
+    try:
+        return analyze(root, s, out_dir, progress)
+    finally:
+        s.stop()
+
+
+def ensure(root: Path, master: str | None = None, progress: Progress = print) -> Path:
+    """The study's analysis folder, analysing it first when its trials table is missing."""
+    an = tables.analysis_dir(Path(root))
+    if not tables.has_table(an, "trials"):
+        progress(f"no analysis in {an} yet: running it")
+        run(root, master, progress=progress)
+    return an

@@ -1,0 +1,153 @@
+"""Advice on a live cluster (`kafkatune advise --bootstrap`): its brokers' configs, and a few seconds of
+its broker metrics when their exporters are known.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from advisor import diagnose
+from advisor.rules import Recommendation, fmt, rule_replica_fetchers
+from advisor.trials import num
+from brokerconf.apply import BrokerConfigs
+from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
+from cluster import metrics, target
+from core.errors import EnvironmentProblem
+
+Progress = Callable[[str], None]
+
+
+def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -> list[Recommendation]:
+    """Rules that need only the brokers' current configs (`kafkatune advise --bootstrap`)."""
+    recs: list[Recommendation] = []
+    rows: list[dict[str, Any]] = [
+        {"trial_id": f"broker {b}", "state": "complete", "mb_s": None, "params": dict(c)} for b, c in configs.items()
+    ]
+    recs += rule_replica_fetchers(rows, {"brokers": brokers})
+    flushed = [r for r in rows if (e := diagnose.flush_every(r["params"])) is not None and e <= diagnose.FSYNC_EVERY]
+    if flushed:
+        recs.append(
+            Recommendation(
+                "fsync-per-message",
+                "log.flush.interval.messages forces an fsync every few messages: leave it at the default and rely "
+                "on replication (RF 3, min.insync.replicas 2) for durability",
+                action={"log.flush.interval.messages": "9223372036854775807 (default)"},
+                evidence=[
+                    f"{r['trial_id']}: log.flush.interval.messages={r['params']['log.flush.interval.messages']}"
+                    for r in flushed
+                ],
+                trials=[r["trial_id"] for r in flushed],
+                severity="high",
+            )
+        )
+    small = [r for r in rows if (num(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
+    if small:
+        recs.append(
+            Recommendation(
+                "replica-fetch-small",
+                "replica.fetch.max.bytes is below Kafka's 1 MiB default: followers fetch in small pieces",
+                action={"replica.fetch.max.bytes": "1048576 or more (≥ the producers' batch.size)"},
+                evidence=[
+                    f"{r['trial_id']}: replica.fetch.max.bytes={r['params']['replica.fetch.max.bytes']}" for r in small
+                ],
+                trials=[r["trial_id"] for r in small],
+                severity="medium",
+            )
+        )
+    return recs
+
+
+def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> list[Recommendation]:
+    """Rules over a few seconds of live broker metrics (idle fractions, under-replicated partitions)."""
+    recs: list[Recommendation] = []
+    d = diagnose.binding({**row, "state": "complete", "mb_s": row.get("produce_mb_s") or 0.0}, profile)
+    ev = [
+        f"over {row.get('seconds', 0)} s: produce {fmt(row.get('produce_mb_s'))}, busiest broker in "
+        f"{fmt(row.get('broker_in_max_mb_s'))}, "
+        f"request handlers {fmt((row.get('request_handler_idle') or 0) * 100, ' %')} idle, "
+        f"network processors {fmt((row.get('network_processor_idle') or 0) * 100, ' %')} idle"
+    ]
+    if d.bound in ("request_handlers", "network_threads", "disk", "network_in", "network_out"):
+        key = {"request_handlers": "num.io.threads", "network_threads": "num.network.threads"}.get(d.bound)
+        recs.append(
+            Recommendation(
+                "live-binding",
+                f"Now bound by {d.bound}: {d.reason}",
+                action={key: "×2 (a dynamic config; change in ×2 steps)"} if key else {},
+                evidence=ev,
+                severity="high",
+            )
+        )
+    if (row.get("under_replicated_max") or 0) > 0:
+        recs.append(
+            Recommendation(
+                "live-isr",
+                f"{int(row['under_replicated_max'])} partition(s) under-replicated while sampled: followers are behind",
+                action={
+                    "replica.fetch.max.bytes": "raise (≥ batch.size)",
+                    "num.replica.fetchers": "raise (not a multiple of the broker count)",
+                },
+                evidence=ev,
+                severity="high",
+            )
+        )
+    if not recs:
+        recs.append(Recommendation("live-ok", f"No broker resource saturated while sampled ({d.reason})", evidence=ev))
+    return recs
+
+
+def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
+    """`seconds` of broker metrics as one row: produce rate, the busiest broker's in/out, idle fractions."""
+    sampler = metrics.BrokerMetricsSampler(urls).start()
+    time.sleep(seconds)
+    rows = metrics.rates(sampler.stop())
+    if not rows:
+        raise EnvironmentProblem(f"no broker metrics could be read from {', '.join(urls.values())}")
+    by_t: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_t.setdefault(round(r["t_ns"] / 1e9), []).append(r)
+
+    def avg(vals: list[float]) -> float | None:
+        return statistics.mean(vals) if vals else None
+
+    def busiest(s: list[dict[str, Any]], a: str, b: str) -> float:
+        return max((r.get(a, 0) + r.get(b, 0)) / 1e6 for r in s)
+
+    per_s = list(by_t.values())
+    return {
+        "seconds": len(per_s),
+        "produce_mb_s": avg([sum(r.get("bytes_in_per_s", 0) for r in s) / 1e6 for s in per_s]),
+        "broker_in_max_mb_s": avg([busiest(s, "bytes_in_per_s", "replication_bytes_in_per_s") for s in per_s]),
+        "broker_out_max_mb_s": avg([busiest(s, "bytes_out_per_s", "replication_bytes_out_per_s") for s in per_s]),
+        "request_handler_idle": avg([r["request_handler_idle"] for r in rows if "request_handler_idle" in r]),
+        "network_processor_idle": avg([r["network_processor_idle"] for r in rows if "network_processor_idle" in r]),
+        "under_replicated_max": max((r.get("under_replicated", 0) for r in rows), default=0),
+    }
+
+
+def advise(
+    bootstrap: str, metrics_urls: list[str], state_dir: Path, seconds: float, progress: Progress = print
+) -> list[Recommendation]:
+    """Config rules on every broker at `bootstrap`, and metric rules over `seconds` of its metrics: from
+    `metrics_urls` (one per broker, in broker id order), or the testbed's when it is that cluster."""
+    try:
+        bc = BrokerConfigs.connect(bootstrap, progress=progress)
+    except Exception as e:
+        raise EnvironmentProblem(f"--bootstrap {bootstrap} is not reachable: {e}") from None
+    recs = live_config_rules(bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS]), len(bc.broker_ids))
+    urls: dict[int, str] = {}
+    profile = None
+    if metrics_urls:
+        urls = dict(zip(sorted(bc.broker_ids), metrics_urls, strict=False))
+    elif (tb := target.testbed_serving(state_dir, bootstrap)) is not None:
+        urls, profile = dict(tb.metrics_urls), tb.profile
+    if urls:
+        progress(f"sampling broker metrics for {seconds:g} s …")
+        recs += live_metric_rules(sample(urls, seconds), profile)
+    else:
+        progress("no metrics endpoints (--metrics-url): advice from configs only")
+    return recs

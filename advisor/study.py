@@ -1,0 +1,132 @@
+"""Everything the advisor concludes about one study, computed once for `advise`, `plan --from` and `report`.
+
+From the study's analysis (run first when missing): the recommendations, the best trial and Kafka's
+defaults as measured, each swept parameter's effect against run-to-run noise, what the study traded in
+durability, and capacity plans at its measured efficiency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor import analysis, diagnose
+from advisor import plan as planner
+from advisor.noise import Effect, effects
+from advisor.rules import Recommendation, recommend
+from advisor.trials import best_trial, defaults_trial
+from records.analysis import load_table, read_summary
+from records.study import Study, open_study, read_spec
+
+
+@dataclass(frozen=True)
+class StudyAdvice:
+    study: Study
+    tables: dict[str, list[dict[str, Any]]]  # trials, params, importance, pareto, series
+    summary: dict[str, Any]  # the analysis summary (records.analysis)
+    recommendations: list[Recommendation]
+    effects: list[Effect]
+    best: dict[str, Any] | None
+    defaults: dict[str, Any] | None
+    ceiling_mb_s: float | None
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        return self.tables["trials"]
+
+
+def context(study: Study) -> dict[str, Any]:
+    """What the rules know of the study beyond its tables."""
+    return {"brokers": study.brokers, "rf": study.rf, "study": study.name}
+
+
+def advise(root: Path, master: str | None = None, progress: Callable[[str], None] = print) -> StudyAdvice:
+    """The study's advice; its analysis runs first when it is missing (Spark at `master`)."""
+    study = open_study(root)
+    an = analysis.ensure(study.root, master, progress)
+    tables = {t: load_table(an, t) for t in ("trials", "params", "importance", "pareto", "series")}
+    trials, params = tables["trials"], tables["params"]
+    return StudyAdvice(
+        study=study,
+        tables=tables,
+        summary=read_summary(an),
+        recommendations=recommend(trials, params, context(study)),
+        effects=effects(trials, params),
+        best=best_trial(trials),
+        defaults=defaults_trial(trials),
+        ceiling_mb_s=next((t["ceiling_mb_s"] for t in trials if t.get("ceiling_mb_s")), None),
+    )
+
+
+def key_gains(best: dict[str, Any], found: list[Effect]) -> dict[str, tuple[float, str]]:
+    """Per key of the best configuration: its own measured effect, where its stage swept it (MB/s, and how)."""
+    out = {}
+    for e in found:
+        if e.delta > 0 and str(best["params"].get(e.param)) == str(e.best["value"]):
+            out[e.param] = (e.delta, f"{e.param}={e.best['value']} vs the worst value in its stage")
+    return out
+
+
+def swept_keys(study: Study, params: list[dict[str, Any]]) -> set[str]:
+    """The keys the study swept (its spec, and the params table)."""
+    spec = read_spec(study.root)
+    keys = set(spec.get("params") or {})
+    for s in spec.get("stages") or []:
+        keys |= set((s or {}).get("params") or {})
+    return keys | {p["param"] for p in params}
+
+
+def durability(trials: list[dict[str, Any]]) -> list[str]:
+    """What relaxing acks or forcing flushes bought and cost, when the study varied them."""
+    done = [t for t in trials if t["state"] == "complete" and t["mb_s"]]
+
+    def acks(t: dict[str, Any]) -> str:
+        return str(t["params"].get("acks", "all")).replace("-1", "all")
+
+    def flushed(t: dict[str, Any]) -> bool:
+        e = diagnose.flush_every(t["params"])
+        ms = t["params"].get("log.flush.interval.ms")
+        return (e is not None and e <= diagnose.FSYNC_EVERY) or (ms not in (None, "None", "") and float(ms) <= 1000)
+
+    lines = []
+    sync = [t for t in done if acks(t) == "all"]
+    for a in ("1", "0"):
+        loose = [t for t in done if acks(t) == a]
+        if loose and sync:
+            bl, bs = max(loose, key=lambda t: t["mb_s"]), max(sync, key=lambda t: t["mb_s"])
+            lines.append(
+                f"acks={a}: best {bl['mb_s']:.2f} MB/s ({bl['trial_id']}) vs acks=all {bs['mb_s']:.2f} MB/s "
+                f"({bs['trial_id']}): {bl['mb_s'] - bs['mb_s']:+.2f} MB/s. Given up: "
+                + (
+                    "every acknowledgement (a record can be lost without the producer knowing)"
+                    if a == "0"
+                    else "the followers' copy before the ack (a leader failure can lose acknowledged records)"
+                )
+                + "; min.insync.replicas=2 no longer protects acknowledged writes."
+            )
+    f = [t for t in done if flushed(t)]
+    nf = [t for t in done if not flushed(t)]
+    if f and nf:
+        bf, bn = max(f, key=lambda t: t["mb_s"]), max(nf, key=lambda t: t["mb_s"])
+        lines.append(
+            f"forced flushes: best {bf['mb_s']:.2f} MB/s ({bf['trial_id']}) vs {bn['mb_s']:.2f} MB/s without "
+            f"({bn['trial_id']}). Without them durability rests on replication: an acknowledged record is on "
+            "min.insync.replicas=2 brokers' page caches, and is lost only if all of them fail before writeback."
+        )
+    return lines
+
+
+def plans(trials: list[dict[str, Any]], study: Study, best: dict[str, Any] | None) -> list[planner.Plan]:
+    """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape."""
+    if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
+        return []
+    safe = best["mb_s"] * 0.7
+    out = []
+    for mult in (1, 2, 10):
+        try:
+            out.append(planner.plan(safe * mult, rf=study.rf, trials=trials, profile=study.profile))
+        except Exception:
+            continue
+    return out

@@ -1,0 +1,193 @@
+"""NTU's ping-pong method (docs/reference.md §3): one message at a time there and back through the system,
+an echo process on the far end; latency = RTT/2."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue
+import struct
+import time
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compare.harness import Say, SystemTarget, Tick, error_text
+from compare.spec import CompareSpec, PingPong
+from core.errors import EnvironmentProblem
+from drivers import api
+from records import comparison as comparisons
+
+SEQ = struct.Struct("<Q")
+
+
+def _echo(
+    driver: str, common: dict[str, str], ping: str, pong: str, pc: dict[str, str], cc: dict[str, str], q: Any, stop: Any
+) -> None:
+    """The far end of the ping-pong: every message received on `ping` goes straight back on `pong`."""
+    try:
+        drv = api.load_driver(driver)(common)
+        inbox: list[bytes] = []
+        c = drv.create_consumer(ping, f"echo-{ping}", inbox.append, cc)
+        while not c.ready():
+            c.poll(0.05)
+        p = drv.create_producer(pong, pc)
+        q.put(("ready", None))
+
+        def ignore(err: str | None, payload: bytes) -> None:
+            return None
+
+        while not stop.is_set():
+            c.poll(0.05)
+            if inbox:
+                for m in inbox:
+                    api.send_waiting(p, None, m, ignore)
+                inbox.clear()
+                p.poll(0)
+        p.close()
+        c.close()
+        drv.close()
+    except BaseException:
+        q.put(("error", traceback.format_exc(limit=6)))
+
+
+def pingpong_once(t: SystemTarget, spec: CompareSpec) -> tuple[list[float], int]:
+    """Round-trip times (µs) of `messages` pings after the warm-up; and how many replies never came."""
+    cfg = spec.pingpong
+    assert cfg is not None
+    s = t.system
+    pc = {k: str(v) for k, v in {**s.producerConfig, **s.pingpongProducerConfig}.items()}
+    cc = {k: str(v) for k, v in s.consumerConfig.items()}
+    drv = api.load_driver(s.driver)(t.common)
+    drv.validate(pc, cc)
+
+    tag = uuid.uuid4().hex[:8]
+    ping, pong = f"kt-{t.name}-ping-{tag}", f"kt-{t.name}-pong-{tag}"
+    drv.create_topics(
+        [api.TopicSpec(n, 1, s.replicationFactor, {k: str(v) for k, v in s.topicConfig.items()}) for n in (ping, pong)]
+    )
+    ctx = mp.get_context("spawn")
+    q: Any = ctx.Queue()
+    stop = ctx.Event()
+    replies: list[bytes] = []
+    c = drv.create_consumer(pong, f"pinger-{pong}", replies.append, cc)
+    proc = None
+    p = None
+    try:
+        deadline = time.monotonic() + 60
+        while not c.ready():
+            c.poll(0.05)
+            if time.monotonic() > deadline:
+                raise EnvironmentProblem("ping-pong: the reply consumer never became ready")
+        proc = ctx.Process(target=_echo, args=(s.driver, t.common, ping, pong, pc, cc, q, stop), daemon=True)
+        proc.start()
+        kind, detail = q.get(timeout=90)
+        if kind == "error":
+            raise EnvironmentProblem(f"ping-pong echo failed:\n{detail}")
+        p = drv.create_producer(ping, pc)
+        rtts, missing = _exchange(cfg, p, c, replies, q)
+        return rtts, missing
+    finally:
+        stop.set()
+        if proc is not None:
+            proc.join(10)
+            if proc.is_alive():
+                proc.terminate()
+        if p is not None:
+            p.close()
+        c.close()
+        drv.delete_topics([ping, pong])
+        drv.close()
+
+
+def _one(p: api.Producer, c: api.Consumer, replies: list[bytes], i: int, msg: bytes, timeout_s: float) -> bool:
+    """Send ping `i`; True once its reply came back within `timeout_s`."""
+    errors: list[str] = []
+
+    def done(err: str | None, payload: bytes) -> None:
+        if err is not None:
+            errors.append(err)
+
+    api.send_waiting(p, None, msg, done, timeout_s)
+    p.poll(0)
+    end = time.monotonic() + timeout_s
+    got = False
+    while time.monotonic() < end and not got:
+        c.poll(0.05)
+        p.poll(0)
+        while replies:
+            got = SEQ.unpack_from(replies.pop())[0] == i or got
+    if errors:
+        raise EnvironmentProblem(f"ping-pong: send failed: {errors[0]}")
+    return got
+
+
+def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[bytes], q: Any) -> tuple[list[float], int]:
+    """The pings, one at a time: round trips (µs) after the warm-up, and how many replies never came."""
+    pad = bytes(max(0, cfg.size - SEQ.size))
+    rtts: list[float] = []
+    missing = 0
+    for i in range(cfg.warmupMessages + cfg.messages):
+        t0 = time.perf_counter_ns()
+        got = _one(p, c, replies, i, SEQ.pack(i) + pad, cfg.replyTimeoutSeconds)
+        t1 = time.perf_counter_ns()
+        if not got:
+            missing += 1
+            if missing >= 3:
+                echo_error = ""
+                with contextlib.suppress(queue.Empty):
+                    kind, detail = q.get_nowait()
+                    echo_error = f"; the echo side failed:\n{detail}" if kind == "error" else ""
+                raise EnvironmentProblem(
+                    f"ping-pong: {missing} replies not received within {cfg.replyTimeoutSeconds:g} s{echo_error}"
+                )
+            continue
+        if i >= cfg.warmupMessages:
+            rtts.append((t1 - t0) / 1e3)
+    return rtts, missing
+
+
+def pingpong(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> dict[str, Any]:
+    cfg = spec.pingpong
+    assert cfg is not None
+    rtts: list[float] = []
+    missing = 0
+    error = None
+    for _ in range(cfg.repeats):
+        try:
+            r, m = pingpong_once(t, spec)
+        except Exception as e:  # a size or mode the system cannot carry: its row says why
+            error = error_text(e)
+            say(f"  {t.name} ping-pong: FAILED {error}")
+            tick()
+            break
+        rtts += r
+        missing += m
+        tick()
+    row = _latency_row(t.name, t.system.driver, [x / 2 for x in rtts], cfg.size)
+    row.update(round_trips=len(rtts), missing_replies=missing, error=error)
+    comparisons.write_round_trips(out, t.name, rtts)
+    if rtts:
+        say(f"  {t.name:<16} ping-pong {cfg.size} B: RTT/2 median {row['p50_us']:.1f} µs, p99 {row['p99_us']:.1f} µs")
+    return row
+
+
+PCTS = (50, 90, 99, 99.9)
+
+
+def _latency_row(name: str, driver: str, one_way_us: list[float], size: int) -> dict[str, Any]:
+    row: dict[str, Any] = {"system": name, "driver": driver, "size": size}
+    if one_way_us:
+        a = np.asarray(one_way_us)
+        for p in PCTS:
+            row[f"p{p:g}_us"] = float(np.percentile(a, p))
+        row["mean_us"] = float(a.mean())
+        row["max_us"] = float(a.max())
+    else:
+        for p in PCTS:
+            row[f"p{p:g}_us"] = None
+        row["mean_us"] = row["max_us"] = None
+    return row

@@ -1,0 +1,112 @@
+"""What commands print for a person: rich tables on a terminal, plain lines otherwise. Figures only; each
+comes from a record or a computation of another folder, never from here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from advisor.ceiling import Ceiling
+from advisor.plan import Plan
+from advisor.rules import Recommendation
+from core.fmt import num
+
+
+def testbed_status(st: dict[str, Any]) -> None:
+    t = Table(title=f"testbed ({st['network']}, Kafka {st['kafka_version']}) {st['bootstrap_servers']}")
+    for col in ("node", "pid", "listener", "alive", "under-replicated", "controller"):
+        t.add_column(col)
+    for n in st["nodes"]:
+        t.add_row(
+            str(n["id"]),
+            str(n["pid"] or "-"),
+            n["listener"],
+            "yes" if n["alive"] else "NO",
+            str(n.get("under_replicated_partitions", "-")),
+            "*" if st["controller"] == n["id"] else "",
+        )
+    Console().print(t)
+    ur = st["under_replicated_partitions"]
+    click.echo(f"under-replicated partitions: {'unknown' if ur is None else len(ur)}")
+
+
+def bench_summary(s: dict[str, Any], d: Path) -> None:
+    pl, e2e = s["publish_latency_ms"], s["end_to_end_latency_ms"]
+    lines = [
+        f"publish  {s['publish_msg_s']:>12,.0f} msg/s {s['publish_mb_s']:>9.2f} MB/s "
+        f"{s['publish_bit_s'] / 1e9:.3f} Gbit/s",
+        f"consume  {s['consume_msg_s']:>12,.0f} msg/s {s['consume_mb_s']:>9.2f} MB/s",
+        f"publish latency ms  p50 {pl['p50']:.2f}  p99 {pl['p99']:.2f}  p99.9 {pl['p99.9']:.2f}  max {pl['max']:.2f}",
+        f"end-to-end ms       p50 {e2e['p50']:.2f}  p99 {e2e['p99']:.2f}  p99.9 {e2e['p99.9']:.2f}  "
+        f"max {e2e['max']:.2f}",
+        f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
+        f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
+    ]
+    if s["unacknowledged_at_end"]:
+        lines.append(
+            f"{s['unacknowledged_at_end']:,} message(s) still unacknowledged when the producers' flush timed out"
+        )
+    b = s["broker_rates"]
+    if b:
+        lines.append(
+            f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
+            f"consume {b['consume_mb_s']:.2f} MB/s"
+        )
+    lines += [f"WARNING: {w}" for w in s["warnings"]]
+    lines.append(f"results: {d}/result.json")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def recommendations(recs: list[Recommendation], limit: int | None = None) -> None:
+    for i, r in enumerate(recs[:limit] if limit else recs, 1):
+        gain = (
+            f"  (expected +{r.expected_gain_mb_s:.2f} MB/s)"
+            if r.expected_gain_mb_s and r.expected_gain_mb_s > 0
+            else ""
+        )
+        click.echo(f"{i}. [{r.severity}] {r.title}{gain}")
+        if r.action:
+            click.echo("   set: " + ", ".join(f"{k}={v}" for k, v in r.action.items()))
+        for e in r.evidence:
+            click.echo(f"   - {e}")
+
+
+def analysis(rows: list[dict[str, Any]], tables: Path) -> None:
+    click.echo(f"{'trial':<36} {'MB/s':>8} {'% ceil':>7} {'prod':>7} {'repl':>7} {'cons':>7}  bound")
+    for r in rows:
+        click.echo(
+            f"{r['trial_id'][:36]:<36} {num(r['mb_s'], missing='-'):>8} "
+            f"{num(r['fraction_of_ceiling'], '{:.0%}', '-'):>7} {num(r['produce_mb_s'], missing='-'):>7} "
+            f"{num(r['replicate_mb_s'], missing='-'):>7} {num(r['consume_mb_s'], missing='-'):>7}  {r['bound']}"
+        )
+    click.echo(f"tables: {tables}/")
+
+
+def plan(p: Plan, message_bytes: int) -> None:
+    b = p.per_broker_mb_s
+    lines = [
+        f"target: {p.target_mb_s:g} MB/s = {p.target_msg_s:,.0f} msg/s of {message_bytes} B, RF {p.rf}, acks={p.acks}",
+        f"brokers: {p.brokers}   partitions: {p.partitions}   producers: {p.producers}   consumers: {p.consumers}",
+        f"each broker at the target: in {b['in']:.1f}, out {b['out']:.1f}, disk {b['disk']:.1f} MB/s",
+        f"needed per broker: NIC ≥ {p.nic_mb_s_needed:.1f} MB/s each way, disk ≥ {p.disk_mb_s_needed:.1f} MB/s",
+        f"planned cluster ceiling: {p.ceiling_mb_s:.1f} MB/s ({p.bound}); "
+        f"efficiency used {p.efficiency:.0%}, headroom {p.headroom:.0%}"
+        + (f"; basis: {p.basis['trial']} ({p.basis['mb_s']:.2f} MB/s)" if p.basis else ""),
+        *[f"assumption: {a}" for a in p.assumptions],
+    ]
+    click.echo("\n".join(lines))
+
+
+def ceiling(c: Ceiling) -> None:
+    click.echo(f"ceiling: {c.mb_s:,.1f} MB/s of producer payload, bound by {c.binding}")
+    for k, v in sorted(c.terms.items(), key=lambda kv: kv[1]):
+        click.echo(f"  {k:<15} {v:>12,.1f} MB/s{'   ← binds' if k == c.binding else ''}")
+    pb = c.per_broker
+    click.echo(f"each broker at the ceiling: in {pb['in']:,.1f}, out {pb['out']:,.1f}, disk {pb['disk']:,.1f} MB/s")
+    for n in c.notes:
+        click.echo(f"note: {n}")

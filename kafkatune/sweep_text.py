@@ -1,0 +1,120 @@
+"""A sweep in words: its plan (`sweep --dry-run`), its trials and its summary (`sweep`, `study show`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from brokerconf.catalogue import short
+from sweeps import space, storage
+from sweeps.spec import Choices, IntRange, Spec
+
+TRIAL_OVERHEAD_S = 6  # topic, workers, drain, record: measured 4-6 s per trial here
+
+
+def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
+    """What `sweep --dry-run` prints: the cluster, workload, trial timing, baselines, stages and budget."""
+    m = spec.measurement
+    w = spec.base_workload()
+    per_trial = m.warmup_s + m.window_s * m.windows + TRIAL_OVERHEAD_S
+    stages = spec.stage_list
+    n = sum(spec.planned)
+    cl = (
+        "the local testbed"
+        if spec.cluster.is_testbed
+        else spec.cluster.bootstrap or f"the cluster of inventory {spec.cluster.inventory}"
+    )
+    lines = [
+        f"study {spec.name}: plan {spec.plan}, sampler {spec.sampler}, objectives {', '.join(spec.objectives)}",
+        f"cluster: {cl}",
+        f"workload: {w.messageSize} B records, {w.partitionsPerTopic} partitions, RF {w.replicationFactor or 3}, "
+        f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s)",
+        f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows "
+        f"(~{per_trial:.0f} s with set-up and drain)",
+        f"constraints: lost ≤ {spec.constraints.max_lost}"
+        + "".join(
+            f", {k} ≤ {v:g}" for k, v in spec.constraints.model_dump().items() if k != "max_lost" and v is not None
+        ),
+        "baselines: " + ("; ".join(f"{b} [{short(space.baseline(spec, b))}]" for b in spec.baselines) or "none"),
+    ]
+    for i, s in enumerate(stages, 1):
+        params = ", ".join(
+            f"{k} {v.low}..{v.high}{' log' if v.log else ''}"
+            if isinstance(v, IntRange)
+            else f"{k} {v.choices if isinstance(v, Choices) else v}"
+            for k, v in s.params.items()
+        )
+        fixed = f" fixed {dict(s.fixed)}" if s.fixed else ""
+        lines.append(f"stage {i} {s.name}: {s.trials} trials: {params}{fixed}")
+    lines += [
+        f"confirmation: top {spec.confirm_top} re-measured"
+        + (", and Kafka's defaults once more" if spec.planned[2] > spec.confirm_top else ""),
+        f"budget: {n} trials (~{n * per_trial / 60:.0f} min)"
+        + (f", stop after {spec.budget.minutes:g} min" if spec.budget.minutes else ""),
+        f"storage: {storage.display_url(storage_url or spec.storage, run_dir)}; records in {run_dir}/trials/",
+    ]
+    click.echo("\n".join(lines))
+
+
+def print_trials(records: list[dict[str, Any]]) -> None:
+    t = Table(title="trials")
+    for col in ("stage", "#", "state", "MB/s", "±", "% ceil", "p99 pub ms", "p99 e2e ms", "restarts", "params"):
+        t.add_column(col)
+    for r in records:
+        m = r.get("measured") or {}
+        frac = m.get("fraction_of_ceiling")
+        state = r.get("state", "?")
+        if r.get("constraints", {}).get("violated"):
+            state = "violates"
+        t.add_row(
+            r.get("stage", ""),
+            str(r.get("number", "")),
+            state,
+            f"{m['mean_mb_s']:.2f}" if m else "-",
+            f"{m['stdev_mb_s']:.2f}" if m else "-",
+            f"{frac * 100:.0f}" if frac else "-",
+            f"{m['p99_publish_ms']:.1f}" if m else "-",
+            f"{m['p99_e2e_ms']:.1f}" if m else "-",
+            str(r.get("restarts", 0)),
+            short(r.get("config", {})),
+        )
+    Console(width=200).print(t)
+
+
+def print_summary(s: dict[str, Any], out: Any) -> None:
+    lines = [f"study {s['study']} ({s['plan']})"]
+    for name, b in s["baselines"].items():
+        lines.append(f"baseline {name:<22} {b['mb_s']:8.2f} MB/s")
+    for st in s["stages"]:
+        best = st["best"]
+        lines.append(
+            f"stage {st['name']:<25} {st['trials']} trials ({st['failed']} failed), best "
+            + (f"{best['mb_s']:.2f} MB/s with {short(best['params'])}" if best else "-")
+        )
+        for t in st.get("pareto") or []:
+            vals = ", ".join(f"{o} {v:.2f}" for o, v in zip(s["objectives"], t["values"], strict=True))
+            lines.append(f"  Pareto #{t['number']}: {vals}: {short(t['params'])}")
+    for c in s["confirmed"]:
+        lines.append(f"confirmed {c['confirms']:<30} {c['mb_s']:8.2f} ± {c['stdev_mb_s']:.2f} MB/s")
+    b = s["best"]
+    if b:
+        lines.append(f"BEST ({b['from']}): {b['mb_s']:.2f} MB/s: {short(b['config'])}")
+        if s.get("best_fraction_of_ceiling"):
+            lines.append(f"  {s['best_fraction_of_ceiling'] * 100:.1f} % of the {s['ceiling_mb_s']:.1f} MB/s ceiling")
+        if s.get("best_vs_defaults"):
+            again = " (re-measured at the end)" if s.get("defaults_remeasured") else ""
+            d = s.get("defaults_mb_s") or s["baselines"]["kafka-defaults"]["mb_s"]
+            lines.append(f"  {s['best_vs_defaults']:.2f}× Kafka defaults: {d:.2f} MB/s{again}")
+        if s.get("trials_to_95pct_of_best"):
+            lines.append(f"  95 % of the best reached after {s['trials_to_95pct_of_best']} trials")
+    inv = s["this_invocation"]
+    if inv["overhead_fraction"] is not None:
+        lines.append(
+            f"this run: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min, "
+            f"{inv['overhead_fraction'] * 100:.0f} % not measuring; {s['restarts']} broker restarts in all"
+        )
+    print("\n".join(lines), file=out)

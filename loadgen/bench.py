@@ -1,0 +1,53 @@
+"""One measured run of a workload against a target, as `kafkatune bench` records it.
+
+The record (records.run) carries the profile of the cluster the run was held against, the client
+library, and the broker configs the run ran with (read back from every broker when the cluster allows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import confluent_kafka
+
+from brokerconf.apply import current_configs
+from cluster.target import Target
+from loadgen import result, runner
+from loadgen.workload import Workload
+from records.run import RunRecord
+
+Say = Callable[[str], None]
+
+
+def describe(w: Workload, bootstrap: str) -> str:
+    """One line saying what the run will do."""
+    rate = "max rate" if not w.producerRate else f"{w.producerRate:g} msg/s"
+    return (
+        f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
+        f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), {rate}, "
+        f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {bootstrap}"
+    )
+
+
+def measure(
+    w: Workload, t: Target, *, on_tick: runner.View | None = None, say: Say = print, keep_topics: bool = False
+) -> RunRecord:
+    """Run `w` on `t` and build its record (not yet written)."""
+    brokers = current_configs(t.bootstrap, t.common, say)
+    raw = runner.run(
+        w,
+        {**t.common, "bootstrap.servers": t.bootstrap},
+        placements=t.placements,
+        metrics_urls=t.metrics_urls,
+        on_tick=on_tick,
+        say=say,
+        keep_topics=keep_topics,
+    )
+    client = {
+        "client": "confluent-kafka",
+        "version": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+    }
+    rec = result.build(raw, t.profile, client)
+    rec.result["brokerConfig"] = brokers
+    return rec

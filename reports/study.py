@@ -1,0 +1,228 @@
+"""`kafkatune report`: a study and its analysis → report.html, report.md and recommended/*.properties.
+
+Everything shown comes from the study's files and the advisor's reading of its analysis (advisor.study);
+the report computes no figure of its own: it picks, formats and plots them, through the one page builder
+(reports.page) and chart set (reports.charts).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from advisor import study as advice
+from advisor.rules import Recommendation
+from core import secrets
+from core.files import write_bytes
+from core.fmt import num
+from records.study import latency_quantiles, secret_bearing_documents
+from reports import charts, properties
+from reports.page import Page, charts_html, md_section
+
+
+@dataclass(frozen=True)
+class Report:
+    dir: Path
+    html: Path
+    markdown: Path
+    files: list[Path]
+    charts: list[str]
+
+
+def build(
+    run_dir: Path, out_dir: Path | None = None, master: str | None = None, progress: Callable[[str], None] = print
+) -> Report:
+    """The study's report in `out_dir` (default RUN_DIR/report); the analysis runs first when missing."""
+    a = advice.advise(run_dir, master, progress)
+    study, trials, best, base = a.study, a.trials, a.best, a.defaults
+    shown = _charts(a)
+    whole = best["mb_s"] - base["mb_s"] if best and base else None
+    changes = (
+        properties.changes(
+            best,
+            base["params"] if base else {},
+            advice.swept_keys(study, a.tables["params"]),
+            advice.key_gains(best, a.effects),
+            whole,
+        )
+        if best
+        else []
+    )
+    header = f"kafkatune recommendation for study {study.name}, from trial {best['trial_id'] if best else '-'}"
+    files = properties.render(changes, header)
+    out = (out_dir or study.root / "report").resolve()
+    (out / "recommended").mkdir(parents=True, exist_ok=True)
+    hidden = secrets.secret_values(secret_bearing_documents(study))
+    written = []
+    for name, text in files.items():
+        p = out / "recommended" / name
+        write_bytes(p, secrets.redact_text(text, hidden).encode(), mode=0o644)
+        written.append(p)
+    c = {
+        "study": study,
+        "trials": trials,
+        "best": best,
+        "base": base,
+        "ceiling": a.ceiling_mb_s,
+        "recs": a.recommendations,
+        "charts": shown,
+        "changes": changes,
+        "plans": advice.plans(trials, study, best),
+        "durability": advice.durability(trials),
+        "analysis": a.summary,
+        "files": files,
+    }
+    md = markdown(c)
+    blocks = [
+        ("Recommendations", _recommendations_html(a.recommendations)),
+        ("Charts", charts_html(shown)),
+        ("Recommended settings", _files_html(files)),
+        *[(t, md_section(md, t)) for t in ("Capacity plan", "Durability trade-off", "Trials")],
+    ]
+    page = Page(f"kafkatune report: {study.name}", md, _headline(c), blocks)
+    html_path, md_path = page.write(out, hidden)
+    written += [md_path, html_path]
+    return Report(out, html_path, md_path, written, [ch.key for ch in shown])
+
+
+def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
+    t = a.tables
+    quantiles = {
+        label: q
+        for label, trial in (("Kafka defaults", a.defaults), ("best", a.best))
+        if trial and (q := latency_quantiles(a.study, trial["trial_id"]))
+    }
+    found = [
+        charts.history(a.trials, a.ceiling_mb_s),
+        *charts.param_effects(a.effects, a.trials),
+        charts.rates_vs_ceiling(a.defaults, a.best, a.ceiling_mb_s, a.study.rf),
+        charts.latency_curves(quantiles),
+        charts.pareto(a.trials, t["pareto"], a.study.objectives),
+        charts.importance(t["importance"]),
+        charts.stability(t["series"], a.best),
+    ]
+    return [ch for ch in found if ch is not None]
+
+
+def _recommendations_html(recs: list[Recommendation]) -> str:
+    e = html.escape
+    items = []
+    for r in recs:
+        gain = (
+            f" (expected +{r.expected_gain_mb_s:.2f} MB/s)" if r.expected_gain_mb_s and r.expected_gain_mb_s > 0 else ""
+        )
+        evidence = "".join(f"<li>{e(x)}</li>" for x in r.evidence)
+        act = (
+            ("<p>set: " + ", ".join(f"<code>{e(k)}={e(v)}</code>" for k, v in r.action.items()) + "</p>")
+            if r.action
+            else ""
+        )
+        items.append(
+            f'<li class="rec sev-{r.severity}"><b>[{r.severity}] {e(r.title)}</b>{e(gain)}{act}<ul>{evidence}</ul></li>'
+        )
+    return "<ol>" + "\n".join(items) + "</ol>"
+
+
+def _files_html(files: dict[str, str]) -> str:
+    e = html.escape
+    return "\n".join(f"<h3>recommended/{e(name)}</h3><pre>{e(text)}</pre>" for name, text in files.items())
+
+
+def _headline(c: dict[str, Any]) -> list[str]:
+    best, base, ceiling = c["best"], c["base"], c["ceiling"]
+    lines = []
+    if best:
+        s = f"Best: **{best['mb_s']:.2f} MB/s** ({best['trial_id']})"
+        if ceiling:
+            s += f", {best['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
+        if base:
+            s += f", {best['mb_s'] / base['mb_s']:.2f}× Kafka's defaults ({base['mb_s']:.2f} MB/s, {base['trial_id']})"
+        lines.append(s + ".")
+        lines.append(f"Bound by **{best.get('bound')}**: {best.get('bound_reason')}.")
+    if c["study"].synthetic:
+        lines.append("**This study is synthetic (generated), not a measurement.**")
+    return lines
+
+
+def _rec_md(r: Recommendation, i: int) -> list[str]:
+    gain = f" (expected +{r.expected_gain_mb_s:.2f} MB/s)" if r.expected_gain_mb_s and r.expected_gain_mb_s > 0 else ""
+    lines = [f"{i}. **[{r.severity}] {r.title}**{gain}"]
+    if r.action:
+        lines.append("   - set: " + ", ".join(f"`{k}={v}`" for k, v in r.action.items()))
+    lines += [f"   - {e}" for e in r.evidence]
+    return lines
+
+
+def markdown(c: dict[str, Any]) -> str:
+    st = c["study"]
+    L = [f"# kafkatune report: {st.name}", "", *_headline(c), ""]
+    L += ["## Recommendations", ""]
+    for i, r in enumerate(c["recs"], 1):
+        L += _rec_md(r, i)
+    L += ["", "## What the charts show", ""]
+    L += [f"- **{ch.title}**: {ch.takeaway}" for ch in c["charts"]]
+    L += ["", "## Recommended settings", ""]
+    if c["changes"]:
+        L += ["| file | key | old | new | measured gain | trial |", "|---|---|---|---|---|---|"]
+        for ch in c["changes"]:
+            gain = f"+{ch.gain_mb_s:.2f} MB/s" if ch.gain_mb_s is not None else ch.gain_note
+            L.append(f"| {properties.FILES[ch.scope]} | `{ch.key}` | {ch.old} | {ch.new} | {gain} | {ch.trial} |")
+    else:
+        L.append("The study changed no swept key from Kafka's defaults.")
+    L += [
+        "",
+        "Files: `recommended/producer.properties`, `consumer.properties`, `server.properties`, `topic-configs.txt`.",
+        "",
+    ]
+    L += ["## Capacity plan", ""]
+    if c["plans"]:
+        L += [
+            "| target MB/s | brokers | partitions | producers | consumers | NIC/broker MB/s | disk/broker MB/s |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for p in c["plans"]:
+            L.append(
+                f"| {p.target_mb_s:.1f} | {p.brokers} | {p.partitions} | {p.producers} | {p.consumers} | "
+                f"{p.nic_mb_s_needed:.1f} | {p.disk_mb_s_needed:.1f} |"
+            )
+        L.append("")
+        L.append(
+            f"Targets: 70 % of the best measured rate, then 2× and 10× that; efficiency {c['plans'][0].efficiency:.0%} "
+            f"(measured), headroom {c['plans'][0].headroom:.0%}."
+        )
+        L += [f"- assumption: {a}" for a in c["plans"][0].assumptions]
+    else:
+        L.append(
+            "No network ceiling is known for this study's cluster (unshaped testbed): `kafkatune plan --nic-mbps …`."
+        )
+    L += ["", "## Durability trade-off", ""]
+    L += [f"- {d}" for d in c["durability"]] or [
+        "The study kept acks=all and Kafka's flush defaults: nothing was traded."
+    ]
+    L += [
+        "",
+        "## Trials",
+        "",
+        "| trial | stage | MB/s | % ceiling | produce | replicate | consume | p99 e2e ms | bound |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in c["trials"]:
+        L.append(
+            f"| {t['trial_id']} | {t['stage']} | {num(t['mb_s'])} | {num(t['fraction_of_ceiling'], '{:.0%}')} | "
+            f"{num(t['produce_mb_s'])} | {num(t['replicate_mb_s'])} | {num(t['consume_mb_s'])} | "
+            f"{num(t['e2e_p99_ms'], '{:,.1f}')} | "
+            f"{t['bound']} |"
+        )
+    a = c["analysis"]
+    L += [
+        "",
+        f"Analysis: {a.get('trials')} trials, {a.get('samples', 0):,} per-second samples, "
+        f"Spark {a.get('spark_version')} "
+        f"({a.get('master')}). Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by kafkatune.",
+        "",
+    ]
+    return "\n".join(L)

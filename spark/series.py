@@ -1,0 +1,109 @@
+"""The per-second job: every trial's client and broker figures, second by second (series.parquet), and
+their measure-phase aggregates per trial.
+
+The per-second Parquet files of the run records (the bulk: one row per worker or broker per second) are
+read and aggregated by Spark, so the same job runs on `local[*]` or a standalone cluster unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from records import run as runs
+from records.study import Study
+
+MB = 1e6
+
+
+def _trial_id_col() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.split(F.col("_metadata.file_path"), "/"), -2)
+
+
+def per_second(spark: Any, study: Study) -> Any:
+    """Client and broker figures per trial per second (a full outer join: either side may be missing)."""
+    from pyspark.sql import functions as F
+
+    samples = [str(d.resolve() / runs.SAMPLES) for d in study.trial_dirs if (d / runs.SAMPLES).exists()]
+    # a run without broker metrics (a cluster whose exporters kafkatune does not know) writes an empty table
+    brokers = [str(d.resolve() / runs.BROKER_METRICS) for d in study.trial_dirs if runs.has_broker_metrics(d)]
+    out = None
+    if samples:
+        s = spark.read.parquet(*samples).withColumn("trial_id", _trial_id_col())
+        prod = F.col("role") == "producer"
+        cons = F.col("role") == "consumer"
+        out = s.groupBy("trial_id", "second").agg(
+            F.first("phase").alias("phase"),
+            (F.sum(F.when(prod, F.col("bytes")).otherwise(0)) / MB).alias("client_produce_mb_s"),
+            (F.sum(F.when(cons, F.col("bytes")).otherwise(0)) / MB).alias("client_consume_mb_s"),
+            F.sum(F.when(prod, F.col("msgs")).otherwise(0)).alias("produce_msgs"),
+            F.sum(F.when(cons, F.col("msgs")).otherwise(0)).alias("consume_msgs"),
+            F.sum("buffer_full").alias("buffer_full"),
+            F.sum("errors").alias("errors"),
+            F.max(F.when(prod, F.col("latency_p99_ms"))).alias("publish_p99_ms"),
+            F.max(F.when(cons, F.col("latency_p99_ms"))).alias("e2e_p99_ms"),
+            F.countDistinct(F.when(prod, F.col("worker"))).alias("producers"),
+            F.countDistinct(F.when(cons, F.col("worker"))).alias("consumers"),
+        )
+    if brokers:
+        b = spark.read.parquet(*brokers).withColumn("trial_id", _trial_id_col())
+        b = b.withColumn("in_mb_s", (F.col("bytes_in_per_s") + F.col("replication_bytes_in_per_s")) / MB).withColumn(
+            "out_mb_s", (F.col("bytes_out_per_s") + F.col("replication_bytes_out_per_s")) / MB
+        )
+        bs = b.groupBy("trial_id", "second").agg(
+            F.first("phase").alias("broker_phase"),
+            (F.sum("bytes_in_per_s") / MB).alias("produce_mb_s"),
+            (F.sum("replication_bytes_in_per_s") / MB).alias("replicate_mb_s"),
+            (F.sum("bytes_out_per_s") / MB).alias("consume_mb_s"),
+            F.max("in_mb_s").alias("broker_in_max_mb_s"),
+            F.max("out_mb_s").alias("broker_out_max_mb_s"),
+            F.avg("request_handler_idle").alias("request_handler_idle"),
+            F.min("request_handler_idle").alias("request_handler_idle_min"),
+            F.avg("network_processor_idle").alias("network_processor_idle"),
+            F.max("under_replicated").alias("under_replicated"),
+            F.avg("process_cpu_load").alias("broker_cpu"),
+        )
+        if out is None:
+            out = bs.withColumnRenamed("broker_phase", "phase")
+        else:
+            out = (
+                out.join(bs, ["trial_id", "second"], "full")
+                .withColumn("phase", F.coalesce("phase", "broker_phase"))
+                .drop("broker_phase")
+            )
+    return out
+
+
+def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
+    """The measure-phase aggregates of every trial (a small result: one row per trial)."""
+    from pyspark.sql import functions as F
+
+    cols = set(series.columns)
+    aggs = [F.count(F.lit(1)).alias("measure_seconds")]
+    if "client_consume_mb_s" in cols:
+        aggs += [
+            F.avg("client_consume_mb_s").alias("second_mean_mb_s"),
+            F.stddev_samp("client_consume_mb_s").alias("second_std_mb_s"),
+            F.min("client_consume_mb_s").alias("second_min_mb_s"),
+            F.max("client_consume_mb_s").alias("second_max_mb_s"),
+            F.sum("buffer_full").alias("buffer_full_seconds_total"),
+            F.max("publish_p99_ms").alias("worst_second_publish_p99_ms"),
+            F.max("producers").alias("producer_workers"),
+            F.max("consumers").alias("consumer_workers"),
+        ]
+    if "produce_mb_s" in cols:
+        aggs += [
+            F.avg("produce_mb_s").alias("produce_mb_s"),
+            F.avg("replicate_mb_s").alias("replicate_mb_s"),
+            F.avg("consume_mb_s").alias("consume_mb_s"),
+            F.avg("broker_in_max_mb_s").alias("broker_in_max_mb_s"),
+            F.avg("broker_out_max_mb_s").alias("broker_out_max_mb_s"),
+            F.avg("request_handler_idle").alias("request_handler_idle"),
+            F.min("request_handler_idle_min").alias("request_handler_idle_min"),
+            F.avg("network_processor_idle").alias("network_processor_idle"),
+            F.sum(F.when(F.col("under_replicated") > 0, 1).otherwise(0)).alias("under_replicated_seconds"),
+            F.avg("broker_cpu").alias("broker_cpu"),
+        ]
+    rows = series.filter(F.col("phase") == "measure").groupBy("trial_id").agg(*aggs).collect()
+    return {r["trial_id"]: r.asDict() for r in rows}

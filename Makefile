@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
-	@echo "make test    set up everything, then lint (ruff), type-check (mypy) and run the tests"
+	@echo "make test    set up everything, then lint (ruff, import-linter's layers), type-check (mypy), run the tests"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
 
 deps: apt venv kafka pulsar
@@ -55,6 +55,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-logo
 
 test: deps lint
 	$(PY) -m pytest -v -ra --durations=25 $(PYTEST_ARGS)

@@ -1,0 +1,123 @@
+"""The house rules of docs/design.md, checked on the source: one concept per folder (each says which in its
+docstring), imports at the top, modules and functions that fit in a head, and every path or module the code,
+the README and the docs cite exists. The layers themselves are import-linter's (`make lint`)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FOLDERS = ("kafkatune", "compare", "reports", "advisor", "spark", "sweeps", "loadgen", "brokerconf", "testbed",
+           "cluster", "drivers", "records", "core")  # fmt: skip
+MAX_FILE_LINES = 400
+MAX_FUNCTION_LINES = 80
+# The load generator's send loop: one function so that its hot loop keeps every name local (see its comment).
+LONG_FUNCTIONS = {("loadgen/worker.py", "_produce")}
+
+
+def _sources() -> Iterator[Path]:
+    for folder in FOLDERS:
+        yield from sorted((REPO / folder).glob("*.py"))
+
+
+def _function_imports(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module) of every import statement inside a function body."""
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[int, str]]:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            if in_function and isinstance(child, ast.Import):
+                yield from ((child.lineno, a.name) for a in child.names)
+            elif in_function and isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                yield child.lineno, child.module
+            yield from walk(child, inside)
+
+    return walk(tree, False)
+
+
+def test_every_folder_says_what_it_owns() -> None:
+    for folder in FOLDERS:
+        doc = ast.get_docstring(ast.parse((REPO / folder / "__init__.py").read_text()))
+        assert doc and len(doc) > 60, f"{folder}/__init__.py: no docstring saying what the folder owns"
+
+
+def test_no_project_import_inside_a_function() -> None:
+    """A project import in a function hides a cycle; lazy imports are for heavy third-party packages only."""
+    found = [
+        f"{p.relative_to(REPO)}:{line} imports {module}"
+        for p in _sources()
+        for line, module in _function_imports(ast.parse(p.read_text()))
+        if module.split(".")[0] in FOLDERS
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_modules_and_functions_fit_in_a_head() -> None:
+    too_long = []
+    for p in _sources():
+        rel = str(p.relative_to(REPO))
+        text = p.read_text()
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            too_long.append(f"{rel}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and (rel, node.name) not in LONG_FUNCTIONS:
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    too_long.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
+    assert not too_long, "\n".join(too_long)
+
+
+# A repository path ("docs/reference.md", "testbed/kafka/pom.xml") or a module ("loadgen.worker") named in text.
+PATH = re.compile(r"(?<![\w/.])((?:docs|examples|benchmarks|tests|" + "|".join(FOLDERS) + r")/[\w./-]*\w)")
+MODULE = re.compile(r"(?<![\w./`-])(" + "|".join(FOLDERS) + r")\.([a-z_]+)\b")
+NOT_MODULES = {"kafkatune.drivers"}  # the entry point group drivers register under
+FILE_TYPES = {"py", "json", "yaml", "md", "xml", "parquet", "properties", "toml", "txt", "html"}
+
+
+def _prose(p: Path) -> str:
+    """What a person reads in a source file: its docstrings and comments (not its code's strings)."""
+    text = p.read_text()
+    docs = [
+        ast.get_docstring(n) or ""
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    return "\n".join(docs + comments)
+
+
+def _texts() -> Iterator[tuple[str, str]]:
+    for p in _sources():
+        yield str(p.relative_to(REPO)), _prose(p)
+    for p in [REPO / "README.md", REPO / "docs" / "design.md", *(REPO / "examples").glob("*")]:
+        yield str(p.relative_to(REPO)), p.read_text()
+
+
+def test_every_path_and_module_cited_exists() -> None:
+    """A citation that outlived a move (a docstring naming brokerconf/probe.py after it went to cluster/)."""
+    missing = []
+    for where, text in _texts():
+        for m in PATH.finditer(text):
+            cited = m.group(1).rstrip(".")
+            if "<" not in cited and "*" not in cited and not (REPO / cited).exists():
+                missing.append(f"{where}: {cited}")
+        for m in MODULE.finditer(text):
+            pkg, name = m.groups()
+            if f"{pkg}.{name}" in NOT_MODULES or name in FILE_TYPES or (REPO / pkg / f"{name}.py").exists():
+                continue
+            missing.append(f"{where}: {pkg}.{name}")
+    assert not missing, "\n".join(sorted(set(missing)))
+
+
+@pytest.mark.parametrize("name", ["DESIGN.md", "REFERENCE.md", "../shared"])
+def test_nothing_cites_files_outside_the_repository(name: str) -> None:
+    everything = [*_sources(), REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "examples").glob("*")]
+    cited = [str(p.relative_to(REPO)) for p in everything if name in p.read_text()]
+    assert not cited, f"{name} cited by {cited}: what the code and its output cite lives in docs/"

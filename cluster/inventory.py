@@ -34,9 +34,9 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.errors import UserError, validation_message
+from core.errors import UserError, validated
 from core.files import read_yaml
 
 Name = Annotated[str, Field(min_length=1, max_length=60, pattern=r"^[A-Za-z0-9._-]+$")]
@@ -261,13 +261,8 @@ def _local_checks(inv: Inventory, source: str) -> None:
 
 
 def parse_inventory(data: object, source: str = "inventory", *, check_local: bool = True) -> Inventory:
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping (name, bootstrap, brokers, …), got {type(data).__name__}")
-    try:
-        inv = Inventory.model_validate(data)
-    except ValidationError as e:
-        # no input echoed: a wrongly inlined secret must not end up on a terminal or in a CI log
-        raise UserError(validation_message(source, e, show_input=False)) from None
+    # no input echoed: a wrongly inlined secret must not end up on a terminal or in a CI log
+    inv = validated(Inventory, data, source, "a mapping (name, bootstrap, brokers, …)", show_input=False)
     if check_local:
         _local_checks(inv, source)
     return inv

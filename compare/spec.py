@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.errors import UserError, validation_message
+from core.errors import UserError, validated
 from core.files import read_yaml
 from drivers.api import available_drivers, load_driver
 from loadgen.workload import MIN_MESSAGE_BYTES, ConfigValue
@@ -191,12 +191,7 @@ class CompareSpec(_M):
 
 
 def parse(data: object, source: str = "compare spec") -> CompareSpec:
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping with at least `systems`, got {type(data).__name__}")
-    try:
-        return CompareSpec.model_validate(data)
-    except ValidationError as e:
-        raise UserError(validation_message(source, e)) from None
+    return validated(CompareSpec, data, source, "a mapping with at least `systems`")
 
 
 def load(path: Path) -> CompareSpec:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 
 class UserError(Exception):
@@ -22,6 +24,30 @@ class RunFailed(Exception):
     """A run started but did not complete as a valid measurement. Exit code 4."""
 
     exit_code = 4
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(
+    model: type[M],
+    data: object,
+    source: str,
+    expected: str,
+    *,
+    show_input: bool = True,
+    allowed: Iterable[str] | None = None,
+) -> M:
+    """`data` (a file's YAML, say) as `model`, or a UserError naming `source` and each bad field.
+
+    `expected` says what the top level must be ("a mapping of OMB workload fields"); `show_input` and
+    `allowed` as in `validation_message`."""
+    if not isinstance(data, dict):
+        raise UserError(f"{source}: expected {expected}, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise UserError(validation_message(source, e, show_input=show_input, allowed=allowed)) from None
 
 
 def validation_message(source: str, e: Any, *, show_input: bool = True, allowed: Iterable[str] | None = None) -> str:

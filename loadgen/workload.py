@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core.errors import UserError, validation_message
+from core.errors import validated
 from core.files import read_yaml
 
 # The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
@@ -67,12 +67,7 @@ class Workload(BaseModel):
 
 
 def parse_workload(data: object, source: str = "workload") -> Workload:
-    if not isinstance(data, dict):
-        raise UserError(f"{source}: expected a mapping of OMB workload fields, got {type(data).__name__}")
-    try:
-        return Workload.model_validate(data)
-    except ValidationError as e:
-        raise UserError(validation_message(source, e, allowed=Workload.model_fields)) from None
+    return validated(Workload, data, source, "a mapping of OMB workload fields", allowed=Workload.model_fields)
 
 
 def load_workload(path: Path) -> Workload:

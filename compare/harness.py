@@ -62,7 +62,9 @@ def targets(
             elif "bootstrap.servers" in common or kind == "none":
                 pass
             elif kind == "testbed":
-                tb = target.testbed(state_dir or paths.state_dir(), all_nodes=False, instead="the system's common")
+                tb = target.testbed(
+                    state_dir or paths.state_dir(), all_nodes=False, instead="bootstrap.servers in the system's common"
+                )
                 common["bootstrap.servers"] = tb.bootstrap
                 ns = list(tb.placements)
             else:

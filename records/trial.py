@@ -60,7 +60,3 @@ def read_trial(trial_dir: Path) -> dict[str, Any] | None:
     """The trial.json of `trial_dir` as written (any schema version so far), or None when there is none."""
     p = trial_dir / TRIAL
     return files.read_json_object(p) if p.exists() else None
-
-
-def has_trial(trial_dir: Path) -> bool:
-    return (trial_dir / TRIAL).exists()

@@ -97,7 +97,3 @@ def split(cfg: Mapping[str, int | str]) -> dict[str, dict[str, str]]:
         else:
             out[p.apply][k] = str(v)
     return out
-
-
-def restart_group_key(cfg: Mapping[str, int | str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, str(v)) for k, v in cfg.items() if catalogue.get(k).apply == "restart"))

@@ -24,17 +24,15 @@ from records.study import Study, open_study, read_spec
 @dataclass(frozen=True)
 class StudyAdvice:
     study: Study
-    tables: dict[str, list[dict[str, Any]]]  # trials, params, importance, pareto, series
+    analysis: Path  # the study's analysis folder (records.analysis): its other tables are read from there
+    trials: list[dict[str, Any]]
+    params: list[dict[str, Any]]
     summary: dict[str, Any]  # the analysis summary (records.analysis)
     recommendations: list[Recommendation]
     effects: list[Effect]
     best: dict[str, Any] | None
     defaults: dict[str, Any] | None
     ceiling_mb_s: float | None
-
-    @property
-    def trials(self) -> list[dict[str, Any]]:
-        return self.tables["trials"]
 
 
 def context(study: Study) -> dict[str, Any]:
@@ -46,11 +44,12 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
     """The study's advice; its analysis runs first when it is missing (Spark at `master`)."""
     study = open_study(root)
     an = analysis.ensure(study.root, master, progress)
-    tables = {t: load_table(an, t) for t in ("trials", "params", "importance", "pareto", "series")}
-    trials, params = tables["trials"], tables["params"]
+    trials, params = load_table(an, "trials"), load_table(an, "params")
     return StudyAdvice(
         study=study,
-        tables=tables,
+        analysis=an,
+        trials=trials,
+        params=params,
         summary=read_summary(an),
         recommendations=recommend(trials, params, context(study)),
         effects=effects(trials, params),

@@ -1,4 +1,5 @@
-"""Every file kafkatune keeps, with one reader and one writer each: the only code that touches them.
+"""The files kafkatune keeps for later and for other code: one reader and one writer each, the only code that
+touches them.
 
 Under `runs/`: a run (`result.json`, `samples.parquet`, `broker_metrics.parquet`: run.py), a trial
 (`trial.json`: trial.py), a study (its folder, the spec and inventory copies, `summary.json`, the broker

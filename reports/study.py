@@ -19,6 +19,7 @@ from advisor.rules import Recommendation
 from core import secrets
 from core.files import write_bytes
 from core.fmt import num
+from records.analysis import load_table
 from records.study import latency_quantiles, secret_bearing_documents
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
@@ -45,7 +46,7 @@ def build(
         properties.changes(
             best,
             base["params"] if base else {},
-            advice.swept_keys(study, a.tables["params"]),
+            advice.swept_keys(study, a.params),
             advice.key_gains(best, a.effects),
             whole,
         )
@@ -90,7 +91,6 @@ def build(
 
 
 def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
-    t = a.tables
     quantiles = {
         label: q
         for label, trial in (("Kafka defaults", a.defaults), ("best", a.best))
@@ -101,9 +101,9 @@ def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
         *charts.param_effects(a.effects, a.trials),
         charts.rates_vs_ceiling(a.defaults, a.best, a.ceiling_mb_s, a.study.rf),
         charts.latency_curves(quantiles),
-        charts.pareto(a.trials, t["pareto"], a.study.objectives),
-        charts.importance(t["importance"]),
-        charts.stability(t["series"], a.best),
+        charts.pareto(a.trials, load_table(a.analysis, "pareto"), a.study.objectives),
+        charts.importance(load_table(a.analysis, "importance")),
+        charts.stability(load_table(a.analysis, "series"), a.best),
     ]
     return [ch for ch in found if ch is not None]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from compare.harness import Say, SystemTarget, Tick, error_text, harness_run, workload
 from compare.spec import CompareSpec
+from core import fmt
 from records import comparison as comparisons
 
 LAT_KEYS = ("p50", "p75", "p95", "p99", "p99.9", "max")
@@ -44,7 +45,7 @@ def fixed_rate(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Ti
             )
             say(
                 f"  {t.name:<16} {cfg.rate:,.0f} msg/s × {cfg.size} B, partitions {parts or 'n/a'}: "
-                f"got {s['publish_msg_s']:,.0f} msg/s, e2e p99 {s['end_to_end_latency_ms']['p99']:.2f} ms"
+                f"got {s['publish_msg_s']:,.0f} msg/s, e2e p99 {fmt.latency(s['end_to_end_latency_ms'], 'p99')} ms"
             )
         except Exception as e:  # a size or mode the system cannot carry: its row says why
             row["error"] = error_text(e)

@@ -18,7 +18,7 @@ from loadgen.runner import RawRun, Tick, phase_of
 class LiveView:
     """Per-second totals over all workers; shows the last complete second."""
 
-    def __init__(self, total_s: float, plain_every_s: float = 5.0) -> None:
+    def __init__(self, total_s: float | None, plain_every_s: float = 5.0) -> None:
         self.total_s = total_s
         self.tty = sys.stderr.isatty()
         self.plain_every_s = plain_every_s
@@ -28,6 +28,7 @@ class LiveView:
         )
         self._live: Any = None
         self._shown = -1
+        self._raw: RawRun | None = None
 
     def __enter__(self) -> LiveView:
         if self.tty:
@@ -40,6 +41,9 @@ class LiveView:
             self._live.__exit__(None, None, None)
 
     def __call__(self, raw: RawRun, t: Tick) -> None:
+        if raw is not self._raw:  # the next run of a rate discovery (probe, then ramp): its seconds start at 0
+            self._raw, self._shown = raw, -1
+            self._rows.clear()
         r = self._rows[t.second]
         if t.role == "producer":
             r["pm"] += t.msgs
@@ -58,12 +62,12 @@ class LiveView:
         r = self._rows[s]
         w = raw.workload
         phase = phase_of(s, w.warmup_seconds, w.test_seconds)
-        p99p = recorder.percentiles(recorder.merge(r["ph"]), [99])[0] / 1000
-        p99e = recorder.percentiles(recorder.merge(r["ch"]), [99])[0] / 1000
+        of = f"/{self.total_s:.0f}" if self.total_s else ""
+        rate = f" at {_rate_at(raw, s):,.0f} msg/s" if raw.schedule else ""
         return (
-            f"t={s + 1:>4}s/{self.total_s:.0f} {phase:<7} publish {r['pm']:>9,} msg/s "
+            f"t={s + 1:>4}s{of} {phase:<7}{rate} publish {r['pm']:>9,} msg/s "
             f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
-            f"p99 publish {p99p:8.2f} ms  e2e {p99e:8.2f} ms"
+            f"p99 publish {_p99(r['ph']):>8} ms  e2e {_p99(r['ch']):>8} ms"
         )
 
     def _render(self, raw: RawRun, s: int) -> None:
@@ -89,10 +93,21 @@ class LiveView:
                     f"{r['pb'] / 1e6:.2f}",
                     f"{r['cm']:,}",
                     f"{r['cb'] / 1e6:.2f}",
-                    f"{recorder.percentiles(recorder.merge(r['ph']), [99])[0] / 1000:.2f}",
-                    f"{recorder.percentiles(recorder.merge(r['ch']), [99])[0] / 1000:.2f}",
+                    _p99(r["ph"]),
+                    _p99(r["ch"]),
                 )
             self._live.update(tab)
         elif time.monotonic() - self._last_plain >= self.plain_every_s:
             self._last_plain = time.monotonic()
             print(self._line(raw, s), file=sys.stderr, flush=True)
+
+
+def _p99(hists: list[bytes | None]) -> str:
+    """The p99 of one second's histograms in ms, or "–" when nothing was recorded in it (no figure)."""
+    h = recorder.merge(hists)
+    return f"{recorder.percentiles(h, [99])[0] / 1000:.2f}" if h.get_total_count() else "–"
+
+
+def _rate_at(raw: RawRun, s: int) -> float:
+    """The scheduled rate (msg/s) in second `s` of a ramp run."""
+    return next((r for start, r in reversed(raw.schedule) if start <= s), raw.schedule[0][1])

@@ -13,7 +13,8 @@ from rich.table import Table
 
 from advisor.ceiling import Ceiling
 from advisor.plan import Plan
-from advisor.rules import Recommendation
+from advisor.recommendation import Recommendation
+from core import fmt
 from core.fmt import num
 
 
@@ -41,9 +42,8 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
         f"publish  {s['publish_msg_s']:>12,.0f} msg/s {s['publish_mb_s']:>9.2f} MB/s "
         f"{s['publish_bit_s'] / 1e9:.3f} Gbit/s",
         f"consume  {s['consume_msg_s']:>12,.0f} msg/s {s['consume_mb_s']:>9.2f} MB/s",
-        f"publish latency ms  p50 {pl['p50']:.2f}  p99 {pl['p99']:.2f}  p99.9 {pl['p99.9']:.2f}  max {pl['max']:.2f}",
-        f"end-to-end ms       p50 {e2e['p50']:.2f}  p99 {e2e['p99']:.2f}  p99.9 {e2e['p99.9']:.2f}  "
-        f"max {e2e['max']:.2f}",
+        fmt.latency_line("publish latency ms ", pl),
+        fmt.latency_line("end-to-end ms      ", e2e),
         f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
     ]
@@ -59,6 +59,33 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
         )
     lines += [f"WARNING: {w}" for w in s["warnings"]]
     lines.append(f"results: {d}/result.json")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
+    """The discovered rate, and every step of the ramp that found it (`s`: the ramp run's summary)."""
+    lines = [
+        f"probe (max rate): {d['probe_msg_s']:,.0f} msg/s, {d['probe_mb_s']:.2f} MB/s",
+        f"ramp, SLO {d['slo']['describe']}:",
+    ]
+    for st in d["steps"]:
+        verdict = "held" if st["held"] else f"missed: {st['why']}"
+        lines.append(
+            f"  {st['rate_msg_s']:>10,.0f} msg/s  {st['mb_s']:7.2f} MB/s  p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms"
+            f"  {verdict}"
+        )
+    if d["rate_msg_s"] is None:
+        lines.append(f"SUSTAINABLE RATE: not found: {d['note']}")
+    else:
+        lines.append(
+            f"SUSTAINABLE RATE: {d['rate_msg_s']:,.0f} msg/s, {d['mb_s']:.2f} MB/s delivered "
+            f"({d['note']}; one discovery: repeat it for an interval)"
+        )
+    lines.append(
+        f"ramp run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
+        f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}"
+    )
+    lines.append(f"results: {out}/result.json (the answer and its steps under `sustainable`)")
     print("\n".join(lines), file=sys.stderr)
 
 

@@ -86,12 +86,17 @@ def mean_std(h: HdrHistogram) -> tuple[float, float]:
     return mean, float(np.sqrt((c * (mid - mean) ** 2).sum() / n))
 
 
-def summary_ms(h: HdrHistogram) -> dict[str, float | int]:
-    """count, mean, std, min, the percentiles and max, in ms (NaN-free: an empty histogram gives zeros)."""
+def summary_ms(h: HdrHistogram, why_empty: str = "no samples") -> dict[str, float | int | str | None]:
+    """count, mean, std, min, the percentiles and max, in ms.
+
+    An empty histogram measured nothing: every figure is None and `missing` says why (`why_empty`), so no
+    reader can print a latency that was not measured.
+    """
     n = h.get_total_count()
-    out: dict[str, float | int] = {"count": n}
+    out: dict[str, float | int | str | None] = {"count": n}
     if n == 0:
-        out.update(mean=0.0, std=0.0, min=0.0, max=0.0, **{f"p{p:g}": 0.0 for p in PERCENTILES})
+        out.update(mean=None, std=None, min=None, max=None, **{f"p{p:g}": None for p in PERCENTILES})
+        out["missing"] = why_empty
         return out
     mean, std = mean_std(h)
     out["mean"] = mean / 1000

@@ -220,8 +220,8 @@ def _summary(
     return {
         "window_s": window_s,
         "warmup_s": w.warmup_seconds,
-        "mode": "fixed-rate" if w.producerRate else "max-rate",
-        "target_rate_msg_s": w.producerRate,
+        "mode": "fixed-rate" if w.fixed_rate else "max-rate",
+        "target_rate_msg_s": w.fixed_rate,
         "publish_msg_s": total("producer", "msgs") / window_s,
         "send_msg_s": total("producer", "sent") / window_s,
         "publish_mb_s": pub_bytes / window_s / MB,
@@ -241,9 +241,11 @@ def _summary(
         "consumed": sum(c["received"] for c in consumers),
         **loss,
         "latency_measured": timed,
-        "publish_latency_ms": recorder.summary_ms(pub),
-        "publish_delay_ms": recorder.summary_ms(delay),
-        "end_to_end_latency_ms": recorder.summary_ms(e2e),
+        "publish_latency_ms": recorder.summary_ms(pub, _why_empty(raw, timed, "acknowledged")),
+        "publish_delay_ms": recorder.summary_ms(
+            delay, "max rate: there is no schedule to be late against" if not w.fixed_rate else "no sends"
+        ),
+        "end_to_end_latency_ms": recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
         "broker_rates": _broker_summary(broker_rows),
         "drain_s": raw.drain_s,
         "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
@@ -254,9 +256,22 @@ def _summary(
     }
 
 
+def _why_empty(raw: RawRun, timed: bool, verb: str) -> str:
+    """Why a latency histogram of the measure window has no sample (said instead of a figure)."""
+    if not timed:
+        return f"{raw.workload.messageSize}-byte payloads carry no send time (16 B or more needed)"
+    done = sum(p.get("acked", 0) for p in raw.producers.values()) if verb == "acknowledged" else None
+    if done == 0:
+        return "nothing was acknowledged"
+    return (
+        f"no message sent inside the measure window was {verb} before the run ended: every one waited longer "
+        "than the window (lengthen the window, or lower the rate)"
+    )
+
+
 def _samples(raw: RawRun, timed: bool) -> pa.Table:
-    """One row per worker per second."""
-    return pa.Table.from_pylist(
+    """One row per worker per second (latency columns are float64 even when no second has a sample)."""
+    t = pa.Table.from_pylist(
         [
             {
                 "role": t.role,
@@ -275,17 +290,19 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
             for t in raw.ticks
         ]
     )
+    for i, f in enumerate(t.schema):
+        if pa.types.is_null(f.type):
+            t = t.set_column(i, f.name, t.column(i).cast(pa.float64()))
+    return t
 
 
-def _tick_pcts(enc: bytes | None) -> dict[str, float]:
+def _tick_pcts(enc: bytes | None) -> dict[str, float | None]:
     h = recorder.merge([enc])
     n = h.get_total_count()
     p50, p99 = recorder.percentiles(h, (50, 99))
-    return {
-        "p50": p50 / 1000 if n else 0.0,
-        "p99": p99 / 1000 if n else 0.0,
-        "max": h.get_max_value() / 1000 if n else 0.0,
-    }
+    if not n:  # nothing arrived in this second: no figure, not a zero
+        return {"p50": None, "p99": None, "max": None}
+    return {"p50": p50 / 1000, "p99": p99 / 1000, "max": h.get_max_value() / 1000}
 
 
 def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cluster.target import Placement
+from core import fmt
 from loadgen import result, runner
 from loadgen.workload import parse_workload
 
@@ -40,5 +41,6 @@ def warm_up(
     say(f"warming up the brokers' JIT for {seconds:g} s with acks=all load")
     raw = runner.run(w, {**(common or {}), "bootstrap.servers": bootstrap}, placements=placements, say=lambda m: None)
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
-    say(f"warm-up done: {summary['publish_mb_s']:.1f} MB/s, publish p99 {summary['publish_latency_ms']['p99']:.0f} ms")
+    p99 = fmt.latency(summary["publish_latency_ms"], "p99")
+    say(f"warm-up done: {summary['publish_mb_s']:.1f} MB/s, publish p99 {p99} ms")
     return summary

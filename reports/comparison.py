@@ -161,8 +161,8 @@ def _fixed_md(doc: dict[str, Any]) -> list[str]:
         if r.get("error"):
             md.append(f"| {r['system']} | {r['partitions'] or 'n/a'} | error: {r['error'][:100]} | | | |")
             continue
-        pub = " / ".join(f"{r[f'publish_{k}_ms']:.2f}" for k in ("p50", "p99", "p99.9", "max"))
-        e2e = " / ".join(f"{r[f'e2e_{k}_ms']:.2f}" for k in ("p50", "p99", "p99.9", "max"))
+        pub = " / ".join(_num(r.get(f"publish_{k}_ms"), "{:.2f}") for k in ("p50", "p99", "p99.9", "max"))
+        e2e = " / ".join(_num(r.get(f"e2e_{k}_ms"), "{:.2f}") for k in ("p50", "p99", "p99.9", "max"))
         md.append(
             f"| {r['system']} | {r['partitions'] or 'n/a'} | {r['publish_msg_s']:,.0f} | "
             f"{'yes' if r['sustained'] else 'no'} | {pub} | {e2e} |"

@@ -92,7 +92,8 @@ def _pingpong_chart(doc: dict[str, Any]) -> Chart | None:
 
 
 def _fixed_chart(doc: dict[str, Any]) -> Chart | None:
-    rows = [r for r in doc["fixed_rate"] if not r.get("error")]
+    # a run with no end-to-end sample has no bar to draw (its table row says "—")
+    rows = [r for r in doc["fixed_rate"] if not r.get("error") and r.get("e2e_p99_ms") is not None]
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
@@ -100,7 +101,7 @@ def _fixed_chart(doc: dict[str, Any]) -> Chart | None:
     for j, k in enumerate(("e2e_p50_ms", "e2e_p99_ms", "e2e_p99.9_ms")):
         ax.bar(
             [i + j * 0.27 for i in range(len(rows))],
-            [max(r[k], 1e-3) for r in rows],
+            [max(r[k] or 0.0, 1e-3) for r in rows],
             0.27,
             label=k[4:-3],
             color=COLORS[j],

@@ -16,6 +16,7 @@ from kafkatune import render
 from kafkatune.live import LiveView
 from kafkatune.options import inventory_options, say, state_dir_option
 from loadgen import bench
+from loadgen.sustainable import Slo
 from loadgen.workload import load_workload
 from records import run as runs
 
@@ -49,6 +50,13 @@ def _target(
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("runs"), show_default=True)
 @click.option("--keep-topics", is_flag=True, help="Do not delete the run's topics afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result summary as JSON on stdout.")
+@click.option(
+    "--slo-p99-e2e-ms",
+    type=click.FloatRange(min=0, min_open=True),
+    default=100.0,
+    show_default=True,
+    help="With producerRate 0: the p99 end-to-end latency the discovered rate must hold.",
+)
 def command(
     workload: Path,
     bootstrap: str | None,
@@ -59,11 +67,14 @@ def command(
     runs_dir: Path,
     keep_topics: bool,
     as_json: bool,
+    slo_p99_e2e_ms: float,
 ) -> None:
     """Run one workload (OpenMessaging Benchmark field names) and write runs/<name>/.
 
     \b
-    Max-rate mode when producerRate is 0, fixed-rate otherwise (publish delay recorded).
+    producerRate: max blasts (the max-rate throughput); a number is a fixed rate (msg/s, publish delay
+    recorded); 0 discovers the highest rate held within --slo-p99-e2e-ms (as OMB's producerRate 0): a short
+    max-rate probe, then one run stepping through rates below and just above it.
     Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
     4 the run did not complete, or acknowledged messages were lost.
     """
@@ -72,16 +83,22 @@ def command(
         raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
-        with LiveView(w.warmup_seconds + w.test_seconds) as view:
-            rec = bench.measure(w, t, on_tick=view, say=say, keep_topics=keep_topics)
+        slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
+        span = w.warmup_seconds + w.test_seconds if not w.discovers_rate else None
+        with LiveView(span) as view:
+            rec = bench.measure(w, t, on_tick=view, say=say, keep_topics=keep_topics, slo=slo)
     d = out or runs.new_run_dir(runs_dir, w.name)
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     s = rec.summary
     if as_json:
-        click.echo(json.dumps({"out": str(d), **{k: v for k, v in s.items() if k != "per_producer"}}))
+        summary = {k: v for k, v in s.items() if k != "per_producer"}
+        click.echo(json.dumps({"out": str(d), **summary, "sustainable": rec.result.get("sustainable")}))
     else:
-        render.bench_summary(s, d)
+        if rec.result.get("sustainable"):  # the ramp run's totals mix its steps: the steps are the result
+            render.sustainable(rec.result["sustainable"], s, d)
+        else:
+            render.bench_summary(s, d)
     if s["lost"]:
         raise RunFailed(f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json)")
     if s["acknowledged"] == 0:

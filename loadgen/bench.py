@@ -12,7 +12,8 @@ import confluent_kafka
 
 from brokerconf.apply import current_configs
 from cluster.target import Target
-from loadgen import result, runner
+from loadgen import result, runner, sustainable
+from loadgen.sustainable import Ramp, Slo
 from loadgen.workload import Workload
 from records.run import RunRecord
 
@@ -21,7 +22,7 @@ Say = Callable[[str], None]
 
 def describe(w: Workload, bootstrap: str) -> str:
     """One line saying what the run will do."""
-    rate = "max rate" if not w.producerRate else f"{w.producerRate:g} msg/s"
+    rate = w.rate_label
     return (
         f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), {rate}, "
@@ -30,19 +31,31 @@ def describe(w: Workload, bootstrap: str) -> str:
 
 
 def measure(
-    w: Workload, t: Target, *, on_tick: runner.View | None = None, say: Say = print, keep_topics: bool = False
+    w: Workload,
+    t: Target,
+    *,
+    on_tick: runner.View | None = None,
+    say: Say = print,
+    keep_topics: bool = False,
+    slo: Slo | None = None,
+    ramp: Ramp | None = None,
 ) -> RunRecord:
-    """Run `w` on `t` and build its record (not yet written)."""
+    """Run `w` on `t` and build its record (not yet written).
+
+    producerRate 0 discovers the sustainable rate within `slo` (loadgen.sustainable): the record is the
+    ramp run's, with the answer under `sustainable` and the probe's summary under `probe`.
+    """
     brokers = current_configs(t.bootstrap, t.common, say)
-    raw = runner.run(
-        w,
-        {**t.common, "bootstrap.servers": t.bootstrap},
-        placements=t.placements,
-        metrics_urls=t.metrics_urls,
-        on_tick=on_tick,
-        say=say,
-        keep_topics=keep_topics,
-    )
+    common = {**t.common, "bootstrap.servers": t.bootstrap}
+    found = None
+    if w.discovers_rate:
+        probe, raw, found = sustainable.discover(
+            w, common, slo or Slo(), ramp or Ramp(), placements=t.placements, metrics_urls=t.metrics_urls,
+            on_tick=on_tick, say=say,
+        )  # fmt: skip
+    else:
+        raw = runner.run(w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=say,
+                         keep_topics=keep_topics)  # fmt: skip
     client = {
         "client": "confluent-kafka",
         "version": confluent_kafka.version()[0],
@@ -50,4 +63,7 @@ def measure(
     }
     rec = result.build(raw, t.profile, client)
     rec.result["brokerConfig"] = brokers
+    if found is not None:
+        rec.result["sustainable"] = found.as_dict()
+        rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]
     return rec

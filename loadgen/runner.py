@@ -77,6 +77,10 @@ class RawRun:
     # (role, id) -> where the worker ran: its network namespace, a remote client host, or None (here)
     worker_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
     phases_s: dict[str, float] = field(default_factory=dict)  # wall time of set-up and clean-up steps
+    # a rate schedule's (second from t0, msg/s for the whole workload) steps, and the second the run's
+    # `stop_when` ended it early (None: it ran its course)
+    schedule: tuple[tuple[int, float], ...] = ()
+    stopped_early_at: int | None = None
 
 
 View = Callable[[RawRun, Tick], None]
@@ -96,19 +100,28 @@ def run(
     on_tick: View | None = None,
     say: Callable[[str], None] = print,
     keep_topics: bool = False,
+    schedule: Sequence[tuple[int, float]] = (),
+    stop_when: Callable[[RawRun], bool] | None = None,
 ) -> RawRun:
-    """One run of `w` against the system `common` points at; workers placed round robin over `placements`."""
+    """One run of `w` against the system `common` points at; workers placed round robin over `placements`.
+
+    `schedule`: publish at these rates instead of `w`'s, each (whole second from t0, msg/s for the whole
+    workload) from that second on; `stop_when`: asked after every tick, True ends the producers early.
+    """
+    if any(r <= 0 for _, r in schedule) or (schedule and min(s for s, _ in schedule) != 0):
+        raise ValueError("schedule: rates above 0, the first step at second 0")
     drv = api.load_driver(w.driver)(common)
     drv.validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
     topics = _topic_names(w)
     specs = [api.TopicSpec(t, w.partitionsPerTopic, w.replicationFactor, w.str_map("topicConfig")) for t in topics]
     drv.create_topics(specs, validate_only=True)
     r = _Run(w, drv, dict(common), topics, hosts(placements), metrics_urls, say)
+    r.raw.schedule = tuple((int(s), float(v)) for s, v in schedule)
     try:
         drv.create_topics(specs)
         r.created = True
         say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
-        return r.measure(on_tick)
+        return r.measure(on_tick, stop_when)
     finally:
         r.clean_up(keep_topics)
 
@@ -144,7 +157,9 @@ class _Run:
         """Every consumer and producer task, placed; returns (producers, consumers)."""
         w, cid, pid = self.w, 0, 0
         pc, cc = w.str_map("producerConfig"), w.str_map("consumerConfig")
-        per_rate = w.producerRate / (w.topics * w.producersPerTopic) if w.producerRate else 0.0
+        n = w.topics * w.producersPerTopic
+        per_rate = w.fixed_rate / n
+        steps = tuple((s, v / n) for s, v in self.raw.schedule)
         for t in self.topics:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
@@ -155,12 +170,12 @@ class _Run:
         for t in self.topics:
             for _ in range(w.producersPerTopic):
                 self._place(WorkerTask("producer", pid, w.driver, self.common, t, pc, message_size=w.messageSize,
-                                       rate=per_rate, payload_content=w.payloadContent, key_mode=w.keyDistributor,
-                                       partitions=w.partitionsPerTopic))  # fmt: skip
+                                       rate=per_rate, steps=steps, payload_content=w.payloadContent,
+                                       key_mode=w.keyDistributor, partitions=w.partitionsPerTopic))  # fmt: skip
                 pid += 1
         return pid, cid
 
-    def measure(self, on_tick: View | None) -> RawRun:
+    def measure(self, on_tick: View | None, stop_when: Callable[[RawRun], bool] | None = None) -> RawRun:
         n_prod, n_cons = self._tasks()
         self.procs = [p for h in self.hosts for p in h.workers(self.ch)]
         for p in self.procs:
@@ -175,7 +190,7 @@ class _Run:
             self.sampler.start()
         psutil.cpu_percent(None)
         self.ch.go.set()
-        _collect(self.raw, self.ch.q, self.procs, n_prod, n_cons, self.ch.stop_consumers, on_tick)
+        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when)
         self.raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - values["produce_end_ns"] / 1e9
         self.raw.machine_cpu_percent = psutil.cpu_percent(None)
         return self.raw
@@ -248,9 +263,15 @@ def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: 
 
 
 def _collect(
-    raw: RawRun, q: Any, procs: list[Any], n_prod: int, n_cons: int, stop_consumers: Any, on_tick: View | None
+    raw: RawRun,
+    ch: Channel,
+    procs: list[Any],
+    counts: tuple[int, int],
+    on_tick: View | None,
+    stop_when: Callable[[RawRun], bool] | None,
 ) -> None:
-    w = raw.workload
+    w, q, stop_consumers = raw.workload, ch.q, ch.stop_consumers
+    n_prod, n_cons = counts
     produce_end = raw.timing["produce_end_ns"]
     drain_deadline: float | None = None
     last_change = time.monotonic()
@@ -272,6 +293,9 @@ def _collect(
                     last_change = time.monotonic()
                 if on_tick:
                     on_tick(raw, tk)
+                if stop_when and raw.stopped_early_at is None and stop_when(raw):
+                    raw.stopped_early_at = tk.second
+                    ch.stop_producers.set()
             elif kind == "done":
                 (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
         if len(raw.consumers) == n_cons and len(raw.producers) == n_prod:

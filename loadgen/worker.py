@@ -56,6 +56,9 @@ class WorkerTask:
     payload_content: str = "random"  # see loadgen.payload.bodies
     # producer
     rate: float = 0.0  # msg/s for this producer, 0 = max
+    # A rate schedule instead of one rate: (whole second from t0, msg/s for this producer) from that second
+    # on, first step at 0 (loadgen.sustainable's ramp). Each step's intended send times start afresh.
+    steps: tuple[tuple[int, float], ...] = ()
     key_mode: str = "NO_KEY"
     partitions: int = 1
     # consumer
@@ -224,7 +227,9 @@ def _produce(
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
     pack, pid, on_done, send, poll = payload.packer(task.message_size), task.wid, st.on_done, prod.send, prod.poll
-    interval = 1e9 / task.rate if task.rate > 0 else 0.0
+    steps = sorted((int(s), float(r)) for s, r in task.steps)
+    interval = 1e9 / (steps[0][1] if steps else task.rate) if (steps or task.rate > 0) else 0.0
+    base_t, base_seq, step_i = t0, 0, 0  # the current step's start and first sequence number
     m_start, m_end = st.buf.m_start, st.buf.m_end
     key_mode, parts = task.key_mode, max(1, task.partitions)
     acked = st.acked
@@ -240,10 +245,17 @@ def _produce(
             tick.catch_up(now)
             if stop.is_set():
                 break
+            while step_i + 1 < len(steps) and now >= t0 + steps[step_i + 1][0] * 1_000_000_000:
+                step_i += 1
+                base_t, base_seq = t0 + steps[step_i][0] * 1_000_000_000, seq
+                interval = 1e9 / steps[step_i][1]
         if now >= end:
             break
+        stamp = now
         if interval:
-            intended = t0 + int(seq * interval)
+            # The send time written is the intended one: latency counts the wait for a late send too
+            # (no coordinated omission).
+            intended = stamp = base_t + int((seq - base_seq) * interval)
             if now < intended:
                 wait_s = (intended - now) / 1e9
                 # librdkafka's poll timeout is whole milliseconds: a shorter one returns at once and the
@@ -263,7 +275,7 @@ def _produce(
             else (str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
         )
         try:
-            send(key, pack(pid, seq, now) + pool[seq % n_pool], on_done)
+            send(key, pack(pid, seq, stamp) + pool[seq % n_pool], on_done)
         except api.BufferFull:
             tick.buffer_full += 1
             poll(0.005)  # the same sequence number goes again: its delay keeps growing
@@ -272,9 +284,10 @@ def _produce(
         if now - last_poll >= POLL_EVERY_NS:
             poll(0)
             last_poll = now
-    if not interval:
-        # Max rate: what is still queued in the client is seconds of backlog (a full buffer.memory) that
-        # says nothing about the measured window; sending it would only lengthen every run.
+    if not interval or (stop.is_set() and steps):
+        # Max rate (or a ramp stopped at a step the system did not hold): what is still queued in the client
+        # is seconds of backlog that says nothing about the measured window; sending it would only lengthen
+        # every run.
         prod.drop_unsent()
     outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
     tick.seq = seq

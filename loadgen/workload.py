@@ -36,7 +36,9 @@ class Workload(BaseModel):
     subscriptionsPerTopic: Annotated[int, Field(ge=0, le=100)] = 1
     consumerPerSubscription: Annotated[int, Field(ge=1, le=256)] = 1
     producersPerTopic: Annotated[int, Field(ge=1, le=256)] = 1
-    producerRate: Annotated[float, Field(ge=0)] = 0  # msg/s for the whole workload; 0 = as fast as possible
+    # msg/s for the whole workload. As OMB: 0 = discover the highest sustainable rate (loadgen.sustainable);
+    # "max" = as fast as the producers can (the max-rate throughput, kafkatune's default when left out).
+    producerRate: Annotated[float, Field(ge=0)] | Literal["max"] = "max"
     consumerBacklogSizeGB: Annotated[float, Field(ge=0, le=0)] = 0  # backlog runs: not supported yet
     testDurationMinutes: Annotated[float, Field(gt=0, le=24 * 60)] = 1
     warmupDurationMinutes: Annotated[float, Field(ge=0, le=60)] = 0
@@ -56,6 +58,22 @@ class Workload(BaseModel):
     def str_map(self, which: Literal["producerConfig", "consumerConfig", "topicConfig"]) -> dict[str, str]:
         m: dict[str, ConfigValue] = getattr(self, which)
         return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in m.items()}
+
+    @property
+    def fixed_rate(self) -> float:
+        """The fixed publish rate (msg/s, whole workload), or 0.0 for the max-rate and discovery modes."""
+        return 0.0 if self.producerRate == "max" else float(self.producerRate)
+
+    @property
+    def discovers_rate(self) -> bool:
+        """producerRate 0: OMB's meaning, find the highest rate the system sustains (loadgen.sustainable)."""
+        return self.producerRate == 0
+
+    @property
+    def rate_label(self) -> str:
+        if self.producerRate == "max":
+            return "max rate"
+        return "sustainable-rate discovery" if self.discovers_rate else f"{self.fixed_rate:g} msg/s"
 
     @property
     def test_seconds(self) -> float:

@@ -1,0 +1,280 @@
+"""The sustainable rate: the highest publish rate a system holds within a latency SLO, its consumers keeping up.
+
+    probe   a short max-rate run: the upper bound U (acknowledged msg/s)
+    ramp    one fixed-rate run whose producers step through rates from `low`×U to `high`×U (geometric),
+            `step_s` seconds each. A step holds when the producers kept the schedule (sent ≥ 97 % of it),
+            the consumers kept up (received ≥ 95 % of it), no send failed, and each p99 the SLO names is
+            within it. Latency counts from the intended send time (no coordinated omission). The first
+            second of a step is its transition and is not judged. Two missed steps in a row after one that
+            held end the ramp (three, before any held).
+    answer  the highest step that held below the first of those two, at the rate the consumers received.
+
+OpenMessaging Benchmark's `producerRate: 0` asks the same question (its RateController moves the rate every
+3 s from the sent/received backlog); this answers it in two short runs and keeps every step, so the answer
+can be checked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from cluster.target import Placement
+from loadgen import recorder, runner
+from loadgen.runner import RawRun
+from loadgen.workload import Workload
+
+MB = 1e6
+KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
+KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messages
+
+
+@dataclass(frozen=True)
+class Slo:
+    """The latency a rate must hold: p99 end-to-end and/or p99 publish (ack) latency, ms; None: not judged."""
+
+    p99_e2e_ms: float | None = 100.0
+    p99_publish_ms: float | None = None
+
+    def describe(self) -> str:
+        parts = [f"p99 end-to-end ≤ {self.p99_e2e_ms:g} ms"] if self.p99_e2e_ms is not None else []
+        parts += [f"p99 publish ≤ {self.p99_publish_ms:g} ms"] if self.p99_publish_ms is not None else []
+        return " and ".join(parts) or "no latency bound (delivery only)"
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """How the rate is searched: probe and step lengths (s), the ramp's span as fractions of the probe's rate."""
+
+    warmup_s: int = 3
+    probe_s: int = 4
+    step_s: int = 2
+    low: float = 0.5
+    high: float = 1.1
+    steps: int = 8
+
+    def fractions(self) -> list[float]:
+        if self.steps == 1:
+            return [self.low]
+        r = (self.high / self.low) ** (1 / (self.steps - 1))
+        return [self.low * r**i for i in range(self.steps)]
+
+
+@dataclass
+class Step:
+    rate_msg_s: float
+    start_s: int  # from t0
+    judged_s: list[int]
+    sent: int = 0
+    received: int = 0
+    errors: int = 0
+    mb_s: float = 0.0  # received, over the judged seconds
+    p99_e2e_ms: float | None = None
+    p99_publish_ms: float | None = None
+    held: bool = False
+    why: str = ""
+
+
+@dataclass
+class Sustainable:
+    """One configuration's sustainable rate and how it was found (`rate_msg_s` None: no step held)."""
+
+    slo: Slo
+    ramp: Ramp
+    message_bytes: int
+    probe_msg_s: float
+    probe_mb_s: float
+    steps: list[Step] = field(default_factory=list)
+    rate_msg_s: float | None = None
+    mb_s: float | None = None
+    at_top: bool = False  # the highest step tried held: the rate may be higher
+    note: str = ""
+    probe_s: float = 0.0  # wall time of the probe run and of the ramp run
+    ramp_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["slo"]["describe"] = self.slo.describe()
+        return d
+
+
+def schedule(w: Workload, probe_msg_s: float, ramp: Ramp) -> tuple[list[tuple[int, float]], list[int]]:
+    """The ramp's (second, msg/s) schedule (warm-up at the first rate) and each step's start second."""
+    warm = round(w.warmup_seconds)
+    rates = [max(1.0, f * probe_msg_s) for f in ramp.fractions()]
+    starts = [warm + i * ramp.step_s for i in range(len(rates))]
+    return [(0, rates[0]), *zip(starts, rates, strict=True)], starts
+
+
+def judge_steps(raw: RawRun, starts: Sequence[int], rates: Sequence[float], step_s: int, slo: Slo) -> list[Step]:
+    """Every step whose judged seconds every worker has reported."""
+    w = raw.workload
+    n_prod = w.topics * w.producersPerTopic
+    n_cons = w.topics * w.subscriptionsPerTopic * w.consumerPerSubscription
+    by: dict[tuple[str, int], list[runner.Tick]] = {}
+    for t in raw.ticks:
+        by.setdefault((t.role, t.second), []).append(t)
+    out = []
+    for start, rate in zip(starts, rates, strict=True):
+        judged = list(range(start + 1, start + step_s)) if step_s >= 2 else [start]
+        last = judged[-1]
+        if len(by.get(("producer", last), [])) < n_prod or len(by.get(("consumer", last), [])) < n_cons:
+            break
+        prod = [t for s in judged for t in by.get(("producer", s), [])]
+        cons = [t for s in judged for t in by.get(("consumer", s), [])]
+        st = Step(rate, start, judged)
+        st.sent, st.errors = sum(t.sent for t in prod), sum(t.errors for t in prod)
+        st.received = sum(t.msgs for t in cons)
+        st.mb_s = sum(t.nbytes for t in cons) / len(judged) / MB
+        e2e, pub = recorder.merge(t.hist for t in cons), recorder.merge(t.hist for t in prod)
+        st.p99_e2e_ms = recorder.percentiles(e2e, [99])[0] / 1000 if e2e.get_total_count() else None
+        st.p99_publish_ms = recorder.percentiles(pub, [99])[0] / 1000 if pub.get_total_count() else None
+        st.why = _why_not(st, rate * len(judged), slo)
+        st.held = not st.why
+        out.append(st)
+    return out
+
+
+def _why_not(st: Step, scheduled: float, slo: Slo) -> str:
+    if st.errors:
+        return f"{st.errors} send(s) failed"
+    if st.sent < KEPT_SCHEDULE * scheduled:
+        return f"producers fell behind the schedule ({st.sent:,} of {scheduled:,.0f} sent)"
+    if st.received < KEPT_UP * scheduled:
+        return f"consumers fell behind ({st.received:,} of {scheduled:,.0f} received)"
+    for name, limit, got in (("end-to-end", slo.p99_e2e_ms, st.p99_e2e_ms), ("publish", slo.p99_publish_ms,
+                                                                            st.p99_publish_ms)):  # fmt: skip
+        if limit is None:
+            continue
+        if got is None:
+            return f"no {name} latency sample"
+        if got > limit:
+            return f"p99 {name} {got:.1f} ms > {limit:g} ms"
+    return ""
+
+
+def answer(steps: Sequence[Step]) -> tuple[Step | None, int, bool]:
+    """The highest step that held before two misses in a row, how many steps that read, and whether those
+    misses ended the ramp.
+
+    Until a step has held, misses are not yet the system's limit (the first seconds of a fresh topic have
+    latency spikes at any rate): only three in a row end the ramp with no answer."""
+    best, fails = None, 0
+    for i, st in enumerate(steps):
+        if st.held:
+            best, fails = st, 0
+        else:
+            fails += 1
+            if fails == (2 if best is not None else 3):
+                return best, i + 1, True
+    return best, len(steps), False
+
+
+def probe_workload(w: Workload, ramp: Ramp) -> Workload:
+    return w.model_copy(
+        update={
+            "producerRate": "max",
+            "warmupDurationMinutes": ramp.warmup_s / 60,
+            "testDurationMinutes": ramp.probe_s / 60,
+        }
+    )
+
+
+def ramp_workload(w: Workload, first_rate: float, ramp: Ramp) -> Workload:
+    return w.model_copy(
+        update={
+            "producerRate": first_rate,
+            "warmupDurationMinutes": ramp.warmup_s / 60,
+            "testDurationMinutes": ramp.steps * ramp.step_s / 60,
+        }
+    )
+
+
+def ramp_run(
+    w: Workload,
+    common: dict[str, str],
+    probe_msg_s: float,
+    ramp: Ramp,
+    slo: Slo,
+    *,
+    placements: Sequence[Placement] = (None,),
+    metrics_urls: Mapping[int, str] | None = None,
+    on_tick: runner.View | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[RawRun, list[Step]]:
+    """The ramp for an upper bound of `probe_msg_s` (from a probe, or a known one): its run and its steps."""
+    rw = ramp_workload(w, 1.0, ramp)
+    sched, starts = schedule(rw, probe_msg_s, ramp)
+    rates = [r for _, r in sched[1:]]
+    rw = ramp_workload(w, rates[0], ramp)
+
+    def stop_when(raw: RawRun) -> bool:
+        return answer(judge_steps(raw, starts, rates, ramp.step_s, slo))[2]
+
+    raw = runner.run(rw, common, placements=placements, metrics_urls=metrics_urls, on_tick=on_tick, say=say,
+                     schedule=sched, stop_when=stop_when)  # fmt: skip
+    return raw, judge_steps(raw, starts, rates, ramp.step_s, slo)
+
+
+def conclude(found: Sustainable, steps: list[Step]) -> Sustainable:
+    found.steps = steps
+    best, read, _ = answer(steps)
+    found.steps = steps[:read]
+    if best is None:
+        low = steps[0].rate_msg_s if steps else found.probe_msg_s * found.ramp.low
+        found.note = (
+            f"no step held: the sustainable rate is below {low:,.0f} msg/s "
+            f"({low * found.message_bytes / MB:.2f} MB/s), the lowest tried"
+        )
+        return found
+    found.rate_msg_s, found.mb_s = best.rate_msg_s, best.mb_s
+    found.at_top = best is steps[-1] and read == len(found.ramp.fractions())
+    found.note = (
+        "the highest step tried held: the sustainable rate may be higher"
+        if found.at_top
+        else "bounded by the next steps"
+    )
+    return found
+
+
+def probe_rate(probe: RawRun) -> float:
+    """Acknowledged msg/s over a max-rate run's measure window."""
+    pw = probe.workload
+    secs = max(1, runner.measured_seconds(pw.warmup_seconds, pw.test_seconds))
+    meas = [
+        tk
+        for tk in probe.ticks
+        if tk.role == "producer" and runner.phase_of(tk.second, pw.warmup_seconds, pw.test_seconds) == "measure"
+    ]
+    return sum(tk.msgs for tk in meas) / secs
+
+
+def discover(
+    w: Workload,
+    common: dict[str, str],
+    slo: Slo,
+    ramp: Ramp,
+    *,
+    placements: Sequence[Placement] = (None,),
+    metrics_urls: Mapping[int, str] | None = None,
+    on_tick: runner.View | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[RawRun, RawRun, Sustainable]:
+    """Probe, then ramp: both runs and the answer."""
+    t = time.monotonic()
+    probe = runner.run(probe_workload(w, ramp), common, placements=placements, metrics_urls=metrics_urls,
+                       on_tick=on_tick, say=say)  # fmt: skip
+    u = probe_rate(probe)
+    probe_s = time.monotonic() - t
+    say(f"probe at max rate: {u:,.0f} msg/s ({u * w.messageSize / MB:.2f} MB/s); ramp {ramp.low:g}–{ramp.high:g}× that")
+    found = Sustainable(slo, ramp, w.messageSize, u, u * w.messageSize / MB, probe_s=probe_s)
+    if u <= 0:
+        found.note = "the probe acknowledged nothing: no rate to ramp to"
+        return probe, probe, found
+    t = time.monotonic()
+    raw, steps = ramp_run(w, common, u, ramp, slo, placements=placements, metrics_urls=metrics_urls,
+                          on_tick=on_tick, say=say)  # fmt: skip
+    found.ramp_s = time.monotonic() - t
+    return probe, raw, conclude(found, steps)

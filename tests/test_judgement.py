@@ -1,0 +1,106 @@
+"""The arithmetic of the judgement, on data whose answer is known: intervals, the ramp's verdict per step,
+and what a run says when it has no latency sample. (The same logic on real clusters: tests/test_shaped.py.)"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from core import stats
+from loadgen import recorder
+from loadgen.result import build
+from loadgen.runner import RawRun, Tick
+from loadgen.sustainable import Ramp, Slo, Sustainable, answer, conclude, judge_steps, schedule
+from loadgen.workload import parse_workload
+
+
+def test_mean_interval_is_students_t() -> None:
+    iv = stats.mean_interval([20.0, 22.0, 24.0])
+    # mean 22, sd 2, t(2) = 4.303: 22 ± 4.303 × 2 / √3
+    assert iv.estimate == 22 and iv.n == 3
+    assert iv.low == pytest.approx(22 - 4.303 * 2 / 3**0.5) and iv.high == pytest.approx(22 + 4.303 * 2 / 3**0.5)
+    one = stats.mean_interval([5.0])
+    assert not one.has_interval and "no interval" in one.text()
+
+
+def test_difference_beyond_and_within_noise() -> None:
+    far = stats.difference([30.0, 31.0, 29.5], [10.0, 11.0, 10.5])
+    assert far.excludes(0) and far.low is not None and far.low > 15
+    near = stats.difference([20.0, 22.0, 21.0], [21.0, 20.5, 22.0])
+    assert not near.excludes(0) and near.low is not None and near.low < 0 < near.high  # type: ignore[operator]
+
+
+def test_ratio_interval_brackets_the_ratio_of_means() -> None:
+    r = stats.ratio([40.0, 42.0, 41.0], [10.0, 10.5, 9.5])
+    assert r is not None and r.estimate == pytest.approx(41 / 10)
+    assert r.low is not None and r.high is not None and r.low < 4.1 < r.high and r.low > 3
+    assert stats.ratio([1.0, 2.0], [0.0, 0.0]) is None  # no ratio to nothing
+
+
+def test_pooled_sd_weights_groups_by_their_degrees_of_freedom() -> None:
+    sd, df = stats.pooled_sd([[1.0, 3.0], [10.0, 10.0, 13.0]]) or (0, 0)
+    want = ((statistics.variance([1.0, 3.0]) * 1 + statistics.variance([10.0, 10.0, 13.0]) * 2) / 3) ** 0.5
+    assert df == 3 and sd == pytest.approx(want)
+
+
+def _ramp_run(rates: list[float], p99_ms: list[float], kept: float = 1.0) -> tuple[RawRun, list[int]]:
+    """A ramp run of one producer and one consumer, where step i ran at rates[i] with p99 e2e p99_ms[i]."""
+    w = parse_workload({"name": "r", "producerRate": rates[0], "warmupDurationMinutes": 2 / 60,
+                        "testDurationMinutes": 2 * len(rates) / 60})  # fmt: skip
+    ramp = Ramp(warmup_s=2, step_s=2, steps=len(rates))
+    sched, starts = schedule(w, 1000.0, ramp)
+    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0, schedule=tuple(sched))
+    for start, rate, p99 in zip(starts, rates, p99_ms, strict=True):
+        for s in (start, start + 1):
+            h = recorder.new_histogram()
+            for _ in range(97):
+                recorder.record_ns(h, 1_000_000)
+            for _ in range(3):
+                recorder.record_ns(h, int(p99 * 1e6))  # the top 3 %: the second's p99
+            n = int(rate * kept)
+            raw.ticks.append(Tick("producer", 0, s, n, n * 1024, 0, h.encode(), 0.0, 0.0, 0, n))
+            raw.ticks.append(Tick("consumer", 0, s, n, n * 1024, 0, h.encode(), 0.0, 0.0, 0, 0))
+    return raw, starts
+
+
+def test_the_ramp_answers_the_highest_step_held_before_two_misses() -> None:
+    rates = [500.0, 600.0, 700.0, 800.0, 900.0, 1000.0]
+    raw, starts = _ramp_run(rates, [5, 5, 150, 5, 500, 900])
+    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
+    assert [s.held for s in steps] == [True, True, False, True, False, False]
+    assert "p99 end-to-end" in steps[2].why and "> 100 ms" in steps[2].why
+    best, read, ended = answer(steps)
+    assert best is not None and best.rate_msg_s == 800 and read == 6 and ended  # one miss alone does not end it
+    assert answer(steps[:3]) == (steps[1], 3, False)
+    found = conclude(Sustainable(Slo(), Ramp(steps=6), 1024, 1100, 1.1), steps)
+    assert found.rate_msg_s == 800 and found.mb_s == pytest.approx(800 * 1024 / 1e6) and not found.at_top
+
+
+def test_misses_before_any_step_held_need_three_in_a_row_to_end_the_ramp() -> None:
+    rates = [500.0, 600.0, 700.0, 800.0, 900.0]
+    raw, starts = _ramp_run(rates, [400, 300, 5, 200, 300])  # a fresh topic's first spikes, then the limit
+    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
+    best, read, ended = answer(steps)
+    assert best is not None and best.rate_msg_s == 700 and read == 5 and ended
+
+
+def test_a_step_the_producers_could_not_keep_does_not_hold() -> None:
+    rates = [500.0, 600.0]
+    raw, starts = _ramp_run(rates, [5, 5], kept=0.9)  # 10 % of the schedule never sent
+    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
+    assert not any(s.held for s in steps) and "fell behind the schedule" in steps[0].why
+    found = conclude(Sustainable(Slo(), Ramp(steps=2), 1024, 700, 0.7), steps)
+    assert found.rate_msg_s is None and found.mb_s is None and "below 500 msg/s" in found.note
+
+
+def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
+    w = parse_workload({"name": "u", "testDurationMinutes": 0.05})
+    raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+    raw.producers[0] = {"sent": 10, "acked": 0, "errors": 0, "outstanding": 10, "error_samples": [],
+                        "acked_map": bytes(10), "publish_hist": None, "delay_hist": None}  # fmt: skip
+    s = build(raw)[0]["summary"]
+    for key in ("publish_latency_ms", "end_to_end_latency_ms"):
+        assert s[key]["count"] == 0 and s[key]["p99"] is None and s[key]["max"] is None, s[key]
+    assert s["publish_latency_ms"]["missing"] == "nothing was acknowledged"
+    assert "waited longer than the window" in s["end_to_end_latency_ms"]["missing"]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import diagnose
-from advisor.rules import Recommendation, fmt, rule_replica_fetchers
+from advisor.recommendation import Recommendation
+from advisor.rules import fmt, rule_replica_fetchers
 from advisor.trials import num
 from brokerconf.apply import BrokerConfigs
 from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS

@@ -8,32 +8,16 @@ did not make say so instead of guessing.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from advisor import diagnose
 from advisor.noise import Effect, effects
+from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.trials import best_trial, complete, defaults_trial, num
+from advisor.verdict import rule_confirmed
 
 DEFAULT_FETCHERS = 1
 E2E_EXPLODES_MS = 1000.0  # end-to-end p99 above a second at max rate: records queue in the producer buffer
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    rule: str
-    title: str
-    action: dict[str, str] = field(default_factory=dict)  # config key → recommended value ("" when advice only)
-    evidence: list[str] = field(default_factory=list)
-    trials: list[str] = field(default_factory=list)
-    expected_gain_mb_s: float | None = None
-    severity: str = "info"  # "high" | "medium" | "info"
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-SEVERITY_ORDER = {"high": 0, "medium": 1, "info": 2}
 
 
 def fmt(v: float | None, unit: str = " MB/s") -> str:
@@ -41,6 +25,9 @@ def fmt(v: float | None, unit: str = " MB/s") -> str:
 
 
 def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+    sweep = study.get("sweep") or {}
+    if sweep.get("confirmation"):
+        return rule_confirmed(sweep)
     best, dflt = best_trial(trials), defaults_trial(trials)
     if not best:
         return []
@@ -104,8 +91,11 @@ def rule_binding(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Re
     ]
 
 
-def rule_params(found: list[Effect]) -> list[Recommendation]:
-    """Per swept parameter: the value with the highest mean, its measured delta, and an edge warning."""
+def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommendation]:
+    """Per swept parameter: the value with the highest mean, its measured delta, and an edge warning.
+
+    These are search marginals (other keys varied too); in a study with ablations they are information only:
+    the causal effects are the ablations' (rule_confirmed)."""
     out = []
     for e in found:
         if e.delta <= 0:
@@ -122,9 +112,12 @@ def rule_params(found: list[Effect]) -> list[Recommendation]:
             ev.append("the best value is at the top of the tested range")
         if e.noise is not None:
             ev.append(
-                f"difference {e.delta:.2f} MB/s vs run-to-run spread {e.noise:.2f} MB/s"
+                f"difference {e.delta:.2f} MB/s vs the spread between the windows of one run {e.noise:.2f} MB/s "
+                "(run-to-run noise is larger)"
                 + (": within noise, re-measure before relying on it" if e.within_noise else "")
             )
+        if confirmed:
+            ev.append("a search marginal: the ablations measured each key's own effect (see best-config)")
         out.append(
             Recommendation(
                 "param-effect",
@@ -133,7 +126,9 @@ def rule_params(found: list[Effect]) -> list[Recommendation]:
                 evidence=ev,
                 trials=list(best["trial_ids"][:4]),
                 expected_gain_mb_s=e.delta,
-                severity="medium" if not e.within_noise and e.delta > 0.05 * best["mean_mb_s"] else "info",
+                severity="medium"
+                if not confirmed and not e.within_noise and e.delta > 0.05 * best["mean_mb_s"]
+                else "info",
             )
         )
     return out
@@ -360,5 +355,5 @@ def recommend(
     recs += rule_best_config(done, study)
     for r in STUDY_RULES:
         recs += r(trials, study)
-    recs += rule_params(effects(trials, params))
+    recs += rule_params(effects(trials, params), confirmed=bool((study.get("sweep") or {}).get("confirmation")))
     return sorted(recs, key=lambda r: (SEVERITY_ORDER[r.severity], -(r.expected_gain_mb_s or 0)))

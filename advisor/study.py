@@ -15,10 +15,12 @@ from typing import Any
 from advisor import analysis, diagnose
 from advisor import plan as planner
 from advisor.noise import Effect, effects
-from advisor.rules import Recommendation, recommend
-from advisor.trials import best_trial, defaults_trial
+from advisor.recommendation import Recommendation
+from advisor.rules import recommend
+from advisor.trials import best_trial, defaults_trial, representative
 from records.analysis import load_table, read_summary
 from records.study import Study, open_study, read_spec
+from records.summary import read_summary as read_sweep_summary
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class StudyAdvice:
     trials: list[dict[str, Any]]
     params: list[dict[str, Any]]
     summary: dict[str, Any]  # the analysis summary (records.analysis)
+    sweep: dict[str, Any] | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
     recommendations: list[Recommendation]
     effects: list[Effect]
     best: dict[str, Any] | None
@@ -45,16 +48,22 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
     study = open_study(root)
     an = analysis.ensure(study.root, master, progress)
     trials, params = load_table(an, "trials"), load_table(an, "params")
+    sweep = read_sweep_summary(study.root)
+    conf = (sweep or {}).get("confirmation") or {}
+    by_label = {c["label"]: c for c in conf.get("candidates") or []}
+    chosen = by_label.get(conf.get("chosen") or "")
+    defaults = by_label.get("baseline:kafka-defaults")
     return StudyAdvice(
         study=study,
         analysis=an,
         trials=trials,
         params=params,
         summary=read_summary(an),
-        recommendations=recommend(trials, params, context(study)),
+        sweep=sweep,
+        recommendations=recommend(trials, params, {**context(study), "sweep": sweep}),
         effects=effects(trials, params),
-        best=best_trial(trials),
-        defaults=defaults_trial(trials),
+        best=(representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials),
+        defaults=(representative(trials, defaults["trial_ids"]) if defaults else None) or defaults_trial(trials),
         ceiling_mb_s=next((t["ceiling_mb_s"] for t in trials if t.get("ceiling_mb_s")), None),
     )
 

@@ -36,3 +36,11 @@ def defaults_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
     ds = [t for t in complete(trials) if t.get("baseline") == "kafka-defaults"]
     return max(ds, key=lambda t: t.get("started_ns") or 0) if ds else None
+
+
+def representative(trials: list[dict[str, Any]], trial_ids: Iterable[str]) -> dict[str, Any] | None:
+    """Of a configuration's repeats (`trial_ids`), the complete one with the median figure: the one its charts
+    and diagnosis show (the best single repeat would be the lucky one)."""
+    ids = set(trial_ids)
+    reps = sorted((t for t in complete(trials) if t["trial_id"] in ids), key=lambda t: t["mb_s"])
+    return reps[(len(reps) - 1) // 2] if reps else None

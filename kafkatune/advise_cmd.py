@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
-from advisor import live
+from advisor import live, verdict
 from advisor import study as advice
 from core import paths
 from core.errors import UserError
 from kafkatune import render
 from kafkatune.options import say
+
+JUDGEMENT = ("objective", "slo", "best", "best_vs_defaults", "confirmation", "recommended", "no_measurable_effect",
+             "noise")  # fmt: skip
 
 
 @click.command("advise")
@@ -37,17 +41,28 @@ def command(
     """Recommendations with evidence (trial ids, measured deltas, expected gain).
 
     \b
-    kafkatune advise runs/<study>        from a study's analysis (run first if missing)
+    kafkatune advise runs/<study>        from a study's analysis (run first if missing), after what its
+                                         confirmation and ablations established (intervals, effects)
     kafkatune advise --bootstrap HOST:PORT   a live cluster: its configs, and its JMX metrics when
-                                         --metrics-url is given or it is the testbed"""
+                                         --metrics-url is given or it is the testbed
+
+    --json prints {"recommendations": [...]} and, for a study, the sweep's objective, slo, best,
+    confirmation, recommended, no_measurable_effect and noise from its summary.json."""
     if (run_dir is None) == (bootstrap is None):
         raise UserError("give either RUN_DIR (a study) or --bootstrap (a live cluster), not both")
+    sweep: dict[str, Any] | None = None
     if run_dir is not None:
-        recs = advice.advise(run_dir, master, say).recommendations
+        a = advice.advise(run_dir, master, say)
+        recs, sweep = a.recommendations, a.sweep
     else:
         assert bootstrap is not None
         recs = live.advise(bootstrap, list(metrics_urls), state_dir or paths.state_dir(), seconds, say)
     if as_json:
-        click.echo(json.dumps([r.as_json() for r in (recs[:top] if top else recs)], indent=2))
+        doc: dict[str, Any] = {"recommendations": [r.as_json() for r in (recs[:top] if top else recs)]}
+        if sweep:  # the sweep's own judgement, as summary.json holds it (sweeps.confirm)
+            doc.update({k: sweep.get(k) for k in JUDGEMENT})
+        click.echo(json.dumps(doc, indent=2))
     else:
+        if sweep:
+            click.echo("\n".join(verdict.lines(sweep)))
         render.recommendations(recs, top)

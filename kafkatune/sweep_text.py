@@ -9,7 +9,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from advisor import verdict
 from brokerconf.catalogue import short
+from core.fmt import num
 from sweeps import space, storage
 from sweeps.spec import Choices, IntRange, Spec
 
@@ -21,6 +23,9 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
     m = spec.measurement
     w = spec.base_workload()
     per_trial = m.warmup_s + m.window_s * m.windows + TRIAL_OVERHEAD_S
+    r = spec.ramp
+    if spec.sustainable:  # the ramp, at most: it stops after two failed steps
+        per_trial += r.warmup_s + r.steps * r.step_s + TRIAL_OVERHEAD_S
     stages = spec.stage_list
     n = sum(spec.planned)
     cl = (
@@ -33,8 +38,16 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         f"cluster: {cl}",
         f"workload: {w.messageSize} B records, {w.partitionsPerTopic} partitions, RF {w.replicationFactor or 3}, "
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s)",
-        f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows "
-        f"(~{per_trial:.0f} s with set-up and drain)",
+        verdict.objective_line(
+            {"objective": spec.objective, "slo": spec.slo.model_dump() if spec.sustainable else None}
+        ),
+        f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows at max rate"
+        + (
+            f", then a ramp of {r.steps} × {r.step_s} s steps from {r.low:g}× to {r.high:g}× that rate"
+            if spec.sustainable
+            else ""
+        )
+        + f" (~{per_trial:.0f} s at most with set-up and drain)",
         f"constraints: lost ≤ {spec.constraints.max_lost}"
         + "".join(
             f", {k} ≤ {v:g}" for k, v in spec.constraints.model_dump().items() if k != "max_lost" and v is not None
@@ -51,9 +64,14 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         fixed = f" fixed {dict(s.fixed)}" if s.fixed else ""
         lines.append(f"stage {i} {s.name}: {s.trials} trials: {params}{fixed}")
     lines += [
-        f"confirmation: top {spec.confirm_top} re-measured"
-        + (", and Kafka's defaults once more" if spec.planned[2] > spec.confirm_top else ""),
-        f"budget: {n} trials (~{n * per_trial / 60:.0f} min)"
+        (
+            f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
+            f"{spec.confirm.repeats} runs each, interleaved; then each changed key put back alone "
+            f"({spec.ablate.repeats} runs each)"
+            if spec.confirm.top
+            else "no confirmation (confirm.top: 0): figures are single runs"
+        ),
+        f"budget: {n} trials (~{n * per_trial / 60:.0f} min; ablations add {spec.ablate.repeats} runs per changed key)"
         + (f", stop after {spec.budget.minutes:g} min" if spec.budget.minutes else ""),
         f"storage: {storage.display_url(storage_url or spec.storage, run_dir)}; records in {run_dir}/trials/",
     ]
@@ -62,7 +80,9 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
 
 def print_trials(records: list[dict[str, Any]]) -> None:
     t = Table(title="trials")
-    for col in ("stage", "#", "state", "MB/s", "±", "% ceil", "p99 pub ms", "p99 e2e ms", "restarts", "params"):
+    cols = ("stage", "#", "state", "sustained MB/s", "max-rate MB/s", "±", "% ceil", "p99 pub ms", "p99 e2e ms",
+            "restarts", "params")  # fmt: skip
+    for col in cols:
         t.add_column(col)
     for r in records:
         m = r.get("measured") or {}
@@ -74,11 +94,12 @@ def print_trials(records: list[dict[str, Any]]) -> None:
             r.get("stage", ""),
             str(r.get("number", "")),
             state,
+            num(m.get("sustainable_mb_s"), "{:.2f}", "-"),
             f"{m['mean_mb_s']:.2f}" if m else "-",
             f"{m['stdev_mb_s']:.2f}" if m else "-",
             f"{frac * 100:.0f}" if frac else "-",
-            f"{m['p99_publish_ms']:.1f}" if m else "-",
-            f"{m['p99_e2e_ms']:.1f}" if m else "-",
+            num(m.get("p99_publish_ms"), "{:.1f}", "-"),
+            num(m.get("p99_e2e_ms"), "{:.1f}", "-"),
             str(r.get("restarts", 0)),
             short(r.get("config", {})),
         )
@@ -98,17 +119,14 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
         for t in st.get("pareto") or []:
             vals = ", ".join(f"{o} {v:.2f}" for o, v in zip(s["objectives"], t["values"], strict=True))
             lines.append(f"  Pareto #{t['number']}: {vals}: {short(t['params'])}")
-    for c in s["confirmed"]:
-        lines.append(f"confirmed {c['confirms']:<30} {c['mb_s']:8.2f} ± {c['stdev_mb_s']:.2f} MB/s")
+    lines += verdict.lines(s)
     b = s["best"]
     if b:
-        lines.append(f"BEST ({b['from']}): {b['mb_s']:.2f} MB/s: {short(b['config'])}")
+        iv = verdict.interval(b.get("interval"))
+        fig = iv.text(unit="MB/s") if iv else f"{b['mb_s']:.2f} MB/s (one run, no interval)"
+        lines.append(f"BEST ({b['from']}): {fig}: {short(b['config'])}")
         if s.get("best_fraction_of_ceiling"):
             lines.append(f"  {s['best_fraction_of_ceiling'] * 100:.1f} % of the {s['ceiling_mb_s']:.1f} MB/s ceiling")
-        if s.get("best_vs_defaults"):
-            again = " (re-measured at the end)" if s.get("defaults_remeasured") else ""
-            d = s.get("defaults_mb_s") or s["baselines"]["kafka-defaults"]["mb_s"]
-            lines.append(f"  {s['best_vs_defaults']:.2f}× Kafka defaults: {d:.2f} MB/s{again}")
         if s.get("trials_to_95pct_of_best"):
             lines.append(f"  95 % of the best reached after {s['trials_to_95pct_of_best']} trials")
     inv = s["this_invocation"]

@@ -1,7 +1,8 @@
 """What a sweep shows while it runs: a live trial table on a terminal, plain lines otherwise.
 
-Each row: stage, trial, the parameters that differ from Kafka's defaults, consumer-confirmed MB/s
-(mean ± spread of the windows), % of the ceiling when known, p99 publish / end-to-end, state. Under the
+Each row: stage, trial, the parameters that differ from Kafka's defaults, the objective's MB/s (the
+sustainable rate, or the max-rate throughput), the max-rate MB/s (mean ± spread of the windows), % of the
+ceiling when known, p99 publish / end-to-end (at the sustainable rate when that is the objective), state. Under the
 table: the best so far, trials done, restarts, and an ETA from the mean trial time.
 """
 
@@ -29,6 +30,7 @@ class SweepView:
         self.quiet = quiet
         self.rows: list[dict[str, Any]] = []
         self.total = 0
+        self.objective = "throughput_mb_s"
         self.best: tuple[float, str] | None = None
         self.durations: list[float] = []
         self._live: Any = None
@@ -57,6 +59,11 @@ class SweepView:
     # ---- events ------------------------------------------------------------------------------------
     def plan(self, spec: Any) -> None:
         self.total = sum(spec.planned)
+        self.objective = spec.objective
+
+    def extend(self, n: int) -> None:
+        """`n` more trials than planned (the ablations, known once the confirmation chose a configuration)."""
+        self.total += n
 
     def note(self, msg: str) -> None:
         self._print(f"  {msg}")
@@ -75,7 +82,8 @@ class SweepView:
     def trial_finished(self, stage: str, number: int, out: Any, ceiling: float | None) -> None:
         dur = out.total_s
         self.durations.append(dur)
-        mb = out.values.get("throughput_mb_s") if out.ok else None
+        mb = out.values.get(self.objective) if out.ok else None
+        max_rate = out.values.get("throughput_mb_s") if out.ok else None
         spread = statistics.stdev(out.windows_mb_s) if len(out.windows_mb_s) > 1 else 0.0
         state = (
             "ok"
@@ -87,6 +95,7 @@ class SweepView:
             "n": number,
             "cfg": self._current["cfg"] if self._current else "",
             "mb": mb,
+            "max": max_rate,
             "spread": spread,
             "pct": (mb / ceiling * 100) if (mb is not None and ceiling) else None,
             "p99p": out.values.get("p99_publish_ms"),
@@ -100,7 +109,8 @@ class SweepView:
             self.best = (mb, f"{stage} #{number}")
         if not self.tty:
             self._print(
-                f"    -> {_fmt(mb)} MB/s ±{spread:.2f}"
+                f"    -> {_fmt(mb)} MB/s"
+                + (f" sustained (max rate {_fmt(max_rate)} ±{spread:.2f})" if mb is not max_rate else f" ±{spread:.2f}")
                 + (f" ({row['pct']:.0f}% of ceiling)" if row["pct"] is not None else "")
                 + f", p99 publish {_fmt(row['p99p'])} ms, e2e {_fmt(row['p99e'])} ms, {row['state']}, {dur:.0f} s"
                 + f" | {self.footer()}"
@@ -122,7 +132,8 @@ class SweepView:
             "stage",
             "#",
             "params (≠ Kafka defaults)",
-            "MB/s",
+            "sustained MB/s" if self.objective == "sustainable_mb_s" else "MB/s",
+            "max-rate MB/s",
             "±",
             "% ceil",
             "p99 pub ms",
@@ -135,7 +146,8 @@ class SweepView:
                 r["stage"],
                 str(r["n"]),
                 r["cfg"],
-                _fmt(r["mb"]),
+                _fmt(r["mb"]) if r["mb"] is not r["max"] else "",
+                _fmt(r["max"]),
                 f"{r['spread']:.2f}",
                 _fmt(r["pct"], 0),
                 _fmt(r["p99p"], 1),
@@ -145,9 +157,10 @@ class SweepView:
         if self._current:
             c = self._current
             el = time.monotonic() - c["t0"]
-            t.add_row(c["stage"], str(c["n"]), c["cfg"], _fmt(c["mb"]), "", "", "", "", f"running {el:.0f} s")
+            t.add_row(c["stage"], str(c["n"]), c["cfg"], "", _fmt(c["mb"]), "", "", "", "", f"running {el:.0f} s")
         return Group(t, Text(self.footer()))
 
 
 def _fmt(v: float | None, nd: int = 2) -> str:
-    return "-" if v is None else f"{v:,.{nd}f}"
+    """A figure, or "-" when there is none (not measured: None, or inf, the sampler's stand-in for it)."""
+    return "-" if v is None or v == float("inf") else f"{v:,.{nd}f}"

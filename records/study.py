@@ -158,7 +158,9 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         config = {k: str(v) for k, v in (tj.get("config") or {}).items()}
         broker = _merged_broker(tj.get("broker_read_back") or {})
         state = tj.get("state") or "complete"
-        mb_s = measured.get("throughput_mb_s")
+        objective = str(tj.get("objective") or "throughput_mb_s")
+        # the trial's figure is its study's objective: the sustainable rate, or the max-rate throughput
+        mb_s = measured.get(objective) if objective in measured else measured.get("throughput_mb_s")
         windows = measured.get("windows_mb_s") or []
     else:  # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
         config = {k: str(v) for k, v in (res.get("producerConfig") or {}).items()}
@@ -167,6 +169,10 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         state = "complete" if res else "failed"
         mb_s = summ.get("consume_mb_s")
         windows = []
+        objective = "sustainable_mb_s" if res.get("sustainable") else "throughput_mb_s"
+        if res.get("sustainable"):
+            measured = {"sustainable_mb_s": res["sustainable"].get("mb_s")}
+            mb_s = measured["sustainable_mb_s"]
     for src, name in WORKLOAD_PARAMS.items():  # the record's counts, whether swept or not
         if res.get(src) is not None:
             config.setdefault(name, str(res[src]))
@@ -179,7 +185,7 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "number": int(tj.get("number") or 0),
         # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
         "baseline": tj.get("baseline")
-        or (str(tj["confirms"]).split(":", 1)[1] if str(tj.get("confirms", "")).startswith("baseline:") else None),
+        or (_confirmed_baseline(str(tj.get("confirms") or "")) if tj.get("confirms") else None),
         "state": state,
         "fail_reason": tj.get("fail_reason"),
         "started_ns": int(tj.get("started_ns") or res.get("started_ns") or 0),
@@ -187,6 +193,9 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "broker": broker,
         "message_bytes": int(res.get("messageSize") or 0),
         "mb_s": float(mb_s) if mb_s is not None else None,
+        "objective": objective,
+        "throughput_mb_s": _float(measured.get("throughput_mb_s", summ.get("consume_mb_s"))),
+        "sustainable_mb_s": _float(measured.get("sustainable_mb_s")),
         "windows_mb_s": [float(x) for x in windows],
         "publish_mb_s": summ.get("publish_mb_s"),
         "lost": int(summ["lost"]) if summ.get("lost") is not None else None,
@@ -200,6 +209,15 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         v = res.get(field)
         row[col] = float(v) if isinstance(v, int | float) else None
     return row
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if v is not None else None
+
+
+def _confirmed_baseline(key: str) -> str | None:
+    """`baseline:kafka-defaults@2` (a confirmation repeat of a baseline) -> kafka-defaults."""
+    return key.split(":", 1)[1].split("@", 1)[0] if key.startswith("baseline:") else None
 
 
 def trial_rows(study: Study) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from core import files
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
-_OPTIONAL = ("baseline", "confirms", "suggested", "carried", "broker_read_back", "restarts", "apply_s", "phases_s",
-             "measured", "constraints")  # fmt: skip
+_OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "suggested", "carried", "broker_read_back", "restarts",
+             "apply_s", "phases_s", "measured", "constraints")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,11 @@ class TrialRecord:
     total_s: float
     fail_reason: str | None = None
     baseline: str | None = None  # a published baseline's name
-    confirms: str | None = None  # the trial (or baseline) a confirmation run re-measures
+    confirms: str | None = None  # a confirmation or ablation repeat: `<configuration>@<repeat>` (sweeps.confirm)
+    repeat: int | None = None
+    probe_msg_s: float | None = None  # the max rate (msg/s) a sustainable-rate ramp was placed under
+    # what the trial's figure is: sustainable_mb_s (a ramp under the SLO) or throughput_mb_s (max rate)
+    objective: str = "throughput_mb_s"
     suggested: Mapping[str, Any] | None = None  # what the sampler chose
     carried: Mapping[str, Any] | None = None  # the best of earlier stages
     broker_read_back: Mapping[str, Mapping[str, str | None]] | None = None  # broker id -> key -> value
@@ -45,7 +49,8 @@ class TrialRecord:
     schema_version: int = SCHEMA_VERSION
 
     def as_json(self) -> dict[str, Any]:
-        order = ["schema_version", "study", "stage", "number", "started_ns", "baseline", "confirms", "suggested",
+        order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
+                 "repeat", "probe_msg_s", "suggested",
                  "carried", "config", "applied", "broker_read_back", "restarts", "apply_s", "phases_s", "measured",
                  "constraints", "state", "fail_reason", "total_s"]  # fmt: skip
         assert set(order) == {f.name for f in fields(self)}

@@ -1,7 +1,8 @@
 """The recommended settings as files an operator applies: producer/consumer/server .properties and topics.
 
-Only keys the study swept and whose recommended value differs from the baseline appear. Each carries a
-comment with the old value, the new value, the measured gain and the trial it comes from.
+A study with ablations (sweeps.confirm): only the keys whose ablation lost throughput beyond noise, each with
+its effect, 95 % interval, n and the trials it comes from. An older study without them: the swept keys whose
+best value differs from the baseline, each with the gain its stage measured.
 """
 
 from __future__ import annotations
@@ -70,14 +71,34 @@ def changes(
     return out
 
 
+def from_ablations(summary: Mapping[str, Any]) -> list[Change]:
+    """The keys of `summary["recommended"]` (each beyond noise), with their measured effect and interval."""
+    out = []
+    for e in summary.get("recommended") or []:
+        p = CATALOGUE.get(e["key"])
+        if p is None:
+            continue
+        iv = e.get("interval") or {}
+        if iv.get("low") is not None:
+            note = f"effect {iv['estimate']:+.2f} MB/s, 95 % CI {iv['low']:+.2f}..{iv['high']:+.2f}, n={e['n']}"
+        else:
+            note = e.get("why") or "needed"
+        out.append(Change(e["key"], p.scope, e["old"], e["new"], e.get("effect_mb_s"), note, ", ".join(e["trial_ids"])))
+    return out
+
+
 def render(changes_: list[Change], header: str) -> dict[str, str]:
     """File name → text."""
     files: dict[str, list[str]] = {}
     for c in changes_:
         name = FILES[c.scope]
         lines = files.setdefault(name, [f"# {header}", f"# {name}: only the keys the study changed"])
-        gain = f"+{c.gain_mb_s:.2f} MB/s measured ({c.gain_note})" if c.gain_mb_s is not None else c.gain_note
-        lines.append(f"# {c.key}: {c.old if c.old is not None else '(unset)'} -> {c.new}; {gain}; trial {c.trial}")
+        gain = (
+            c.gain_note
+            if c.gain_mb_s is None or "CI" in c.gain_note
+            else f"+{c.gain_mb_s:.2f} MB/s measured ({c.gain_note})"
+        )
+        lines.append(f"# {c.key}: {c.old if c.old is not None else '(unset)'} -> {c.new}; {gain}; trials {c.trial}")
         if c.scope == "workload":
             lines.append(f"# a client count for the deployment, not a Kafka config: run {c.new} {c.key}")
         lines.append(f"{c.key}={c.new}")

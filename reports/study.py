@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from advisor import study as advice
-from advisor.rules import Recommendation
+from advisor import verdict
+from advisor.recommendation import Recommendation
 from core import secrets
 from core.files import write_bytes
 from core.fmt import num
@@ -41,19 +42,13 @@ def build(
     a = advice.advise(run_dir, master, progress)
     study, trials, best, base = a.study, a.trials, a.best, a.defaults
     shown = _charts(a)
-    whole = best["mb_s"] - base["mb_s"] if best and base else None
-    changes = (
-        properties.changes(
-            best,
-            base["params"] if base else {},
-            advice.swept_keys(study, a.params),
-            advice.key_gains(best, a.effects),
-            whole,
-        )
-        if best
-        else []
+    confirmed = bool(a.sweep and a.sweep.get("confirmation"))
+    changes = properties.from_ablations(a.sweep or {}) if confirmed else _search_changes(a)
+    header = (
+        f"kafkatune recommendation for study {study.name}: keys whose ablation lost throughput beyond noise"
+        if confirmed
+        else f"kafkatune recommendation for study {study.name}, from trial {best['trial_id'] if best else '-'}"
     )
-    header = f"kafkatune recommendation for study {study.name}, from trial {best['trial_id'] if best else '-'}"
     files = properties.render(changes, header)
     out = (out_dir or study.root / "report").resolve()
     (out / "recommended").mkdir(parents=True, exist_ok=True)
@@ -76,9 +71,12 @@ def build(
         "durability": advice.durability(trials),
         "analysis": a.summary,
         "files": files,
+        "verdict": verdict.lines(a.sweep) if a.sweep else [],
+        "sweep": a.sweep,
     }
     md = markdown(c)
     blocks = [
+        *([("Confirmation and effects", md_section(md, "Confirmation and effects"))] if c["verdict"] else []),
         ("Recommendations", _recommendations_html(a.recommendations)),
         ("Charts", charts_html(shown)),
         ("Recommended settings", _files_html(files)),
@@ -88,6 +86,21 @@ def build(
     html_path, md_path = page.write(out, hidden)
     written += [md_path, html_path]
     return Report(out, html_path, md_path, written, [ch.key for ch in shown])
+
+
+def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:
+    """A study without ablations: the swept keys of the best trial that differ from the baseline."""
+    best, base = a.best, a.defaults
+    if not best:
+        return []
+    whole = best["mb_s"] - base["mb_s"] if base else None
+    return properties.changes(
+        best,
+        base["params"] if base else {},
+        advice.swept_keys(a.study, a.params),
+        advice.key_gains(best, a.effects),
+        whole,
+    )
 
 
 def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
@@ -135,7 +148,14 @@ def _files_html(files: dict[str, str]) -> str:
 def _headline(c: dict[str, Any]) -> list[str]:
     best, base, ceiling = c["best"], c["base"], c["ceiling"]
     lines = []
-    if best:
+    sw = c.get("sweep") or {}
+    if sw.get("confirmation") and sw.get("best"):
+        lines += _confirmed_headline(sw, ceiling)
+        if best:
+            lines.append(
+                f"Its median run {best['trial_id']} is bound by **{best.get('bound')}**: {best.get('bound_reason')}."
+            )
+    elif best:
         s = f"Best: **{best['mb_s']:.2f} MB/s** ({best['trial_id']})"
         if ceiling:
             s += f", {best['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
@@ -146,6 +166,25 @@ def _headline(c: dict[str, Any]) -> list[str]:
     if c["study"].synthetic:
         lines.append("**This study is synthetic (generated), not a measurement.**")
     return lines
+
+
+def _confirmed_headline(sw: dict[str, Any], ceiling: float | None) -> list[str]:
+    """The recommended configuration's mean with its interval, its share of the ceiling and its ratio to
+    Kafka's defaults with theirs (sweeps.confirm computed them; this only says them)."""
+    b = sw["best"]
+    iv = verdict.interval(b.get("interval"))
+    what = "sustainable rate" if sw.get("objective") == "sustainable_mb_s" else "max-rate throughput"
+    s = f"Recommended ({b['label']}): {what} **{iv.text(unit='MB/s') if iv else num(b['mb_s'])}**"
+    if ceiling:
+        s += f", {b['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
+    vs = (sw["confirmation"] or {}).get("vs_defaults")
+    if vs and vs.get("ratio"):
+        r = verdict.interval(vs["ratio"])
+        assert r is not None
+        s += f"; {r.text('{:.2f}', '×')} Kafka's defaults"
+        if not vs["distinguishable"]:
+            s += " (**not distinguishable from the defaults**)"
+    return [s + ".", verdict.objective_line(sw) + "."]
 
 
 def _rec_md(r: Recommendation, i: int) -> list[str]:
@@ -160,6 +199,8 @@ def _rec_md(r: Recommendation, i: int) -> list[str]:
 def markdown(c: dict[str, Any]) -> str:
     st = c["study"]
     L = [f"# kafkatune report: {st.name}", "", *_headline(c), ""]
+    if c["verdict"]:
+        L += ["## Confirmation and effects", "", *[f"- {x.strip()}" for x in c["verdict"]], ""]
     L += ["## Recommendations", ""]
     for i, r in enumerate(c["recs"], 1):
         L += _rec_md(r, i)
@@ -169,8 +210,10 @@ def markdown(c: dict[str, Any]) -> str:
     if c["changes"]:
         L += ["| file | key | old | new | measured gain | trial |", "|---|---|---|---|---|---|"]
         for ch in c["changes"]:
-            gain = f"+{ch.gain_mb_s:.2f} MB/s" if ch.gain_mb_s is not None else ch.gain_note
+            gain = ch.gain_note if "CI" in ch.gain_note or ch.gain_mb_s is None else f"+{ch.gain_mb_s:.2f} MB/s"
             L.append(f"| {properties.FILES[ch.scope]} | `{ch.key}` | {ch.old} | {ch.new} | {gain} | {ch.trial} |")
+    elif c["verdict"]:
+        L.append("No key's ablation lost throughput beyond noise: no key is recommended (see above).")
     else:
         L.append("The study changed no swept key from Kafka's defaults.")
     L += [

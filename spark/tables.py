@@ -12,12 +12,13 @@ from typing import Any
 from records.analysis import TRIAL_FIELDS
 from records.study import Study
 
-OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?)
+OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the study's objective (records.study)
+    "sustainable_mb_s": ("mb_s", True),
     "throughput_mb_s": ("mb_s", True),
     "p99_publish_ms": ("publish_p99_ms", False),
     "p99_e2e_ms": ("e2e_p99_ms", False),
 }
-NOT_SEARCH = ("baseline", "confirm", "sweep", "bench")  # stages whose trials are not a one-factor search
+NOT_SEARCH = ("baseline", "confirm", "ablate", "sweep", "bench")  # stages whose trials are not a one-factor search
 # The judgement of one trial row: ceiling_mb_s, fraction_of_ceiling, bound, bound_reason (advisor.analysis).
 Judge = Callable[[Study, dict[str, Any]], Mapping[str, Any]]
 

@@ -12,7 +12,6 @@ completed trials are kept, a trial interrupted by Ctrl-C or kill -9 is run again
 
 from __future__ import annotations
 
-import statistics
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -32,12 +31,11 @@ from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
-from sweeps import space, storage
+from sweeps import confirm, space, storage
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
 from sweeps.trial import Outcome, run_trial
 
-DEFAULTS_AGAIN = "baseline:kafka-defaults"  # the confirmation-phase re-run of Kafka's defaults
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 
@@ -54,6 +52,8 @@ class SweepEvents(Protocol):
     def on_tick(self, raw: RawRun, tick: Tick) -> None: ...
 
     def trial_finished(self, stage: str, number: int, out: Outcome, ceiling: float | None) -> None: ...
+
+    def extend(self, n: int) -> None: ...
 
 
 def start_study(run_dir: Path, spec_text: str, target: SweepTarget) -> Path:
@@ -84,15 +84,6 @@ def make_sampler(spec: Spec, stage: Stage) -> optuna.samplers.BaseSampler:
     return optuna.samplers.GPSampler(seed=spec.seed)
 
 
-def feasible(t: optuna.trial.FrozenTrial) -> bool:
-    return t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values())
-
-
-def ranked(st: Any) -> list[optuna.trial.FrozenTrial]:
-    """Feasible complete trials, best throughput first."""
-    return sorted((t for t in st.get_trials(deepcopy=False) if feasible(t)), key=lambda t: -t.values[0])
-
-
 class Sweep:
     def __init__(
         self,
@@ -116,6 +107,7 @@ class Sweep:
         self.measured_s = 0.0
         self.trials_run = 0
         self.restarts = 0
+        self._probes: dict[tuple[tuple[str, str], ...], float] = {}  # configuration -> its max rate (msg/s)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _study(self, suffix: str, stage: Stage | None = None) -> Any:
@@ -155,6 +147,9 @@ class Sweep:
             raise
         self.trials_run += 1
         self.restarts += out.restarts
+        if out.probe_msg_s and not extra.get("probe_msg_s"):  # measured, not reused
+            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
+            self._probes[confirm.canonical(cfg)] = out.probe_msg_s
         self.measured_s += out.measure_s if out.ok else 0.0
         trial.set_user_attr("restarts", out.restarts)
         if out.ok:
@@ -170,6 +165,15 @@ class Sweep:
                 self._heal(out.fail_reason or "")
         self.view.trial_finished(label, trial.number, out, self.target.ceiling_mb_s)
         return out
+
+    def known_probe(self, cfg: Mapping[str, Any]) -> float | None:
+        """The max rate (msg/s) this study measured for `cfg` (any earlier trial, resumed sweeps included)."""
+        if not self._probes:
+            for st in self._all_studies():
+                for t in st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+                    if t.user_attrs.get("probe_msg_s"):
+                        self._probes[confirm.canonical(t.user_attrs["config"])] = t.user_attrs["probe_msg_s"]
+        return self._probes.get(confirm.canonical(cfg))
 
     def _heal(self, why: str) -> None:
         self.view.note(f"trial failed ({why}); healing the cluster")
@@ -213,7 +217,7 @@ class Sweep:
                 cfg = space.assemble(self.spec, stage.fixed, carried, suggested)
                 self._measure(st, trial, stage.name, cfg, {"suggested": suggested, "carried": dict(carried)})
             used += len(storage.counted(st))
-            best = ranked(st)
+            best = storage.ranked(st)
             if best:
                 carried = {**carried, **best[0].params}
             out.append(
@@ -247,58 +251,51 @@ class Sweep:
         st.sampler = base
         return st.ask()
 
-    def confirm(self, final: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """Re-measure the top trials of the last stage, and Kafka's defaults once more.
-
-        The best is reported from these runs, not from the lucky one; and the defaults are measured
-        again on the same, by now long-warm, cluster, so the ratio compares like with like (a baseline
-        measured first runs on the coldest JVMs of the whole sweep).
-        """
-        todo = [(f"{final.study_name}#{t.number}", dict(t.user_attrs["config"])) for t in ranked(final)]
-        todo = todo[: self.spec.confirm_top]
-        if "kafka-defaults" in self.spec.baselines:
-            todo.append((DEFAULTS_AGAIN, space.baseline(self.spec, "kafka-defaults")))
-        st = self._study("confirm")
-        storage.recover_interrupted(st)
-        for key, cfg in todo:
-            if key in storage.done_keys(st) or self._out_of_time():
-                continue
-            trial = st.ask()
-            if not storage.claim(st, trial, key):
-                continue
-            self._measure(st, trial, "confirm", cfg, {"confirms": key})
-        out = []
-        for c in st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            wins = c.user_attrs.get("windows_mb_s", [])
-            out.append(
-                {
-                    "confirms": c.user_attrs["key"],
-                    "number": c.number,
-                    "mb_s": c.values[0],
-                    "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
-                    "values": dict(zip(self.spec.objectives, c.values, strict=True)),
-                    "feasible": feasible(c),
-                    "config": c.user_attrs["config"],
-                    "record": c.user_attrs.get("record"),
-                }
-            )
-        defaults = next((c for c in out if c["confirms"] == DEFAULTS_AGAIN), None)
-        return sorted((c for c in out if c["confirms"] != DEFAULTS_AGAIN), key=lambda r: -r["mb_s"]), defaults
+    def confirm(self) -> dict[str, Any] | None:
+        """The confirmation, then the ablations of the chosen configuration (sweeps.confirm)."""
+        spec = self.spec
+        if not spec.confirm.top:
+            return None
+        todo = confirm.candidates(self)
+        self.view.note(
+            f"confirmation: {len(todo)} configuration(s) × {spec.confirm.repeats} runs, interleaved: "
+            + ", ".join(label for label, _ in todo)
+        )
+        judged = confirm.summary(confirm.repeat(self, "confirm", todo, spec.confirm.repeats))
+        chosen = dict(todo).get(judged["chosen"] or "")
+        effects: list[dict[str, Any]] = []
+        blocked: list[dict[str, Any]] = []
+        if chosen is not None and judged["chosen"] != confirm.DEFAULTS:
+            if spec.ablate.repeats:
+                ablate, blocked = confirm.ablations(spec, chosen)
+                if ablate:
+                    self.view.extend((len(ablate) + 1) * spec.ablate.repeats)
+                    self.view.note(
+                        f"ablations: {len(ablate)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
+                        "interleaved with the recommended configuration"
+                    )
+                    runs = confirm.repeat(self, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], spec.ablate.repeats)
+                    effects = confirm.effects(spec, chosen, runs)
+            else:
+                blocked = [
+                    {"key": k, "old": o, "new": n, "why": "not ablated (ablate.repeats: 0)"}
+                    for k, o, n in confirm.changed_keys(spec, chosen)
+                ]
+        judged["recommended"] = [e for e in effects if e["beyond_noise"]]
+        judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"]]
+        judged["not_ablated"] = blocked
+        return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         self.view.plan(self.spec)
         self.baselines()
         stages = self.stages()
-        final = self._study(self.spec.stage_list[-1].name, self.spec.stage_list[-1])
-        confirmed, defaults = self.confirm(final) if self.spec.confirm_top else ([], None)
-        summary = self.summarize(stages, confirmed, defaults)
+        summary = self.summarize(stages, self.confirm())
         write_summary(self.run_dir, summary)
         return summary
 
-    def summarize(
-        self, stages: list[dict[str, Any]], confirmed: list[dict[str, Any]], defaults_again: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def summarize(self, stages: list[dict[str, Any]], judged: dict[str, Any] | None) -> dict[str, Any]:
         base_st = self._study("baselines")
         baselines = {}
         for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
@@ -308,32 +305,37 @@ class Sweep:
                 "config": t.user_attrs["config"],
                 "record": t.user_attrs.get("record"),
             }
-        best_conf = next((c for c in confirmed if c["feasible"]), None)
-        final = self._study(self.spec.stage_list[-1].name)
-        best: dict[str, Any] | None
-        if best_conf:
-            best = {"from": "confirmation", **best_conf}
-        else:
-            r = ranked(final)
-            best = {"from": "search (not confirmed)", **_brief(r[0])} if r else None
+        best = _best(judged, self._study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
-        first = baselines.get("kafka-defaults", {}).get("mb_s")
-        defaults = defaults_again["mb_s"] if defaults_again else first
+        dflt = next((c for c in (judged or {}).get("candidates", []) if c["label"] == confirm.DEFAULTS), None)
+        defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
+        vs = (judged or {}).get("vs_defaults") or {}
         wall = time.monotonic() - self.started
+        s = self.spec
         return {
             "schema_version": SUMMARY_SCHEMA_VERSION,
-            "study": self.spec.name,
-            "plan": self.spec.plan,
-            "objectives": self.spec.objectives,
+            "study": s.name,
+            "plan": s.plan,
+            "objective": s.objective,
+            "objectives": s.objectives,
+            "slo": s.slo.model_dump() if s.sustainable else None,
+            "ramp": s.ramp.model_dump() if s.sustainable else None,
             "ceiling_mb_s": ceiling,
             "baselines": baselines,
             "stages": stages,
-            "confirmed": confirmed,
-            "defaults_remeasured": defaults_again,
+            "confirmation": judged,
+            "recommended": (judged or {}).get("recommended", []),
+            "no_measurable_effect": (judged or {}).get("no_measurable_effect", []),
+            "noise": (judged or {}).get("noise"),
             "defaults_mb_s": defaults,
             "best": best,
             "best_fraction_of_ceiling": (best["mb_s"] / ceiling) if best and ceiling else None,
-            "best_vs_defaults": (best["mb_s"] / defaults) if best and defaults else None,
+            "best_vs_defaults": vs.get("ratio")
+            or (
+                {"estimate": best["mb_s"] / defaults, "low": None, "high": None, "n": 2, "sd": None}
+                if best and defaults and best.get("label") != confirm.DEFAULTS
+                else None
+            ),
             "trials_to_95pct_of_best": self._trials_to(0.95 * best["mb_s"]) if best else None,
             "restarts": sum(
                 t.user_attrs.get("restarts", 0) for s in self._all_studies() for t in s.get_trials(deepcopy=False)
@@ -347,12 +349,12 @@ class Sweep:
         }
 
     def _all_studies(self) -> list[Any]:
-        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm"]
+        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate"]
         return [self._study(n) for n in names]
 
     def _trials_to(self, level: float) -> int | None:
         """How many trials (baselines and stages, in the order run) until one with acks=all reached `level`."""
-        studies = self._all_studies()[:-1]
+        studies = self._all_studies()[:-2]
         trials = sorted(
             (
                 t
@@ -366,6 +368,23 @@ class Sweep:
             if t.state == TrialState.COMPLETE and t.user_attrs["config"].get("acks") == "all" and t.values[0] >= level:
                 return i
         return None
+
+
+def _best(judged: dict[str, Any] | None, final: Any) -> dict[str, Any] | None:
+    """The recommended configuration: the confirmation's choice (mean of its repeats, with its interval), or
+    the search's best when nothing was confirmed (one run: no interval)."""
+    chosen = next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
+    if chosen is not None:
+        return {
+            "from": "confirmation",
+            "label": chosen["label"],
+            "mb_s": chosen["mean_mb_s"],
+            "interval": chosen["interval"],
+            "config": chosen["config"],
+            "trial_ids": chosen["trial_ids"],
+        }
+    r = storage.ranked(final)
+    return {"from": "search (not confirmed: one run, no interval)", **_brief(r[0])} if r else None
 
 
 def _brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:

@@ -16,7 +16,11 @@ catalogue's legal ranges and the cross-key rules.
           batch.size: {low: 16384, high: 1048576, log: true}
           compression.type: {choices: [none, lz4]}
         trials: 8
-    objectives: [throughput_mb_s]      # + p99_publish_ms / p99_e2e_ms (minimized)
+    objectives: [sustainable_mb_s]     # the default; or throughput_mb_s (max rate); + p99_publish_ms / p99_e2e_ms
+    slo: {p99_e2e_ms: 100}             # what "sustainable" holds (loadgen.sustainable)
+    ramp: {warmup_s: 3, step_s: 2, low: 0.5, high: 1.1, steps: 8}
+    confirm: {top: 1, repeats: 3}      # the best of each stage and the baselines, re-measured interleaved
+    ablate: {repeats: 3}               # each changed key put back alone, interleaved with the recommended
     constraints: {max_lost: 0, p999_e2e_ms: 5000}
     budget: {trials: 30, minutes: 60}
     measurement: {warmup_s: 5, window_s: 10, windows: 3}
@@ -35,9 +39,11 @@ from core import secrets
 from core.errors import UserError
 from core.files import read_yaml
 from loadgen.workload import Workload, parse_workload
+from sweeps.settings import Ablate, Budget, Confirm, Constraints, Measurement, RampSpec, Slo
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
+    "sustainable_mb_s": "maximize",
     "throughput_mb_s": "maximize",
     "p99_publish_ms": "minimize",
     "p99_e2e_ms": "minimize",
@@ -146,30 +152,6 @@ class Cluster(_Model):
         return self.bootstrap is None and self.inventory is None
 
 
-class Measurement(_Model):
-    warmup_s: Annotated[float, Field(ge=0, le=3600)] = 5
-    window_s: Annotated[float, Field(ge=1, le=3600)] = 10
-    windows: Annotated[int, Field(ge=1, le=100)] = 3
-    # After a rolling restart the brokers' JIT is cold again: load them this long before measuring.
-    restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 30
-    # Longest wait for consumers to receive everything acknowledged after the window (acks=0: 5 s).
-    drain_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120
-    # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.
-    trials_per_restart: Annotated[int, Field(ge=1, le=100)] = 3
-
-
-class Constraints(_Model):
-    max_lost: Annotated[int, Field(ge=0)] = 0
-    p99_publish_ms: Annotated[float, Field(gt=0)] | None = None
-    p99_e2e_ms: Annotated[float, Field(gt=0)] | None = None
-    p999_e2e_ms: Annotated[float, Field(gt=0)] | None = None
-
-
-class Budget(_Model):
-    trials: Annotated[int, Field(ge=1)] | None = None
-    minutes: Annotated[float, Field(gt=0)] | None = None
-
-
 class Spec(_Params):
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
     cluster: Cluster = Field(default_factory=Cluster)
@@ -179,17 +161,30 @@ class Spec(_Params):
     params: dict[str, ParamSpec] = Field(default_factory=dict)
     stages: list[Stage] = Field(default_factory=list)
     trials: Annotated[int, Field(ge=1)] | None = None  # joint plan
-    objectives: Annotated[list[Literal["throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)] = [
-        "throughput_mb_s"
-    ]
+    objectives: Annotated[
+        list[Literal["sustainable_mb_s", "throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)
+    ] = ["sustainable_mb_s"]
+    slo: Slo = Field(default_factory=Slo)
+    ramp: RampSpec = Field(default_factory=RampSpec)
+    confirm: Confirm = Field(default_factory=Confirm)
+    ablate: Ablate = Field(default_factory=Ablate)
     constraints: Constraints = Field(default_factory=Constraints)
     budget: Budget = Field(default_factory=Budget)
     measurement: Measurement = Field(default_factory=Measurement)
     sampler: Literal["tpe", "nsga2", "gp", "random"] = "tpe"
     seed: int | None = None
     baselines: list[BaselineName] = list(BASELINES)
-    confirm_top: Annotated[int, Field(ge=0, le=20)] = 3
     storage: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "confirm_top" in data:
+            raise ValueError(
+                f"confirm_top: replaced by confirm: {{top: {data['confirm_top']}, repeats: 3}} (the best of each "
+                "stage and the baselines, each re-measured `repeats` times, interleaved)"
+            )
+        return data
 
     @model_validator(mode="after")
     def _plan(self) -> Spec:
@@ -206,8 +201,12 @@ class Spec(_Params):
                 raise ValueError("plan joint needs `params` and `trials`")
             if self.stages:
                 raise ValueError("plan joint takes top-level `params`; `stages` are for plan staged")
-        if self.objectives[0] != "throughput_mb_s":
-            raise ValueError("the first objective must be throughput_mb_s (latency objectives come after it)")
+        if self.objectives[0] not in ("sustainable_mb_s", "throughput_mb_s"):
+            raise ValueError(
+                "the first objective must be sustainable_mb_s or throughput_mb_s (latency objectives come after it)"
+            )
+        if "sustainable_mb_s" in self.objectives[1:] or self.objectives.count("throughput_mb_s") > 1:
+            raise ValueError("objectives: one rate objective, first (sustainable_mb_s or throughput_mb_s)")
         if len(set(self.objectives)) != len(self.objectives):
             raise ValueError("objectives: each at most once")
         if self.sampler == "nsga2" and len(self.objectives) == 1:
@@ -225,17 +224,31 @@ class Spec(_Params):
         return [Stage(name="joint", params=self.params, trials=self.trials)]
 
     @property
+    def objective(self) -> str:
+        """The rate the sweep maximizes: sustainable_mb_s (under `slo`) or throughput_mb_s (max rate)."""
+        return self.objectives[0]
+
+    @property
+    def sustainable(self) -> bool:
+        return self.objective == "sustainable_mb_s"
+
+    @property
     def directions(self) -> list[Literal["minimize", "maximize"]]:
         return [OBJECTIVES[o] for o in self.objectives]
 
     @property
     def planned(self) -> tuple[int, int, int]:
-        """Trials planned: (baselines, search within the budget, confirmation runs)."""
+        """Trials planned: (baselines, search within the budget, confirmation runs at most; ablations come on
+        top, one set of repeats per key the recommended configuration changes)."""
         search = sum(s.trials for s in self.stage_list)
         if self.budget.trials is not None:
             search = min(search, self.budget.trials)
-        again = 1 if self.confirm_top and "kafka-defaults" in self.baselines else 0
-        return len(self.baselines), search, self.confirm_top + again
+        if not self.confirm.top:
+            return len(self.baselines), search, 0
+        candidates = self.confirm.top * len(self.stage_list) + len(self.baselines)
+        if "kafka-defaults" not in self.baselines:
+            candidates += 1
+        return len(self.baselines), search, candidates * self.confirm.repeats
 
     def base_workload(self) -> Workload:
         return parse_workload({"name": self.name, **self.workload}, "workload")
@@ -266,8 +279,11 @@ def _semantic_checks(spec: Spec, source: str) -> None:
     w = parse_workload({"name": spec.name, **spec.workload}, f"{source}: workload")
     if w.subscriptionsPerTopic != 1:
         raise UserError(f"{source}: workload.subscriptionsPerTopic: sweeps measure one consumer group (set 1)")
-    if w.producerRate:
-        raise UserError(f"{source}: workload.producerRate: sweeps run at max rate (set 0 or leave it out)")
+    if w.producerRate != "max":
+        raise UserError(
+            f"{source}: workload.producerRate: a sweep sets the rate by its objective "
+            "(sustainable_mb_s: a discovered rate; throughput_mb_s: max rate): leave it out"
+        )
     for key in ("testDurationMinutes", "warmupDurationMinutes"):
         if key in spec.workload:
             raise UserError(f"{source}: workload.{key}: set by `measurement` in a sweep (warmup_s, window_s, windows)")

@@ -123,3 +123,12 @@ def release(st: Any, trial: Any) -> None:
 def done_keys(st: Any) -> set[str]:
     """Keys measured already (complete, or failed for a reason other than an interruption)."""
     return {t.user_attrs["key"] for t in counted(st) if "key" in t.user_attrs and t.state != TrialState.RUNNING}
+
+
+def feasible(t: optuna.trial.FrozenTrial) -> bool:
+    return bool(t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values()))
+
+
+def ranked(st: Any) -> list[optuna.trial.FrozenTrial]:
+    """Feasible complete trials, best first by the first objective."""
+    return sorted((t for t in st.get_trials(deepcopy=False) if feasible(t)), key=lambda t: -t.values[0])

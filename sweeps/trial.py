@@ -1,9 +1,11 @@
 """One trial, following the trial protocol of docs/design.md.
 
 apply configs (broker: dynamic per broker id, restart-only by rolling restart) -> read them back ->
-fresh topic -> warm-up -> k measurement windows -> stop, drain -> acknowledged == consumed -> delete the
-topic -> write the record. The record (`trial.json`, schema_version) sits next to the bench run files
-(`result.json`, `samples.parquet`, `broker_metrics.parquet`) in `runs/<study>/trials/<id>/`.
+fresh topic -> warm-up -> k measurement windows at max rate -> stop, drain -> acknowledged == consumed ->
+delete the topic -> (objective sustainable_mb_s: the ramp, loadgen.sustainable, from the max rate just
+measured) -> write the record. The record (`trial.json`, schema_version) sits next to the max-rate run's
+files (`result.json`, `samples.parquet`, `broker_metrics.parquet`) in `runs/<study>/trials/<id>/`; the
+ramp run's are in its `ramp/` folder.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any
 
 from brokerconf import catalogue
 from loadgen import result as res
-from loadgen import runner
+from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick, phase_of
+from loadgen.sustainable import Ramp, Slo, Sustainable
 from loadgen.warmup import warm_up
 from loadgen.workload import Workload, parse_workload
 from records.run import write_run
@@ -36,7 +39,9 @@ class Outcome:
 
     ok: bool
     record_dir: Path
-    values: dict[str, float] = field(default_factory=dict)  # throughput_mb_s, p99_publish_ms, p99_e2e_ms
+    # sustainable_mb_s (0.0 when no rate held), throughput_mb_s (max rate), p99_publish_ms, p99_e2e_ms (at the
+    # sustainable rate when that is the objective; inf when not measured: the record says None and why)
+    values: dict[str, float] = field(default_factory=dict)
     windows_mb_s: list[float] = field(default_factory=list)
     constraints: dict[str, float] = field(default_factory=dict)  # ≤ 0 feasible (Optuna's convention)
     violations: list[str] = field(default_factory=list)
@@ -44,6 +49,7 @@ class Outcome:
     fail_reason: str | None = None
     measure_s: float = 0.0
     total_s: float = 0.0
+    probe_msg_s: float | None = None  # the max rate the ramp was placed under (measured, or reused)
     record: TrialRecord | None = None
 
 
@@ -153,12 +159,16 @@ class _Trial:
         say: Callable[[str], None],
     ) -> None:
         self.spec, self.target, self.cfg, self.out_dir, self.say = spec, target, cfg, out_dir, say
+        # a repeat of a configuration whose max rate this study measured already: its ramp goes under that
+        # rate, without a probe of its own (sweeps.confirm)
+        self.known_probe: float | None = meta.get("probe_msg_s") if spec.sustainable else None
         self.t_start = time.monotonic()
         self.groups = space.split(cfg)
         self.outcome = Outcome(False, out_dir)
         g = self.groups
         self.record: dict[str, Any] = {
             **meta,
+            "objective": spec.objective,
             "config": dict(cfg),
             "applied": {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]},
         }
@@ -183,6 +193,21 @@ class _Trial:
             warm_up(t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common)
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        if self.known_probe is None:
+            raw = self._max_rate(on_tick)
+            if not (self.spec.sustainable and self.outcome.ok):
+                return
+            u, where = sustainable.probe_rate(raw), self.out_dir / "ramp"
+        else:  # the ramp is the trial's only run: its record is the trial's
+            u, where = self.known_probe, self.out_dir
+            self.record["phases_s"] = {}
+            self.record["measured"] = {"throughput_mb_s": None, "windows_mb_s": [], "mean_mb_s": None,
+                                       "stdev_mb_s": None, "probe": "reused"}  # fmt: skip
+        self.phase = "sustainable-rate ramp"
+        self.outcome.probe_msg_s = self.record["probe_msg_s"] = u
+        self._ramp(u, where, on_tick)
+
+    def _max_rate(self, on_tick: Callable[[RawRun, Tick], None] | None) -> RawRun:
         self.phase = "run"
         t, m = self.target, self.spec.measurement
         t_run = time.monotonic()
@@ -204,6 +229,42 @@ class _Trial:
             "record": time.monotonic() - t_build,
         }
         self._judge(rec.summary, window_rates(raw, m.window_s, m.windows))
+        return raw
+
+    def _ramp(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        """The sustainable rate: a ramp up to just above the max rate `u` (msg/s), loadgen.sustainable."""
+        t, s, out = self.target, self.spec, self.outcome
+        r = s.ramp
+        ramp, slo = Ramp(r.warmup_s, 0, r.step_s, r.low, r.high, r.steps), Slo(s.slo.p99_e2e_ms, s.slo.p99_publish_ms)
+        t_ramp = time.monotonic()
+        raw, steps = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
+                                          placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
+                                          say=lambda m: None)  # fmt: skip
+        found = sustainable.conclude(
+            Sustainable(slo, ramp, self.workload.messageSize, u, u * self.workload.messageSize / MB), steps
+        )
+        found.ramp_s = time.monotonic() - t_ramp
+        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        write_run(where, rec)
+        if self.known_probe is not None:  # no max-rate run: the ramp run alone says whether the trial worked
+            out.ok = rec.summary["acknowledged"] > 0
+            out.fail_reason = None if out.ok else f"nothing acknowledged: {rec.summary['publish_error_samples']}"
+        held = next(
+            (st for st in found.steps if found.rate_msg_s is not None and st.rate_msg_s == found.rate_msg_s), None
+        )
+        out.values["sustainable_mb_s"] = found.mb_s or 0.0
+        out.values["p99_e2e_ms"] = _or_inf(held.p99_e2e_ms if held else None)
+        out.values["p99_publish_ms"] = _or_inf(held.p99_publish_ms if held else None)
+        acks = str(self.cfg.get("acks", "all"))
+        lost = rec.summary["lost"] if acks != "0" else 0
+        if lost > self.spec.constraints.max_lost:
+            out.constraints["lost"] = max(
+                out.constraints.get("lost", 0.0), float(lost - self.spec.constraints.max_lost)
+            )
+            out.violations.append(f"ramp run: lost {lost} > {self.spec.constraints.max_lost}")
+        self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
+        self.record["phases_s"]["ramp"] = found.ramp_s
+        out.measure_s += r.warmup_s + len(found.steps) * r.step_s
 
     def _judge(self, s: Mapping[str, Any], wins: list[float]) -> None:
         """The objectives and constraints from the run's summary and its window rates."""
@@ -211,8 +272,8 @@ class _Trial:
         out.windows_mb_s = wins
         out.values = {
             "throughput_mb_s": statistics.fmean(wins),
-            "p99_publish_ms": float(s["publish_latency_ms"].get("p99", 0.0)),
-            "p99_e2e_ms": float(s["end_to_end_latency_ms"].get("p99", 0.0)),
+            "p99_publish_ms": _or_inf(s["publish_latency_ms"].get("p99")),
+            "p99_e2e_ms": _or_inf(s["end_to_end_latency_ms"].get("p99")),
         }
         out.constraints, out.violations = _constraints(self.spec, s, acks)
         out.measure_s = m.window_s * m.windows
@@ -221,7 +282,7 @@ class _Trial:
             out.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
         ceiling = self.target.ceiling_mb_s
         self.record["measured"] = {
-            **out.values,
+            **{k: (None if v == float("inf") else v) for k, v in out.values.items()},  # not measured: None
             "windows_mb_s": wins,
             "mean_mb_s": statistics.fmean(wins),
             "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
@@ -236,3 +297,8 @@ class _Trial:
             "warnings": s["warnings"],
         }
         self.record["constraints"] = {"values": out.constraints, "violated": out.violations}
+
+
+def _or_inf(ms: float | None) -> float:
+    """A latency objective for the sampler: not measured counts as the worst (the record keeps None)."""
+    return float("inf") if ms is None else float(ms)

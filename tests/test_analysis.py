@@ -98,7 +98,7 @@ def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Pa
     assert any(r.rule == "param-effect" and r.evidence for r in recs)
     proc = kafkatune("advise", str(d), "--json")
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = json.loads(proc.stdout)["recommendations"]
     assert [r["rule"] for r in out] == [r.rule for r in recs]
 
 

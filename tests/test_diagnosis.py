@@ -68,7 +68,7 @@ def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
         "advise", "--bootstrap", bootstrap, "--state-dir", str(testbed.state_dir), "--seconds", "3", "--json"
     )
     assert proc.returncode == 0, proc.stderr
-    return list(json.loads(proc.stdout))
+    return list(json.loads(proc.stdout)["recommendations"])
 
 
 def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(

@@ -33,7 +33,8 @@ def write_spec(path: Path, name: str, stages: list[dict[str, Any]], **extra: Any
         "plan": "staged",
         "stages": stages,
         "baselines": [],
-        "confirm_top": 0,
+        "objectives": ["throughput_mb_s"],  # these tests are about applying configs: max rate is quicker
+        "confirm": {"top": 0},
         "measurement": FAST,
         "seed": 7,
         **extra,
@@ -91,7 +92,8 @@ def test_sweep_applies_reads_back_and_restores(
                 "trials": 2,
             }
         ],
-        confirm_top=1,
+        confirm={"top": 1, "repeats": 2},
+        ablate={"repeats": 0},
         baselines=["kafka-defaults"],
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
@@ -99,7 +101,10 @@ def test_sweep_applies_reads_back_and_restores(
     summary = json.loads(p.stdout.strip().splitlines()[-1])
     run_dir = tmp_path / "apply-readback"
     recs = records(run_dir)
-    assert len(recs) == 5  # 1 baseline + 2 trials + 1 confirmation + Kafka's defaults again
+    # 1 baseline + 2 trials + (the stage's best and Kafka's defaults) × 2 confirmation runs, interleaved
+    assert len(recs) == 7
+    conf = [r for r in recs if r["stage"] == "confirm"]
+    assert [r["confirms"].split("@")[1] for r in conf] == ["1", "1", "2", "2"]  # A B A B, never A A
     for r in recs:
         assert r["state"] == "complete", r.get("fail_reason")
         cfg = r["config"]
@@ -119,7 +124,9 @@ def test_sweep_applies_reads_back_and_restores(
     assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
     assert summary["best"]["from"] == "confirmation"
     bc = configs(testbed)  # a new client: every broker was restarted since the first one connected
-    assert summary["defaults_remeasured"]["config"]["batch.size"] == 16384
+    dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
+    assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2
+    assert summary["best"]["interval"]["n"] == 2 and summary["best"]["interval"]["low"] is not None
     assert same_configs(bc.snapshot(), before)
     assert not json.loads(next(run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
 
@@ -132,7 +139,7 @@ def test_sweep_applies_reads_back_and_restores(
     from records.analysis import load_table
 
     an = analyze(run_dir, spark)
-    assert an["trials"] == 5 and an["rows"]["series"] > 0
+    assert an["trials"] == 7 and an["rows"]["series"] > 0
     rows = {t["trial_id"]: t for t in load_table(run_dir / "analysis", "trials")}
     for r in recs:
         t = rows[f"{r['stage']}-{r['number']:03d}"]

@@ -1,0 +1,151 @@
+"""What a study's confirmation and ablations established, in sentences: read from `summary.json` (written once
+by the sweep, sweeps.confirm) and shown by `sweep`, `advise` and the report alike.
+
+Every figure carries n and its 95 % interval; a winner that cannot be told apart from the runner-up or from
+Kafka's defaults is said to be so; a key whose effect is within noise is listed as having none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.recommendation import Recommendation
+from core.stats import Interval
+
+
+def interval(d: dict[str, Any] | None) -> Interval | None:
+    return Interval(**d) if d else None
+
+
+def objective_line(s: dict[str, Any]) -> str:
+    if s.get("objective") == "sustainable_mb_s":
+        slo = s.get("slo") or {}
+        parts = [f"p99 end-to-end ≤ {slo['p99_e2e_ms']:g} ms"] if slo.get("p99_e2e_ms") else []
+        parts += [f"p99 publish ≤ {slo['p99_publish_ms']:g} ms"] if slo.get("p99_publish_ms") else []
+        return (
+            "objective: the sustainable rate, the highest rate delivered within "
+            + " and ".join(parts)
+            + " (a max-rate probe, then a ramp of fixed rates)"
+        )
+    return "objective: max-rate throughput (consumer-confirmed MB/s at the producers' maximum; latency not bounded)"
+
+
+def candidate_lines(s: dict[str, Any]) -> list[str]:
+    conf = s.get("confirmation")
+    if not conf:
+        return ["no confirmation phase: every figure is one run, without an interval"]
+    lines = []
+    for c in conf["candidates"]:
+        iv = interval(c["interval"])
+        runs = ", ".join("failed" if v is None else f"{v:.2f}" for v in c["repeats"])
+        fig = iv.text(unit="MB/s") if iv else "no complete run"
+        tail = "" if c["eligible"] else f"; not eligible: {'; '.join(c['why_not']) or 'a run failed'}"
+        lines.append(f"  {c['label']:<30} {fig}  [runs {runs}]{tail}")
+    noise = conf.get("noise") or {}
+    if noise.get("between_run_sd_mb_s") is not None:
+        lines.append(
+            f"between-run noise: sd {noise['between_run_sd_mb_s']:.2f} MB/s ({noise['how']}, df {noise['df']})"
+        )
+    return lines
+
+
+def choice_lines(s: dict[str, Any]) -> list[str]:
+    conf = s.get("confirmation")
+    if not conf:
+        return []
+    if conf.get("chosen") is None:
+        return ["no configuration held its constraints in every confirmation run: nothing is recommended"]
+    lines = [f"recommended configuration: {conf['chosen']} (best mean of the confirmation runs)"]
+    ru = conf.get("runner_up")
+    if ru:
+        d = interval(ru["difference"])
+        assert d is not None
+        if ru["distinguishable"]:
+            lines.append(f"  ahead of the runner-up {ru['label']} by {d.text(unit='MB/s')}")
+        else:
+            lines.append(
+                f"  NOT distinguishable from the runner-up {ru['label']}: difference {d.text(unit='MB/s')} includes 0"
+            )
+    vs = conf.get("vs_defaults")
+    if vs:
+        r, d = interval(vs["ratio"]), interval(vs["difference"])
+        assert d is not None
+        ratio = f"{r.text('{:.2f}', '×')} Kafka's defaults" if r else "no ratio (defaults measured nothing)"
+        if vs["distinguishable"]:
+            lines.append(f"  {ratio}; difference {d.text(unit='MB/s')}")
+        else:
+            lines.append(f"  NOT distinguishable from Kafka's defaults: {ratio}; difference {d.text(unit='MB/s')}")
+    elif conf["chosen"] == "baseline:kafka-defaults":
+        lines.append("  Kafka's defaults measured best: no change is recommended")
+    return lines
+
+
+def key_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    for e in s.get("recommended") or []:
+        lines.append(f"  {e['key']}: {e['old'] or '(unset)'} -> {e['new']}: {_effect(e)}")
+    none = s.get("no_measurable_effect") or []
+    if none:
+        lines.append("no measurable effect (left out of the recommended files):")
+        lines += [f"  {e['key']}: {e['old'] or '(unset)'} -> {e['new']}: {_effect(e)}; {e['why']}" for e in none]
+    blocked = (s.get("confirmation") or {}).get("not_ablated") or []
+    if blocked:
+        lines.append("not ablated (left out of the recommended files):")
+        lines += [f"  {e['key']}: {e['old'] or '(unset)'} -> {e['new']}: {e['why']}" for e in blocked]
+    if lines and (s.get("recommended") or []):
+        lines.insert(0, "keys with an effect beyond noise (each put back alone, interleaved with the recommended):")
+    return lines
+
+
+def _effect(e: dict[str, Any]) -> str:
+    iv = interval(e.get("interval"))
+    if iv is None:
+        return "not measured (" + (e.get("why") or "no repeats") + ")"
+    extra = f"; {e['why']}" if e.get("why") and e.get("beyond_noise") else ""
+    return f"{iv.text('{:+.2f}', 'MB/s')}{extra}"
+
+
+def lines(s: dict[str, Any]) -> list[str]:
+    """Everything above, in the order a reader needs it."""
+    return [objective_line(s), *candidate_lines(s), *choice_lines(s), *key_lines(s)]
+
+
+def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
+    """The sweep's confirmation and ablations (summary.json): the keys whose effect is beyond noise, with the
+    recommended configuration's and the defaults' intervals; nothing else is an action."""
+    conf = sweep["confirmation"]
+    by = {c["label"]: c for c in conf["candidates"]}
+    chosen = by.get(conf.get("chosen") or "")
+    if chosen is None:
+        return []
+    keys = sweep.get("recommended") or []
+    action = {e["key"]: e["new"] for e in keys}
+    ev = [f"{chosen['label']}: {Interval(**chosen['interval']).text(unit='MB/s')}" if chosen["interval"] else ""]
+    dflt = by.get("baseline:kafka-defaults")
+    if dflt and dflt["interval"]:
+        ev.append(f"Kafka defaults: {Interval(**dflt['interval']).text(unit='MB/s')}")
+    vs = conf.get("vs_defaults")
+    gain = None
+    if vs:
+        d = Interval(**vs["difference"])
+        ev.append(
+            f"difference {d.text('{:+.2f}', 'MB/s')}"
+            + ("" if vs["distinguishable"] else ": NOT distinguishable from the defaults")
+        )
+        gain = d.estimate if vs["distinguishable"] else None
+    ev += [f"{e['key']} {e['old'] or '(unset)'} -> {e['new']}: {Interval(**e['interval']).text('{:+.2f}', 'MB/s')}"
+           for e in keys if e.get("interval")]  # fmt: skip
+    none = [e["key"] for e in sweep.get("no_measurable_effect") or []]
+    if none:
+        ev.append(f"no measurable effect, not recommended: {', '.join(none)}")
+    return [
+        Recommendation(
+            "best-config",
+            f"Apply the confirmed configuration's {len(action)} key(s) with an effect beyond noise",
+            action=action,
+            evidence=[e for e in ev if e],
+            trials=list(chosen["trial_ids"]) + (list(dflt["trial_ids"]) if dflt else []),
+            expected_gain_mb_s=gain,
+            severity="high" if action and gain else "medium" if action else "info",
+        )
+    ]

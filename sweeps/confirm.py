@@ -1,0 +1,226 @@
+"""The confirmation and the ablations: figures with intervals, and only effects that survive the noise.
+
+    confirm   the best `confirm.top` of every stage and every acks=all baseline, plus Kafka's defaults,
+              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …, never
+              back to back): the recommended configuration is the best mean of these repeats, and the
+              spread of each one's repeats is the between-run noise.
+    ablate    per key in which the recommended configuration differs from Kafka's defaults: the
+              recommended configuration with that key put back, `ablate.repeats` times, interleaved with
+              the recommended configuration itself. A key's effect is recommended − ablated with Welch's 95 %
+              interval; it is recommended only when the interval lies above 0 and the effect is at least
+              `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
+
+A sustainable-rate repeat of a configuration whose max rate the study measured already skips the max-rate
+probe and ramps under that rate (the probe places the ramp; it is not the figure): a repeat costs one run.
+
+Repeats are Optuna trials of `<study>.confirm` and `<study>.ablate` with the key `<label>@<repeat>`, so a
+killed sweep resumes where it stopped and no repeat runs twice.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from brokerconf import catalogue
+from core import stats
+from sweeps import space, storage
+from sweeps.spec import Spec, Stage
+from sweeps.trial import Outcome
+
+DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults, among the candidates
+RECOMMENDED = "recommended"  # the recommended configuration, among the ablations
+
+
+class Phases(Protocol):
+    spec: Spec
+
+    def _study(self, suffix: str, stage: Stage | None = None) -> Any: ...
+
+    def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
+
+    def _out_of_time(self) -> bool: ...
+
+    def known_probe(self, cfg: Mapping[str, Any]) -> float | None: ...
+
+
+def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A configuration as what it changes: keys at Kafka's default dropped, so equal settings compare equal."""
+    return tuple(sorted((k, str(v)) for k, v in cfg.items() if str(v) != str(catalogue.get(k).default)))
+
+
+def acks_all(cfg: Mapping[str, Any]) -> bool:
+    return str(cfg.get("acks", "all")) in ("all", "-1")
+
+
+def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
+    """Kafka's defaults first, then the best of each stage, then the baselines; acks=all only, no config twice."""
+    spec = sw.spec
+    out: list[tuple[str, space.Config]] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+
+    def add(label: str, cfg: Mapping[str, Any]) -> None:
+        key = canonical(cfg)
+        if key not in seen and acks_all(cfg):
+            seen.add(key)
+            out.append((label, dict(cfg)))
+
+    add(DEFAULTS, space.baseline(spec, "kafka-defaults"))
+    for stage in spec.stage_list:
+        best = [t for t in storage.ranked(sw._study(stage.name)) if acks_all(t.user_attrs["config"])]
+        for t in best[: spec.confirm.top]:
+            add(f"{stage.name}#{t.number}", t.user_attrs["config"])
+    for t in storage.ranked(sw._study("baselines")):
+        add(f"baseline:{t.user_attrs['key']}", t.user_attrs["config"])
+    return out
+
+
+def repeat(
+    sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int
+) -> dict[str, list[dict[str, Any]]]:
+    """Measure each configuration of `todo` `repeats` times, round by round; every repeat measured so far."""
+    st = sw._study(phase)
+    storage.recover_interrupted(st)
+    for r in range(1, repeats + 1):
+        for label, cfg in todo:
+            key = f"{label}@{r}"
+            if key in storage.done_keys(st) or sw._out_of_time():
+                continue
+            trial = st.ask()
+            if storage.claim(st, trial, key):
+                extra: dict[str, Any] = {"confirms": key, "repeat": r}
+                if (u := sw.known_probe(cfg)) is not None:
+                    extra["probe_msg_s"] = u
+                sw._measure(st, trial, phase, cfg, extra)
+    return measured(st)
+
+
+def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
+    """label -> its repeats (value, feasible, trial id), failed ones included (value None)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for t in storage.counted(st):
+        if "key" not in t.user_attrs or t.state.name == "RUNNING":
+            continue
+        label = t.user_attrs["key"].rsplit("@", 1)[0]
+        ok = t.state.name == "COMPLETE"
+        out.setdefault(label, []).append(
+            {
+                "value": t.values[0] if ok else None,
+                "feasible": ok and storage.feasible(t),
+                "violations": t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")],
+                "trial_id": Path(t.user_attrs.get("record", "")).name,
+                "config": t.user_attrs["config"],
+            }
+        )
+    return out
+
+
+def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per candidate its repeats and interval; the between-run noise; the chosen one, the runner-up, and the
+    tuned/defaults ratio, each with whether it is distinguishable."""
+    cands = []
+    for label, reps in runs.items():
+        vals = [r["value"] for r in reps if r["value"] is not None]
+        eligible = bool(reps) and all(r["feasible"] for r in reps)
+        iv = stats.mean_interval(vals) if vals else None
+        cands.append(
+            {
+                "label": label,
+                "config": reps[0]["config"],
+                "repeats": [r["value"] for r in reps],
+                "trial_ids": [r["trial_id"] for r in reps],
+                "interval": iv.as_dict() if iv else None,
+                "mean_mb_s": iv.estimate if iv else None,
+                "eligible": eligible,
+                "why_not": sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v}),
+            }
+        )
+    cands.sort(key=lambda c: -(c["mean_mb_s"] if c["eligible"] and c["mean_mb_s"] is not None else -1))
+    groups = [c["repeats"] for c in cands if c["eligible"] and None not in c["repeats"]]
+    pooled = stats.pooled_sd(groups)
+    ok = [c for c in cands if c["eligible"]]
+    out: dict[str, Any] = {
+        "candidates": cands,
+        "noise": {
+            "between_run_sd_mb_s": pooled[0] if pooled else None,
+            "df": pooled[1] if pooled else 0,
+            "how": "pooled standard deviation of each candidate's repeats (same configuration, other runs "
+            "between them)",
+        },
+        "chosen": ok[0]["label"] if ok else None,
+    }
+    if len(ok) >= 2:
+        d = stats.difference(ok[0]["repeats"], ok[1]["repeats"])
+        out["runner_up"] = {"label": ok[1]["label"], "difference": d.as_dict(), "distinguishable": d.excludes(0)}
+    dflt = next((c for c in cands if c["label"] == DEFAULTS and c["eligible"]), None)
+    if ok and dflt is not None and ok[0] is not dflt:
+        r = stats.ratio(ok[0]["repeats"], dflt["repeats"])
+        d = stats.difference(ok[0]["repeats"], dflt["repeats"])
+        out["vs_defaults"] = {
+            "ratio": r.as_dict() if r else None,
+            "difference": d.as_dict(),
+            "distinguishable": d.excludes(0),
+        }
+    return out
+
+
+def changed_keys(spec: Spec, cfg: Mapping[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(key, Kafka's default (None: unset), recommended value) for every key the configuration changes."""
+    base = space.baseline(spec, "kafka-defaults")
+    out = []
+    for k in sorted(cfg):
+        old = base.get(k, catalogue.get(k).default)
+        unset = old is None and str(cfg[k]) in ("", "None")
+        if not unset and (old is None or str(old) != str(cfg[k])):
+            out.append((k, None if old is None else str(old), str(cfg[k])))
+    return out
+
+
+def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space.Config]], list[dict[str, Any]]]:
+    """The configurations to measure (label without:<key>), and the keys that cannot be put back alone."""
+    todo, blocked = [], []
+    for key, old, new in changed_keys(spec, cfg):
+        back: space.Config = {k: v for k, v in cfg.items() if k != key}
+        if old is not None:
+            back[key] = int(old) if catalogue.get(key).kind == "int" else old
+        broken = catalogue.broken_rules(back)
+        if broken:
+            blocked.append({"key": key, "old": old, "new": new, "why": "; ".join(broken)})
+        else:
+            todo.append((f"without:{key}", back))
+    return todo, blocked
+
+
+def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per changed key: recommended − without it, with its interval; beyond noise when the interval excludes 0."""
+    ref = [r["value"] for r in runs.get(RECOMMENDED, []) if r["value"] is not None]
+    out = []
+    for key, old, new in changed_keys(spec, cfg):
+        reps = runs.get(f"without:{key}", [])
+        vals = [r["value"] for r in reps if r["value"] is not None]
+        row: dict[str, Any] = {"key": key, "old": old, "new": new, "n": len(vals) + len(ref)}
+        row["trial_ids"] = [r["trial_id"] for r in reps] + [r["trial_id"] for r in runs.get(RECOMMENDED, [])]
+        broke = sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v})
+        if len(vals) < 2 or len(ref) < 2:
+            row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
+        else:
+            d = stats.difference(ref, vals)
+            floor = spec.ablate.min_effect * statistics.fmean(ref)
+            row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=d.excludes(0) and d.estimate >= floor)
+            if row["beyond_noise"]:
+                row["why"] = ""
+            elif d.excludes(0) and d.estimate < 0:
+                row["why"] = "putting it back measured better: the key costs throughput here"
+            elif d.excludes(0):
+                row["why"] = (
+                    f"beyond noise but below ablate.min_effect ({spec.ablate.min_effect:.0%} of the recommended "
+                    "rate): no practical effect"
+                )
+            else:
+                row["why"] = "interval includes 0: no measurable effect"
+        if broke and not row["beyond_noise"]:  # needed to hold the constraints, whatever the rate says
+            row.update(beyond_noise=True, why=f"without it: {'; '.join(broke)}")
+        out.append(row)
+    return out

@@ -1,0 +1,83 @@
+"""How a sweep measures and judges: the spec's measurement, constraints, SLO, ramp, confirmation, ablation
+and budget sections (sweeps.spec puts them together; every error names the field and what is allowed)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Measurement(_Model):
+    warmup_s: Annotated[float, Field(ge=0, le=3600)] = 5
+    window_s: Annotated[float, Field(ge=1, le=3600)] = 10
+    windows: Annotated[int, Field(ge=1, le=100)] = 3
+    # After a rolling restart the brokers' JIT is cold again: load them this long before measuring.
+    restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 30
+    # Longest wait for consumers to receive everything acknowledged after the window (acks=0: 5 s).
+    drain_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120
+    # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.
+    trials_per_restart: Annotated[int, Field(ge=1, le=100)] = 3
+
+
+class Constraints(_Model):
+    max_lost: Annotated[int, Field(ge=0)] = 0
+    p99_publish_ms: Annotated[float, Field(gt=0)] | None = None
+    p99_e2e_ms: Annotated[float, Field(gt=0)] | None = None
+    p999_e2e_ms: Annotated[float, Field(gt=0)] | None = None
+
+
+class Slo(_Model):
+    """The latency a sustainable rate holds (ms); give one or both."""
+
+    p99_e2e_ms: Annotated[float, Field(gt=0)] | None = 100.0
+    p99_publish_ms: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> Slo:
+        if self.p99_e2e_ms is None and self.p99_publish_ms is None:
+            raise ValueError("give p99_e2e_ms and/or p99_publish_ms")
+        return self
+
+
+class RampSpec(_Model):
+    """The sustainable-rate search (loadgen.sustainable.Ramp): after the max-rate measurement, one run stepping
+    from low× to high× its rate, step_s seconds a step."""
+
+    warmup_s: Annotated[int, Field(ge=0, le=600)] = 3
+    step_s: Annotated[int, Field(ge=1, le=600)] = 2
+    low: Annotated[float, Field(gt=0, le=1)] = 0.5
+    high: Annotated[float, Field(gt=0, le=3)] = 1.1
+    steps: Annotated[int, Field(ge=2, le=40)] = 8
+
+    @model_validator(mode="after")
+    def _span(self) -> RampSpec:
+        if self.low >= self.high:
+            raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
+        return self
+
+
+class Confirm(_Model):
+    """The confirmation: the best `top` of each stage and every acks=all baseline, plus Kafka's defaults,
+    each measured `repeats` times, interleaved (A B C A B C …)."""
+
+    top: Annotated[int, Field(ge=0, le=10)] = 1
+    repeats: Annotated[int, Field(ge=2, le=20)] = 3
+
+
+class Ablate(_Model):
+    """Per key the recommended configuration changes from Kafka's defaults: the configuration with that key
+    put back, `repeats` times, interleaved with the recommended one (0 repeats: no ablation)."""
+
+    repeats: Annotated[int, Field(ge=0, le=20)] = 3
+    # An effect must also be this share of the recommended rate: smaller ones are reported, not recommended.
+    min_effect: Annotated[float, Field(ge=0, le=1)] = 0.05
+
+
+class Budget(_Model):
+    trials: Annotated[int, Field(ge=1)] | None = None
+    minutes: Annotated[float, Field(gt=0)] | None = None

@@ -10,8 +10,10 @@
               interval; it is recommended only when the interval lies above 0 and the effect is at least
               `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
 
-A sustainable-rate repeat of a configuration whose max rate the study measured already skips the max-rate
-probe and ramps under that rate (the probe places the ramp; it is not the figure): a repeat costs one run.
+A sustainable-rate repeat of a configuration whose first repeat measured its max rate skips the max-rate
+probe and ramps under that rate (the probe places the ramp; it is not the figure): such a repeat costs one
+run. A search trial's probe is not reused (it may have run on colder JVMs), nor one whose ramp held to its
+top step (too low a bound).
 
 Repeats are Optuna trials of `<study>.confirm` and `<study>.ablate` with the key `<label>@<repeat>`, so a
 killed sweep resumes where it stopped and no repeat runs twice.

@@ -147,9 +147,7 @@ class Sweep:
             raise
         self.trials_run += 1
         self.restarts += out.restarts
-        if out.probe_msg_s and not extra.get("probe_msg_s"):  # measured, not reused
-            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
-            self._probes[confirm.canonical(cfg)] = out.probe_msg_s
+        self._remember_probe(trial, cfg, out, extra)
         self.measured_s += out.measure_s if out.ok else 0.0
         trial.set_user_attr("restarts", out.restarts)
         if out.ok:
@@ -166,11 +164,23 @@ class Sweep:
         self.view.trial_finished(label, trial.number, out, self.target.ceiling_mb_s)
         return out
 
+    def _remember_probe(self, trial: Any, cfg: space.Config, out: Outcome, extra: Mapping[str, Any]) -> None:
+        """A repeat's own max-rate probe places the later repeats' ramps (on the same warm cluster), unless
+        its ramp held to the top: then that rate was too low a bound, and the next repeat probes again."""
+        key = confirm.canonical(cfg)
+        if not extra.get("repeat") or not out.probe_msg_s:
+            return
+        if out.at_top:
+            self._probes.pop(key, None)
+        elif not extra.get("probe_msg_s"):  # measured here, not reused
+            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
+            self._probes[key] = out.probe_msg_s
+
     def known_probe(self, cfg: Mapping[str, Any]) -> float | None:
-        """The max rate (msg/s) this study measured for `cfg` (any earlier trial, resumed sweeps included)."""
+        """The max rate (msg/s) a confirmation or ablation repeat measured for `cfg` (resumed sweeps too)."""
         if not self._probes:
-            for st in self._all_studies():
-                for t in st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+            for name in ("confirm", "ablate"):
+                for t in self._study(name).get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
                     if t.user_attrs.get("probe_msg_s"):
                         self._probes[confirm.canonical(t.user_attrs["config"])] = t.user_attrs["probe_msg_s"]
         return self._probes.get(confirm.canonical(cfg))

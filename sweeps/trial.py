@@ -50,6 +50,7 @@ class Outcome:
     measure_s: float = 0.0
     total_s: float = 0.0
     probe_msg_s: float | None = None  # the max rate the ramp was placed under (measured, or reused)
+    at_top: bool = False  # the ramp's highest step held: that max rate was too low to bound it
     record: TrialRecord | None = None
 
 
@@ -253,6 +254,7 @@ class _Trial:
             (st for st in found.steps if found.rate_msg_s is not None and st.rate_msg_s == found.rate_msg_s), None
         )
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
+        out.at_top = found.at_top
         out.values["p99_e2e_ms"] = _or_inf(held.p99_e2e_ms if held else None)
         out.values["p99_publish_ms"] = _or_inf(held.p99_publish_ms if held else None)
         acks = str(self.cfg.get("acks", "all"))

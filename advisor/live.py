@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from advisor import diagnose
 from advisor.recommendation import Recommendation
 from advisor.rules import fmt, rule_replica_fetchers
@@ -28,7 +30,7 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
     rows: list[dict[str, Any]] = [
         {"trial_id": f"broker {b}", "state": "complete", "mb_s": None, "params": dict(c)} for b, c in configs.items()
     ]
-    recs += rule_replica_fetchers(rows, {"brokers": brokers})
+    recs += rule_replica_fetchers(pd.DataFrame(rows), {"brokers": brokers})
     flushed = [r for r in rows if (e := diagnose.flush_every(r["params"])) is not None and e <= diagnose.FSYNC_EVERY]
     if flushed:
         recs.append(

@@ -1,4 +1,5 @@
-"""Run-to-run noise and the effect of each swept parameter, computed once for the advice and the report.
+"""The spread between the windows of one run, and the effect of each swept parameter, computed once for the
+advice and the report.
 
 Noise of a stage: the median, over its complete trials, of the spread of each trial's measurement windows
 (window_cv × MB/s). An effect of a parameter within a stage: the difference between its best and worst
@@ -7,21 +8,24 @@ value's mean MB/s (params.parquet); it is within noise when smaller than twice t
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from advisor.trials import complete
+from records.analysis import rows
 
 
-def stage_noise(trials: Iterable[dict[str, Any]]) -> dict[str, float]:
-    """Stage -> the typical spread of one trial's windows, in MB/s (stages without it are left out)."""
-    spreads: dict[str, list[float]] = {}
-    for t in complete(trials):
-        if t.get("window_cv") is not None:
-            spreads.setdefault(t["stage"], []).append(t["window_cv"] * t["mb_s"])
-    return {k: statistics.median(v) for k, v in spreads.items()}
+def stage_noise(trials: pd.DataFrame) -> dict[str, float]:
+    """Stage -> the typical spread between the windows of one trial, in MB/s (stages without it are left out).
+    Not run-to-run noise, which is larger: that comes from repeats (sweeps.confirm)."""
+    done = complete(trials)
+    if done.empty:
+        return {}
+    done = done[done["window_cv"].notna()]
+    spread = (done["window_cv"] * done["mb_s"]).groupby(done["stage"]).median()
+    return {str(k): float(v) for k, v in spread.items()}
 
 
 @dataclass(frozen=True)
@@ -50,16 +54,16 @@ class Effect:
         return self.best is self.rows[-1] and self.best["value_num"] is not None and len(self.rows) > 2
 
 
-def effects(trials: list[dict[str, Any]], params: list[dict[str, Any]]) -> list[Effect]:
+def effects(trials: pd.DataFrame, params: pd.DataFrame) -> list[Effect]:
     """Every (stage, parameter) of the params table, in that order."""
     noise = stage_noise(trials)
-    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for p in params:
-        by.setdefault((p["stage"], p["param"]), []).append(p)
+    if params.empty:
+        return []
     out = []
-    for (stage, param), rows in sorted(by.items()):
-        rows = sorted(rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else 0, r["value"]))
-        best = max(rows, key=lambda r: r["mean_mb_s"])
-        worst = min(rows, key=lambda r: r["mean_mb_s"])
-        out.append(Effect(stage, param, rows, best, worst, noise.get(stage)))
+    ordered = params.assign(_num=params["value_num"].fillna(0)).sort_values(["stage", "param", "_num", "value"])
+    for (stage, param), g in ordered.groupby(["stage", "param"], sort=True):
+        rs = rows(g.drop(columns="_num"))
+        best = rs[int(g["mean_mb_s"].to_numpy().argmax())]
+        worst = rs[int(g["mean_mb_s"].to_numpy().argmin())]
+        out.append(Effect(str(stage), str(param), rs, best, worst, noise.get(str(stage))))
     return out

@@ -11,8 +11,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from advisor import ceiling as ceiling_model
-from advisor.trials import best_trial
+from advisor.trials import best_trial, strict_mask
 from core.errors import UserError
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
@@ -53,10 +55,9 @@ class Plan:
         return d
 
 
-def _study_basis(trials: list[dict[str, Any]]) -> dict[str, Any]:
+def _study_basis(trials: pd.DataFrame) -> dict[str, Any]:
     """Efficiency and per-client/partition rates from the best complete acks=all trial of a study."""
-    done = [t for t in trials if (t.get("params") or {}).get("acks", "all") in ("all", "-1")]
-    best = best_trial(done)
+    best = best_trial(trials[strict_mask(trials)]) if not trials.empty else None
     if best is None:
         raise UserError("--from: the study has no complete acks=all trial to plan from")
     p = best.get("params") or {}
@@ -78,12 +79,10 @@ def _study_basis(trials: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _rates(
-    trials: list[dict[str, Any]] | None, assumptions: list[str]
-) -> tuple[float, float, float, float, dict[str, Any]]:
+def _rates(trials: pd.DataFrame | None, assumptions: list[str]) -> tuple[float, float, float, float, dict[str, Any]]:
     """Efficiency and MB/s per producer, consumer and partition: measured in the study when there is one,
     else the published figures (each assumption said in `assumptions`)."""
-    if not trials:
+    if trials is None or trials.empty:
         eff = REF_EFFICIENCY
         per_prod, per_cons, per_part = REF_PER_PRODUCER_MB_S, REF_PER_CONSUMER_MB_S, ASSUMED_PER_PARTITION_MB_S
         assumptions += [
@@ -111,7 +110,7 @@ def plan(
     disk_mb_s: float | None = None,
     consumer_groups: int = 1,
     headroom: float = 0.7,
-    trials: list[dict[str, Any]] | None = None,
+    trials: pd.DataFrame | None = None,
     profile: dict[str, Any] | None = None,
 ) -> Plan:
     if not (isinstance(target_mb_s, int | float) and math.isfinite(target_mb_s) and target_mb_s > 0):

@@ -10,11 +10,14 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+import pandas as pd
+
 from advisor import diagnose
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.trials import best_trial, complete, defaults_trial, num
 from advisor.verdict import rule_confirmed
+from records.analysis import rows
 
 DEFAULT_FETCHERS = 1
 E2E_EXPLODES_MS = 1000.0  # end-to-end p99 above a second at max rate: records queue in the producer buffer
@@ -24,7 +27,7 @@ def fmt(v: float | None, unit: str = " MB/s") -> str:
     return "n/a" if v is None else f"{v:.2f}{unit}"
 
 
-def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     sweep = study.get("sweep") or {}
     if sweep.get("confirmation"):
         return rule_confirmed(sweep)
@@ -55,7 +58,7 @@ def rule_best_config(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
     ]
 
 
-def rule_binding(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """What the best trial was bound by, and what moves that limit."""
     best = best_trial(trials)
     if not best or not best.get("bound"):
@@ -134,7 +137,7 @@ def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommenda
     return out
 
 
-def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_replica_fetchers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     n = int(study.get("brokers") or 3)
 
     def fetchers(t: dict[str, Any]) -> float:
@@ -143,10 +146,10 @@ def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -
     def multiple(t: dict[str, Any]) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
 
-    flagged = [(t, int(fetchers(t))) for t in trials if multiple(t)]
+    flagged = [(t, int(fetchers(t))) for t in rows(trials) if multiple(t)]
     if not flagged:
         return []
-    done = complete(trials)
+    done = rows(complete(trials))
     mult = [t["mb_s"] for t in done if multiple(t)]
     other = [t["mb_s"] for t in done if not multiple(t)]
     values = sorted({f for _, f in flagged})
@@ -176,11 +179,11 @@ def rule_replica_fetchers(trials: list[dict[str, Any]], study: dict[str, Any]) -
     ]
 
 
-def rule_replication(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """Followers not keeping up: replicate rate below (r−1)× produce, or under-replicated seconds."""
     rf = int(study.get("rf") or 3)
     lagging = []
-    for t in complete(trials):
+    for t in rows(complete(trials)):
         ratio = t.get("replication_ratio")
         ur = t.get("under_replicated_seconds") or 0
         acks = (t.get("params") or {}).get("acks", "all")
@@ -211,10 +214,10 @@ def rule_replication(trials: list[dict[str, Any]], study: dict[str, Any]) -> lis
     ]
 
 
-def rule_consumers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     lag = [
         t
-        for t in complete(trials)
+        for t in rows(complete(trials))
         if t.get("produce_mb_s") and t.get("consume_mb_s") is not None and t["consume_mb_s"] < 0.9 * t["produce_mb_s"]
     ]
     if not lag:
@@ -245,17 +248,17 @@ def rule_consumers(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[
     ]
 
 
-def rule_producer_buffer(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     full = [
         t
-        for t in complete(trials)
+        for t in rows(complete(trials))
         if (t.get("buffer_full_events") or 0) > 0 and (t.get("e2e_p99_ms") or 0) > E2E_EXPLODES_MS
     ]
     if not full:
         return []
     worst = max(full, key=lambda t: t["e2e_p99_ms"])
     best = best_trial(trials) or max(full, key=lambda t: t["mb_s"])
-    calm = [t for t in complete(trials) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
+    calm = [t for t in rows(complete(trials)) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
     ev = [
         f"{t['trial_id']}: producer buffer full {t['buffer_full_events']} times, "
         f"e2e p99 {t['e2e_p99_ms'] / 1000:.1f} s at {t['mb_s']:.2f} MB/s"
@@ -277,14 +280,14 @@ def rule_producer_buffer(trials: list[dict[str, Any]], study: dict[str, Any]) ->
     ]
 
 
-def rule_fsync(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_fsync(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     def every(t: dict[str, Any]) -> float | None:
         return diagnose.flush_every(t.get("params"))
 
-    flushed = [t for t in complete(trials) if (e := every(t)) is not None and e <= diagnose.FSYNC_EVERY]
+    flushed = [t for t in rows(complete(trials)) if (e := every(t)) is not None and e <= diagnose.FSYNC_EVERY]
     if not flushed:
         return []
-    unflushed = [t for t in complete(trials) if not ((e := every(t)) is not None and e <= diagnose.FSYNC_EVERY)]
+    unflushed = [t for t in rows(complete(trials)) if not ((e := every(t)) is not None and e <= diagnose.FSYNC_EVERY)]
     ev = [
         f"{t['trial_id']}: log.flush.interval.messages={every(t):g}: {t['mb_s']:.2f} MB/s, "
         f"bound: {t.get('bound_reason')}"
@@ -312,10 +315,10 @@ def rule_fsync(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Reco
     ]
 
 
-def rule_compression(trials: list[dict[str, Any]], study: dict[str, Any]) -> list[Recommendation]:
+def rule_compression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     odd = [
         t
-        for t in complete(trials)
+        for t in rows(complete(trials))
         if t.get("produce_mb_s") and t.get("publish_mb_s") and t["produce_mb_s"] < 0.2 * t["publish_mb_s"]
     ]
     if not odd:
@@ -346,13 +349,10 @@ STUDY_RULES = (
 )
 
 
-def recommend(
-    trials: list[dict[str, Any]], params: list[dict[str, Any]], study: dict[str, Any]
-) -> list[Recommendation]:
+def recommend(trials: pd.DataFrame, params: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """All rules over one study's tables, most important first."""
-    done = complete(trials)
     recs: list[Recommendation] = []
-    recs += rule_best_config(done, study)
+    recs += rule_best_config(complete(trials), study)
     for r in STUDY_RULES:
         recs += r(trials, study)
     recs += rule_params(effects(trials, params), confirmed=bool((study.get("sweep") or {}).get("confirmation")))

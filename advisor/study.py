@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from advisor import analysis, diagnose
 from advisor import plan as planner
 from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
-from advisor.trials import best_trial, defaults_trial, representative
+from advisor.trials import best_trial, complete, defaults_trial, representative
 from records.analysis import load_table, read_summary
 from records.study import Study, open_study, read_spec
 from records.summary import read_summary as read_sweep_summary
@@ -27,8 +29,8 @@ from records.summary import read_summary as read_sweep_summary
 class StudyAdvice:
     study: Study
     analysis: Path  # the study's analysis folder (records.analysis): its other tables are read from there
-    trials: list[dict[str, Any]]
-    params: list[dict[str, Any]]
+    trials: pd.DataFrame  # the analysis tables (records.analysis), as data frames
+    params: pd.DataFrame
     summary: dict[str, Any]  # the analysis summary (records.analysis)
     sweep: dict[str, Any] | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
     recommendations: list[Recommendation]
@@ -64,8 +66,14 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
         effects=effects(trials, params),
         best=(representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials),
         defaults=(representative(trials, defaults["trial_ids"]) if defaults else None) or defaults_trial(trials),
-        ceiling_mb_s=next((t["ceiling_mb_s"] for t in trials if t.get("ceiling_mb_s")), None),
+        ceiling_mb_s=_first(trials["ceiling_mb_s"]) if "ceiling_mb_s" in trials else None,
     )
+
+
+def _first(col: pd.Series) -> float | None:
+    """The first non-zero, non-missing value of a column."""
+    vals = col[col.notna() & (col != 0)]
+    return float(vals.iloc[0]) if len(vals) else None
 
 
 def key_gains(best: dict[str, Any], found: list[Effect]) -> dict[str, tuple[float, str]]:
@@ -77,33 +85,40 @@ def key_gains(best: dict[str, Any], found: list[Effect]) -> dict[str, tuple[floa
     return out
 
 
-def swept_keys(study: Study, params: list[dict[str, Any]]) -> set[str]:
+def swept_keys(study: Study, params: pd.DataFrame) -> set[str]:
     """The keys the study swept (its spec, and the params table)."""
     spec = read_spec(study.root)
     keys = set(spec.get("params") or {})
     for s in spec.get("stages") or []:
         keys |= set((s or {}).get("params") or {})
-    return keys | {p["param"] for p in params}
+    return keys | (set(params["param"]) if not params.empty else set())
 
 
-def durability(trials: list[dict[str, Any]]) -> list[str]:
+def _flushed(p: dict[str, Any]) -> bool:
+    e = diagnose.flush_every(p)
+    ms = p.get("log.flush.interval.ms")
+    return (e is not None and e <= diagnose.FSYNC_EVERY) or (ms not in (None, "None", "") and float(ms) <= 1000)
+
+
+def durability(trials: pd.DataFrame) -> list[str]:
     """What relaxing acks or forcing flushes bought and cost, when the study varied them."""
-    done = [t for t in trials if t["state"] == "complete" and t["mb_s"]]
+    done = complete(trials)
+    if done.empty:
+        return []
+    done = done.assign(
+        acks=done["params"].map(lambda p: str(p.get("acks", "all")).replace("-1", "all")),
+        flushed=done["params"].map(_flushed).astype(bool),
+    )
 
-    def acks(t: dict[str, Any]) -> str:
-        return str(t["params"].get("acks", "all")).replace("-1", "all")
-
-    def flushed(t: dict[str, Any]) -> bool:
-        e = diagnose.flush_every(t["params"])
-        ms = t["params"].get("log.flush.interval.ms")
-        return (e is not None and e <= diagnose.FSYNC_EVERY) or (ms not in (None, "None", "") and float(ms) <= 1000)
+    def best(df: pd.DataFrame) -> pd.Series:
+        return df.nlargest(1, "mb_s").iloc[0]
 
     lines = []
-    sync = [t for t in done if acks(t) == "all"]
+    sync = done[done["acks"] == "all"]
     for a in ("1", "0"):
-        loose = [t for t in done if acks(t) == a]
-        if loose and sync:
-            bl, bs = max(loose, key=lambda t: t["mb_s"]), max(sync, key=lambda t: t["mb_s"])
+        loose = done[done["acks"] == a]
+        if not loose.empty and not sync.empty:
+            bl, bs = best(loose), best(sync)
             lines.append(
                 f"acks={a}: best {bl['mb_s']:.2f} MB/s ({bl['trial_id']}) vs acks=all {bs['mb_s']:.2f} MB/s "
                 f"({bs['trial_id']}): {bl['mb_s'] - bs['mb_s']:+.2f} MB/s. Given up: "
@@ -114,10 +129,9 @@ def durability(trials: list[dict[str, Any]]) -> list[str]:
                 )
                 + "; min.insync.replicas=2 no longer protects acknowledged writes."
             )
-    f = [t for t in done if flushed(t)]
-    nf = [t for t in done if not flushed(t)]
-    if f and nf:
-        bf, bn = max(f, key=lambda t: t["mb_s"]), max(nf, key=lambda t: t["mb_s"])
+    f, nf = done[done["flushed"]], done[~done["flushed"]]
+    if not f.empty and not nf.empty:
+        bf, bn = best(f), best(nf)
         lines.append(
             f"forced flushes: best {bf['mb_s']:.2f} MB/s ({bf['trial_id']}) vs {bn['mb_s']:.2f} MB/s without "
             f"({bn['trial_id']}). Without them durability rests on replication: an acknowledged record is on "
@@ -126,7 +140,7 @@ def durability(trials: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def plans(trials: list[dict[str, Any]], study: Study, best: dict[str, Any] | None) -> list[planner.Plan]:
+def plans(trials: pd.DataFrame, study: Study, best: dict[str, Any] | None) -> list[planner.Plan]:
     """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape."""
     if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
         return []

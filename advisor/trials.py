@@ -5,6 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pandas as pd
+
+from records.analysis import row
+
 
 def num(v: Any) -> float | None:
     """A config value as a number, or None when it is not one (unset, `mixed(…)`)."""
@@ -14,33 +18,44 @@ def num(v: Any) -> float | None:
         return None
 
 
-def complete(trials: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def complete(trials: pd.DataFrame) -> pd.DataFrame:
     """Trials that ran to the end with a measurement."""
-    return [t for t in trials if t.get("state") == "complete" and t.get("mb_s") is not None]
+    if trials.empty:
+        return trials
+    return trials[(trials["state"] == "complete") & trials["mb_s"].notna()]
+
+
+def strict_mask(trials: pd.DataFrame) -> pd.Series:
+    """Which trials ran with acks=all (synchronous replication)."""
+    return trials["params"].map(lambda p: (p or {}).get("acks", "all") in ("all", "-1")).astype(bool)
 
 
 def strict(t: dict[str, Any]) -> bool:
-    """Whether the trial ran with acks=all (synchronous replication)."""
+    """Whether one trial ran with acks=all (synchronous replication)."""
     return (t.get("params") or {}).get("acks", "all") in ("all", "-1")
 
 
-def best_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     """The best trial: the best confirmation run if there is one, else the best complete acks=all trial."""
-    trials = complete(trials)
-    conf = [t for t in trials if str(t.get("stage", "")).startswith("confirm") and t.get("baseline") is None]
-    pool = conf or [t for t in trials if strict(t)] or trials
-    return max(pool, key=lambda t: t["mb_s"]) if pool else None
+    done = complete(trials)
+    if done.empty:
+        return None
+    conf = done[done["stage"].astype(str).str.startswith("confirm") & done["baseline"].isna()]
+    sync = done[strict_mask(done)]
+    pool = conf if not conf.empty else sync if not sync.empty else done
+    return row(pool.nlargest(1, "mb_s").iloc[0])
 
 
-def defaults_trial(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+def defaults_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
-    ds = [t for t in complete(trials) if t.get("baseline") == "kafka-defaults"]
-    return max(ds, key=lambda t: t.get("started_ns") or 0) if ds else None
+    done = complete(trials)
+    ds = done[done["baseline"] == "kafka-defaults"] if not done.empty else done
+    return None if ds.empty else row(ds.assign(_t=ds["started_ns"].fillna(0)).nlargest(1, "_t").iloc[0].drop("_t"))
 
 
-def representative(trials: list[dict[str, Any]], trial_ids: Iterable[str]) -> dict[str, Any] | None:
+def representative(trials: pd.DataFrame, trial_ids: Iterable[str]) -> dict[str, Any] | None:
     """Of a configuration's repeats (`trial_ids`), the complete one with the median figure: the one its charts
     and diagnosis show (the best single repeat would be the lucky one)."""
-    ids = set(trial_ids)
-    reps = sorted((t for t in complete(trials) if t["trial_id"] in ids), key=lambda t: t["mb_s"])
-    return reps[(len(reps) - 1) // 2] if reps else None
+    done = complete(trials)
+    reps = done[done["trial_id"].isin(set(trial_ids))].sort_values("mb_s") if not done.empty else done
+    return None if reps.empty else row(reps.iloc[(len(reps) - 1) // 2])

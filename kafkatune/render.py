@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -16,6 +17,7 @@ from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core import fmt
 from core.fmt import num
+from records.analysis import rows
 
 
 def testbed_status(st: dict[str, Any]) -> None:
@@ -103,9 +105,9 @@ def recommendations(recs: list[Recommendation], limit: int | None = None) -> Non
             click.echo(f"   - {e}")
 
 
-def analysis(rows: list[dict[str, Any]], tables: Path) -> None:
+def analysis(trials: pd.DataFrame, tables: Path) -> None:
     click.echo(f"{'trial':<36} {'MB/s':>8} {'% ceil':>7} {'prod':>7} {'repl':>7} {'cons':>7}  bound")
-    for r in rows:
+    for r in rows(trials):
         click.echo(
             f"{r['trial_id'][:36]:<36} {num(r['mb_s'], missing='-'):>8} "
             f"{num(r['fraction_of_ceiling'], '{:.0%}', '-'):>7} {num(r['produce_mb_s'], missing='-'):>7} "

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import files
@@ -91,17 +93,36 @@ def has_table(analysis: Path, name: str) -> bool:
     return table_path(analysis, name).exists()
 
 
-def load_table(analysis: Path, name: str) -> list[dict[str, Any]]:
-    """A table the job wrote, as dicts (maps as dicts), for the advisor and the reports (no Spark needed)."""
+def load_table(analysis: Path, name: str) -> pd.DataFrame:
+    """A table the job wrote, as a pandas DataFrame for the advisor and the reports (no Spark needed): maps
+    as dicts, arrays as lists; a missing trials table is an empty frame with its columns."""
     p = table_path(Path(analysis), name)
     if not p.exists():
+        return pd.DataFrame(columns=[n for n, _ in TRIAL_FIELDS] if name == "trials" else [])
+    t = pq.read_table(p)
+    df = t.to_pandas(maps_as_pydicts="strict")
+    for f in t.schema:
+        if pa.types.is_list(f.type):
+            df[f.name] = df[f.name].map(lambda v: None if v is None else list(v))
+    return df
+
+
+def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as dicts with missing values as None (NaN read back as None), for judging one row at a time."""
+    if df.empty:
         return []
-    rows = pq.read_table(p).to_pylist()
-    for r in rows:
-        for k, v in r.items():
-            if isinstance(v, list) and v and isinstance(v[0], tuple):
-                r[k] = dict(v)
-    return rows
+    return list(df.astype(object).where(df.notna(), None).to_dict("records"))  # type: ignore[arg-type]
+
+
+def row(s: pd.Series | None) -> dict[str, Any] | None:
+    """One row as a dict with missing values as None."""
+    if s is None:
+        return None
+    return {str(k): (None if _missing(v) else v) for k, v in s.to_dict().items()}
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
 
 
 def write_summary(analysis: Path, summary: Mapping[str, Any]) -> dict[str, Any]:

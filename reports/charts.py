@@ -15,9 +15,12 @@ from typing import Any
 
 import matplotlib
 import matplotlib.ticker
+import pandas as pd
 
 from advisor.noise import Effect
+from advisor.trials import complete, strict_mask
 from core.fmt import si
+from records.analysis import rows
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -58,22 +61,15 @@ def _mb(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.2f} MB/s"
 
 
-def history(trials: list[dict[str, Any]], ceiling: float | None) -> Chart | None:
-    done = sorted(
-        (t for t in trials if t["state"] == "complete" and t["mb_s"] is not None), key=lambda t: t["started_ns"]
-    )
-    if not done:
+def history(trials: pd.DataFrame, ceiling: float | None) -> Chart | None:
+    done = complete(trials).sort_values("started_ns", kind="stable")
+    if done.empty:
         return None
+    done = done.assign(n=range(1, len(done) + 1))
     fig, ax = plt.subplots(figsize=(8, 3.2))
-    stages = list(dict.fromkeys(t["stage"] for t in done))
-    for i, s in enumerate(stages):
-        pts = [(n, t["mb_s"]) for n, t in enumerate(done, 1) if t["stage"] == s]
-        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, color=COLORS[i % len(COLORS)], label=s, zorder=3)
-    best, run = [], 0.0
-    for t in done:
-        if str(t["params"].get("acks", "all")) in ("all", "-1"):
-            run = max(run, t["mb_s"])
-        best.append(run)
+    for i, (s, g) in enumerate(done.groupby("stage", sort=False)):
+        ax.scatter(g["n"], g["mb_s"], s=22, color=COLORS[i % len(COLORS)], label=str(s), zorder=3)
+    best = done["mb_s"].where(strict_mask(done), 0.0).cummax().tolist()
     ax.step(range(1, len(done) + 1), best, where="post", color="black", lw=1.2, label="best so far (acks=all)")
     if ceiling:
         ax.axhline(ceiling, color="#d62728", ls="--", lw=1, label=f"ceiling {ceiling:.1f} MB/s")
@@ -87,9 +83,9 @@ def history(trials: list[dict[str, Any]], ceiling: float | None) -> Chart | None
     return Chart("history", "Optimisation history and best so far", _svg(fig, "history"), take)
 
 
-def param_effects(found: list[Effect], trials: list[dict[str, Any]]) -> list[Chart]:
+def param_effects(found: list[Effect], trials: pd.DataFrame) -> list[Chart]:
     """One chart per swept parameter and stage; the takeaway's noise verdict is the advisor's (advisor.noise)."""
-    ids = {t["trial_id"]: t for t in trials}
+    ids = dict(zip(trials["trial_id"], trials["mb_s"], strict=True)) if not trials.empty else {}
     out = []
     for e in found:
         stage, param = e.stage, e.param
@@ -99,7 +95,7 @@ def param_effects(found: list[Effect], trials: list[dict[str, Any]]) -> list[Cha
         xs = [r["value_num"] for r in rows] if numeric else list(range(len(rows)))
         ax.plot(xs, [r["mean_mb_s"] for r in rows], marker="o", color=COLORS[0], label="mean")
         for x, r in zip(xs, rows, strict=True):
-            pts = [ids[i]["mb_s"] for i in r["trial_ids"] if i in ids]
+            pts = [ids[i] for i in r["trial_ids"] if i in ids]
             ax.scatter([x] * len(pts), pts, s=10, color=COLORS[1], alpha=0.6, zorder=3)
         if numeric and min(xs) > 0 and max(xs) / min(xs) >= 4:
             ax.set_xscale("log", base=2)
@@ -119,7 +115,7 @@ def param_effects(found: list[Effect], trials: list[dict[str, Any]]) -> list[Cha
             take += (
                 f"; the {e.delta:.2f} MB/s difference is "
                 + ("within" if e.within_noise else "beyond")
-                + f" run-to-run noise ({e.noise:.2f} MB/s)."
+                + f" the spread between one run's windows ({e.noise:.2f} MB/s; run-to-run noise is larger)."
             )
         else:
             take += "."
@@ -195,17 +191,18 @@ def latency_curves(curves: dict[str, dict[str, dict[str, float]]]) -> Chart | No
     )
 
 
-def pareto(trials: list[dict[str, Any]], front: list[dict[str, Any]], objectives: list[str]) -> Chart | None:
+def pareto(trials: pd.DataFrame, front: pd.DataFrame, objectives: list[str]) -> Chart | None:
     lat = next((o for o in objectives[1:] if o in ("p99_e2e_ms", "p99_publish_ms")), None)
     if lat is None:
         return None
     col = "e2e_p99_ms" if lat == "p99_e2e_ms" else "publish_p99_ms"
-    done = [t for t in trials if t["state"] == "complete" and t["mb_s"] and t.get(col)]
-    if not done:
+    done = complete(trials)
+    done = done[(done["mb_s"] > 0) & (done[col] > 0)] if not done.empty else done
+    if done.empty:
         return None
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.scatter([t["mb_s"] for t in done], [t[col] for t in done], s=14, color="#999999", label="trials")
-    fr = sorted((f for f in front if f.get(col)), key=lambda f: f["mb_s"])
+    ax.scatter(done["mb_s"], done[col], s=14, color="#999999", label="trials")
+    fr = rows(front[front[col] > 0].sort_values("mb_s")) if col in front else []
     ax.plot([f["mb_s"] for f in fr], [f[col] for f in fr], marker="o", color=COLORS[3], label="Pareto front")
     ax.set_yscale("log")
     ax.set_xlabel("MB/s")
@@ -222,21 +219,21 @@ def pareto(trials: list[dict[str, Any]], front: list[dict[str, Any]], objectives
     return Chart("pareto", f"Pareto front: throughput against {lat}", _svg(fig, "pareto"), take)
 
 
-def importance(rows: list[dict[str, Any]]) -> Chart | None:
-    if not rows:
+def importance(table: pd.DataFrame) -> Chart | None:
+    if table.empty:
         return None
-    rows = sorted(rows, key=lambda r: (r["stage"], r["importance"]))
-    fig, ax = plt.subplots(figsize=(6, 0.35 * len(rows) + 1))
-    labels = [f"{r['stage']}: {r['param']}" for r in rows]
-    stages = list(dict.fromkeys(r["stage"] for r in rows))
+    t = table.sort_values(["stage", "importance"])
+    fig, ax = plt.subplots(figsize=(6, 0.35 * len(t) + 1))
+    stages = list(dict.fromkeys(t["stage"]))
     ax.barh(
-        labels, [r["importance"] for r in rows], color=[COLORS[stages.index(r["stage"]) % len(COLORS)] for r in rows]
+        (t["stage"] + ": " + t["param"]).tolist(),
+        t["importance"],
+        color=[COLORS[stages.index(s) % len(COLORS)] for s in t["stage"]],
     )
     ax.set_xlabel("importance (Optuna PED-ANOVA, per stage, sums to 1)")
     tops = []
-    for s in stages:
-        top = max((r for r in rows if r["stage"] == s), key=lambda r: r["importance"])
-        tops.append(f"{s}: {top['param']} ({top['importance']:.0%}, {top['n_trials']} trials)")
+    for top in rows(t.sort_values("importance", kind="stable").groupby("stage", sort=False).tail(1)):
+        tops.append(f"{top['stage']}: {top['param']} ({top['importance']:.0%}, {top['n_trials']} trials)")
     return Chart(
         "importance",
         "Parameter importance",
@@ -245,19 +242,20 @@ def importance(rows: list[dict[str, Any]]) -> Chart | None:
     )
 
 
-def stability(series: list[dict[str, Any]], trial: dict[str, Any] | None) -> Chart | None:
-    if not trial:
+def stability(series: pd.DataFrame, trial: dict[str, Any] | None) -> Chart | None:
+    if not trial or series.empty:
         return None
-    rows = sorted((s for s in series if s["trial_id"] == trial["trial_id"]), key=lambda s: s["second"])
-    if not rows:
+    s = series[series["trial_id"] == trial["trial_id"]].sort_values("second")
+    if s.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 2.8))
-    xs = [r["second"] for r in rows]
-    ax.plot(xs, [r.get("client_consume_mb_s") or 0 for r in rows], color=COLORS[0], label="consumed (clients)")
-    ax.plot(xs, [r.get("produce_mb_s") or 0 for r in rows], color=COLORS[1], lw=0.8, label="produce (brokers)")
-    meas = [r["second"] for r in rows if r.get("phase") == "measure"]
-    if meas:
-        ax.axvspan(min(meas), max(meas) + 1, color="#2ca02c", alpha=0.08, label="measured")
+    for col, color, lw, label in (("client_consume_mb_s", COLORS[0], 1.5, "consumed (clients)"),
+                                  ("produce_mb_s", COLORS[1], 0.8, "produce (brokers)")):  # fmt: skip
+        if col in s:  # a missing second is a gap, not a zero
+            ax.plot(s["second"], s[col], color=color, lw=lw, label=label)
+    meas = s.loc[s["phase"] == "measure", "second"] if "phase" in s else s["second"].iloc[:0]
+    if len(meas):
+        ax.axvspan(meas.min(), meas.max() + 1, color="#2ca02c", alpha=0.08, label="measured")
     ax.set_xlabel("second")
     ax.set_ylabel("MB/s")
     ax.legend(fontsize=7)

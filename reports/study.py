@@ -20,7 +20,7 @@ from advisor.recommendation import Recommendation
 from core import secrets
 from core.files import write_bytes
 from core.fmt import num
-from records.analysis import load_table
+from records.analysis import load_table, rows
 from records.study import latency_quantiles, secret_bearing_documents
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
@@ -253,7 +253,7 @@ def markdown(c: dict[str, Any]) -> str:
         "| trial | stage | MB/s | % ceiling | produce | replicate | consume | p99 e2e ms | bound |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for t in c["trials"]:
+    for t in rows(c["trials"]):
         L.append(
             f"| {t['trial_id']} | {t['stage']} | {num(t['mb_s'])} | {num(t['fraction_of_ceiling'], '{:.0%}')} | "
             f"{num(t['produce_mb_s'])} | {num(t['replicate_mb_s'])} | {num(t['consume_mb_s'])} | "

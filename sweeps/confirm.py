@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+import optuna
+
 from brokerconf import catalogue
 from core import stats
 from sweeps import space, storage
@@ -169,11 +171,16 @@ def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 
 def changed_keys(spec: Spec, cfg: Mapping[str, Any]) -> list[tuple[str, str | None, str]]:
-    """(key, Kafka's default (None: unset), recommended value) for every key the configuration changes."""
+    """(key, the defaults' value (None: unset), recommended value) for every key the configuration changes.
+
+    The defaults' value is Kafka's, except for the workload's own counts (partitions, producers, consumers),
+    which are the spec's workload, as Kafka's defaults candidate runs them."""
     base = space.baseline(spec, "kafka-defaults")
+    w = spec.base_workload()
     out = []
     for k in sorted(cfg):
-        old = base.get(k, catalogue.get(k).default)
+        field = catalogue.get(k).workload_field
+        old = base.get(k, getattr(w, field) if field else catalogue.get(k).default)
         unset = old is None and str(cfg[k]) in ("", "None")
         if not unset and (old is None or str(old) != str(cfg[k])):
             out.append((k, None if old is None else str(old), str(cfg[k])))
@@ -226,3 +233,31 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
             row.update(beyond_noise=True, why=f"without it: {'; '.join(broke)}")
         out.append(row)
     return out
+
+
+def best(judged: dict[str, Any] | None, final: Any) -> dict[str, Any] | None:
+    """The recommended configuration: the confirmation's choice (mean of its repeats, with its interval), or
+    the search's best when nothing was confirmed (one run: no interval)."""
+    chosen = next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
+    if chosen is not None:
+        return {
+            "from": "confirmation",
+            "label": chosen["label"],
+            "mb_s": chosen["mean_mb_s"],
+            "interval": chosen["interval"],
+            "config": chosen["config"],
+            "trial_ids": chosen["trial_ids"],
+        }
+    r = storage.ranked(final)
+    return {"from": "search (not confirmed: one run, no interval)", **brief(r[0])} if r else None
+
+
+def brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    return {
+        "number": t.number,
+        "mb_s": t.values[0],
+        "values": list(t.values),
+        "params": dict(t.params),
+        "config": t.user_attrs.get("config"),
+        "record": t.user_attrs.get("record"),
+    }

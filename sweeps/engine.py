@@ -235,9 +235,9 @@ class Sweep:
                     "name": stage.name,
                     "trials": len(storage.counted(st)),
                     "failed": sum(1 for t in st.get_trials(deepcopy=False) if t.state == TrialState.FAIL),
-                    "best": _brief(best[0]) if best else None,
+                    "best": confirm.brief(best[0]) if best else None,
                     "carried_forward": dict(carried),
-                    "pareto": [_brief(t) for t in st.best_trials] if len(self.spec.objectives) > 1 else None,
+                    "pareto": [confirm.brief(t) for t in st.best_trials] if len(self.spec.objectives) > 1 else None,
                 }
             )
         return out
@@ -315,7 +315,7 @@ class Sweep:
                 "config": t.user_attrs["config"],
                 "record": t.user_attrs.get("record"),
             }
-        best = _best(judged, self._study(self.spec.stage_list[-1].name))
+        best = confirm.best(judged, self._study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
         dflt = next((c for c in (judged or {}).get("candidates", []) if c["label"] == confirm.DEFAULTS), None)
         defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
@@ -378,31 +378,3 @@ class Sweep:
             if t.state == TrialState.COMPLETE and t.user_attrs["config"].get("acks") == "all" and t.values[0] >= level:
                 return i
         return None
-
-
-def _best(judged: dict[str, Any] | None, final: Any) -> dict[str, Any] | None:
-    """The recommended configuration: the confirmation's choice (mean of its repeats, with its interval), or
-    the search's best when nothing was confirmed (one run: no interval)."""
-    chosen = next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
-    if chosen is not None:
-        return {
-            "from": "confirmation",
-            "label": chosen["label"],
-            "mb_s": chosen["mean_mb_s"],
-            "interval": chosen["interval"],
-            "config": chosen["config"],
-            "trial_ids": chosen["trial_ids"],
-        }
-    r = storage.ranked(final)
-    return {"from": "search (not confirmed: one run, no interval)", **_brief(r[0])} if r else None
-
-
-def _brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:
-    return {
-        "number": t.number,
-        "mb_s": t.values[0],
-        "values": list(t.values),
-        "params": dict(t.params),
-        "config": t.user_attrs.get("config"),
-        "record": t.user_attrs.get("record"),
-    }

@@ -207,6 +207,13 @@ class _Trial:
         self.phase = "sustainable-rate ramp"
         self.outcome.probe_msg_s = self.record["probe_msg_s"] = u
         self._ramp(u, where, on_tick)
+        if self.known_probe is not None and self.outcome.at_top:
+            # the reused max rate bounded nothing: the highest step held. A bound is not a measurement:
+            # probe this configuration again and ramp under its own max rate.
+            self.say(f"the ramp under the known max rate {u:,.0f} msg/s held to its top: probing again")
+            self.known_probe = None
+            self.record.pop("measured", None)
+            self.measure(on_tick)
 
     def _max_rate(self, on_tick: Callable[[RawRun, Tick], None] | None) -> RawRun:
         self.phase = "run"

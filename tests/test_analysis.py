@@ -21,7 +21,7 @@ from advisor.plan import plan
 from advisor.rules import recommend
 from core.errors import UserError
 from records import synthetic
-from records.analysis import load_table
+from records.analysis import load_table, rows
 from records.study import open_study
 from tests.helpers import kafkatune
 
@@ -42,7 +42,7 @@ def _trial_json(d: Path) -> dict[str, dict[str, Any]]:
 def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> None:
     d, summary = fixture_study
     records = _trial_json(d)
-    trials = {t["trial_id"]: t for t in load_table(d / "analysis", "trials")}
+    trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     assert set(trials) == set(records) and summary["trials"] == len(records)
     profile = json.loads((d / "profile.json").read_text())
     ceiling = profile["network"]["nic_mb_s_measured"]  # 3 brokers, RF 3, 1 group: P_max = B
@@ -73,15 +73,15 @@ def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> Non
     # the best confirmed trial of a shaped 25 MB/s testbed is network-bound
     best = max((t for t in trials.values() if t["stage"] == "confirm" and t["mb_s"]), key=lambda t: t["mb_s"])
     assert best["bound"].startswith("network"), best["bound_reason"]
-    params = load_table(d / "analysis", "params")
+    params = rows(load_table(d / "analysis", "params"))
     swept = {(p["stage"], p["param"]) for p in params}
     assert ("producer", "batch.size") in swept
     for stage, param in swept:  # each value group's trial ids are trials of that stage with that value
         for p in (p for p in params if (p["stage"], p["param"]) == (stage, param) and not p["binned"]):
             assert all(trials[i]["params"][param] == p["value"] and trials[i]["stage"] == stage for i in p["trial_ids"])
-    pareto = load_table(d / "analysis", "pareto")
+    pareto = rows(load_table(d / "analysis", "pareto"))
     assert pareto and all(p["trial_id"] in trials for p in pareto)
-    series = load_table(d / "analysis", "series")
+    series = rows(load_table(d / "analysis", "series"))
     assert {s["trial_id"] for s in series} <= set(trials)
     assert summary["rows"]["series"] == len(series) and summary["synthetic"] is False
 
@@ -90,7 +90,7 @@ def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Pa
     d, _ = fixture_study
     trials = load_table(d / "analysis", "trials")
     recs = recommend(trials, load_table(d / "analysis", "params"), {"brokers": 3, "rf": 3})
-    ids = {t["trial_id"] for t in trials}
+    ids = set(trials["trial_id"])
     assert recs and recs[0].severity == "high"
     best = next(r for r in recs if r.rule == "best-config")
     assert best.action and best.expected_gain_mb_s and best.expected_gain_mb_s > 0
@@ -111,7 +111,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Pat
 def test_generated_study_recovers_the_planted_response(generated: tuple[Path, dict[str, Any]]) -> None:
     d, summary = generated
     assert summary["synthetic"] is True and summary["trials"] == 40 and summary["samples"] >= 400_000
-    trials = {t["trial_id"]: t for t in load_table(d / "analysis", "trials")}
+    trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     for tid, rec in _trial_json(d).items():
         c = rec["config"]
         want = synthetic.planted_mb_s(c["batch.size"], c["linger.ms"], c["num.replica.fetchers"])
@@ -119,14 +119,14 @@ def test_generated_study_recovers_the_planted_response(generated: tuple[Path, di
         assert trials[tid]["second_mean_mb_s"] == pytest.approx(want, rel=0.01)
         assert trials[tid]["produce_mb_s"] == pytest.approx(want, rel=1e-6)
         assert trials[tid]["replication_ratio"] == pytest.approx(2.0)
-    batch = [p for p in load_table(d / "analysis", "params") if p["param"] == "batch.size"]
+    batch = [p for p in rows(load_table(d / "analysis", "params")) if p["param"] == "batch.size"]
     assert next(p for p in batch if p["best_value"])["value"] == str(synthetic.BEST_BATCH)
-    linger = [p for p in load_table(d / "analysis", "params") if p["param"] == "linger.ms"]
+    linger = [p for p in rows(load_table(d / "analysis", "params")) if p["param"] == "linger.ms"]
     assert linger and all(p["binned"] for p in linger) and len(linger) <= 6  # continuous: quantile bins
-    imp = load_table(d / "analysis", "importance")
+    imp = rows(load_table(d / "analysis", "importance"))
     assert {i["param"] for i in imp} >= {"batch.size"} and sum(i["importance"] for i in imp) == pytest.approx(1.0)
     # two objectives (MB/s up, p99 down): no trial on the front is dominated by another trial
-    front = load_table(d / "analysis", "pareto")
+    front = rows(load_table(d / "analysis", "pareto"))
     allt = list(trials.values())
     for f in front:
         assert not any(
@@ -136,7 +136,9 @@ def test_generated_study_recovers_the_planted_response(generated: tuple[Path, di
             for o in allt
         )
     # the fetcher rule sees the planted cost of multiples of the broker count
-    recs = recommend(list(trials.values()), load_table(d / "analysis", "params"), {"brokers": 3, "rf": 3})
+    recs = recommend(
+        load_table(d / "analysis", "trials"), load_table(d / "analysis", "params"), {"brokers": 3, "rf": 3}
+    )
     rf = next(r for r in recs if r.rule == "replica-fetchers-multiple")
     assert rf.expected_gain_mb_s and rf.expected_gain_mb_s > 0
 
@@ -228,8 +230,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _rows(d: Path, table: str, key: tuple[str, ...]) -> list[dict[str, Any]]:
-    rows = load_table(d, table)
-    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in key))
+    return sorted(rows(load_table(d, table)), key=lambda r: tuple(str(r[k]) for k in key))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -307,7 +308,7 @@ def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Pat
     proc = kafkatune("plan", "--target-mb-s", "100", "--from", str(d), "--json")
     assert proc.returncode == 0, proc.stderr
     p = json.loads(proc.stdout)
-    trials = {t["trial_id"]: t for t in load_table(d / "analysis", "trials")}
+    trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     basis = trials[p["basis"]["trial"]]
     assert p["efficiency"] == pytest.approx(min(1.0, basis["fraction_of_ceiling"]), abs=1e-3)
     prof = json.loads((d / "profile.json").read_text())

@@ -12,7 +12,7 @@ import pytest
 from advisor.analysis import analyze
 from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
-from records.analysis import load_table
+from records.analysis import load_table, rows
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
@@ -55,10 +55,12 @@ def test_fsync_per_message_is_diagnosed_as_disk_bound(
         "3": "1",
     }
     analyze(out, spark)
-    (t,) = load_table(out / "analysis", "trials")
+    (t,) = rows(load_table(out / "analysis", "trials"))
     assert t["bound"] == "disk", t["bound_reason"]
     assert "log.flush.interval.messages=1" in t["bound_reason"]
-    recs = recommend([t], load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3})
+    recs = recommend(
+        load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
+    )
     fs = next(r for r in recs if r.rule == "fsync-per-message")
     assert fs.severity == "high" and out.name in fs.trials
 

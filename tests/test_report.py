@@ -9,11 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from advisor.analysis import analyze
 from records import synthetic
-from records.analysis import load_table
+from records.analysis import load_table, rows
 from reports.properties import parse
 from tests.helpers import kafkatune
 
@@ -88,7 +89,7 @@ def test_report_of_a_recorded_study(tmp_path: Path, spark: Any) -> None:
     for section in ("## Recommendations", "## Recommended settings", "## Capacity plan", "## Durability trade-off"):
         assert section in md
     # .properties: parse, only swept keys, values of the best trial
-    trials = {t["trial_id"]: t for t in load_table(d / "analysis", "trials")}
+    trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     spec_keys = {"batch.size", "linger.ms", "producers", "num.io.threads", "num.replica.fetchers"}
     best_id = re.search(r"from trial (\S+)", (d / "report" / "recommended" / "producer.properties").read_text())
     assert best_id
@@ -117,12 +118,14 @@ def test_durability_trade_off_is_spelled_out_when_the_study_varied_acks_or_flush
         return {"trial_id": tid, "state": "complete", "mb_s": mb_s, "params": params}
 
     lines = _durability(
-        [
-            t("a", 10.0, acks="all"),
-            t("b", 14.0, acks="1"),
-            t("c", 6.0, acks="all", **{"log.flush.interval.messages": "1"}),
-        ]
+        pd.DataFrame(
+            [
+                t("a", 10.0, acks="all"),
+                t("b", 14.0, acks="1"),
+                t("c", 6.0, acks="all", **{"log.flush.interval.messages": "1"}),
+            ]
+        )
     )
     assert any("acks=1: best 14.00 MB/s (b) vs acks=all 10.00 MB/s (a): +4.00 MB/s" in x for x in lines), lines
     assert any(x.startswith("forced flushes: best 6.00 MB/s (c) vs 14.00 MB/s") for x in lines), lines
-    assert _durability([t("a", 10.0, acks="all"), t("b", 9.0, acks="all")]) == []
+    assert _durability(pd.DataFrame([t("a", 10.0, acks="all"), t("b", 9.0, acks="all")])) == []

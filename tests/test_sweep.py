@@ -136,11 +136,11 @@ def test_sweep_applies_reads_back_and_restores(
 
     # the Spark analysis of this real sweep: one row per record, rates from the brokers' JMX rows
     from advisor.analysis import analyze
-    from records.analysis import load_table
+    from records.analysis import load_table, rows
 
     an = analyze(run_dir, spark)
     assert an["trials"] == 7 and an["rows"]["series"] > 0
-    rows = {t["trial_id"]: t for t in load_table(run_dir / "analysis", "trials")}
+    rows = {t["trial_id"]: t for t in rows(load_table(run_dir / "analysis", "trials"))}
     for r in recs:
         t = rows[f"{r['stage']}-{r['number']:03d}"]
         assert t["mb_s"] == pytest.approx(r["measured"]["throughput_mb_s"])

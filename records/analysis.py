@@ -111,7 +111,7 @@ def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame's rows as dicts with missing values as None (NaN read back as None), for judging one row at a time."""
     if df.empty:
         return []
-    return list(df.astype(object).where(df.notna(), None).to_dict("records"))  # type: ignore[arg-type]
+    return [{str(k): (None if _missing(v) else v) for k, v in r.items()} for r in df.to_dict("records")]
 
 
 def row(s: pd.Series | None) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ the trial records:
     cost: the max-rate run of a trial (= one max-rate trial) vs its ramp, and vs a repeat's ramp alone
 
     .venv/bin/python benchmarks/sweep_vs_defaults.py [--nic-mbps 25] [--spec examples/demo-sweep.yaml]
+    .venv/bin/python benchmarks/sweep_vs_defaults.py --study runs/demo-sweep   # the figures of a study run already
 """
 
 from __future__ import annotations
@@ -54,7 +55,11 @@ def main() -> None:
     ap.add_argument("--nic-mbps", type=float, default=25)
     ap.add_argument("--spec", type=Path, default=REPO / "examples" / "demo-sweep.yaml")
     ap.add_argument("--keep", type=Path, default=None, help="Copy the study folder here afterwards.")
+    ap.add_argument("--study", type=Path, default=None, help="Print the figures of this finished study; run nothing.")
     a = ap.parse_args()
+    if a.study:
+        report(a.study, json.loads((a.study / "summary.json").read_text()), None, None)
+        return
     work = Path(tempfile.mkdtemp(prefix="kt-sweep-bench-"))
     # 120 s of warm-up: the first trials (the baselines) should not measure the JIT compiler.
     with testbed(work / "tb", network="shaped", nic_mb_s=a.nic_mbps, subnet="198.18.3", warm_up_s=120) as tb:
@@ -70,7 +75,12 @@ def main() -> None:
     if a.keep:
         subprocess.run(["cp", "-r", str(study), str(a.keep)], check=True)
     log(f"study folder: {study}")
-    print(f"shaped testbed: {a.nic_mbps:g} MB/s per link configured, ceiling {s['ceiling_mb_s']:.2f} MB/s (measured)")
+    report(study, s, a.nic_mbps, wall)
+
+
+def report(study: Path, s: dict, nic_mbps: float | None, wall: float | None) -> None:
+    configured = f"{nic_mbps:g} MB/s per link configured, " if nic_mbps else ""
+    print(f"testbed: {configured}ceiling {s['ceiling_mb_s'] or 0:.2f} MB/s (measured)")
     print("\n".join(verdict.lines(s)))
     vs = (s.get("confirmation") or {}).get("vs_defaults")
     if vs and vs.get("ratio"):
@@ -78,7 +88,7 @@ def main() -> None:
         assert r is not None
         print(f"RECOMMENDED / KAFKA DEFAULTS (sustainable rate): {r.text('{:.2f}', '×')}")
     c = costs(study)
-    med = {k: statistics.median(v) if v else None for k, v in c.items()}
+    med = {k: round(statistics.median(v), 1) if v else None for k, v in c.items()}
     print(f"cost per trial, medians (s): max-rate run {med['max_rate_run']}, its ramp {med['ramp_after_probe']}, "
           f"a repeat's ramp alone {med['ramp_alone']}; whole trial {med['trial']}")  # fmt: skip
     if med["max_rate_run"] and med["ramp_after_probe"]:
@@ -88,7 +98,10 @@ def main() -> None:
               + (f"{med['ramp_alone'] / med['max_rate_run']:.2f}× (n={len(c['ramp_alone'])})"
                  if med["ramp_alone"] else "none"))  # fmt: skip
     inv = s["this_invocation"]
-    print(f"sweep: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min (bench wall {wall / 60:.1f} min)")
+    print(
+        f"sweep: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min"
+        + (f" (bench wall {wall / 60:.1f} min)" if wall else "")
+    )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ class Ramp:
 
     warmup_s: int = 3
     probe_s: int = 4
-    step_s: int = 2
+    step_s: int = 3
     low: float = 0.5
     high: float = 1.1
     steps: int = 8

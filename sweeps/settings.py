@@ -49,7 +49,7 @@ class RampSpec(_Model):
     from low× to high× its rate, step_s seconds a step."""
 
     warmup_s: Annotated[int, Field(ge=0, le=600)] = 3
-    step_s: Annotated[int, Field(ge=1, le=600)] = 2
+    step_s: Annotated[int, Field(ge=1, le=600)] = 3
     low: Annotated[float, Field(gt=0, le=1)] = 0.5
     high: Annotated[float, Field(gt=0, le=3)] = 1.1
     steps: Annotated[int, Field(ge=2, le=40)] = 8

@@ -18,7 +18,7 @@ catalogue's legal ranges and the cross-key rules.
         trials: 8
     objectives: [sustainable_mb_s]     # the default; or throughput_mb_s (max rate); + p99_publish_ms / p99_e2e_ms
     slo: {p99_e2e_ms: 100}             # what "sustainable" holds (loadgen.sustainable)
-    ramp: {warmup_s: 3, step_s: 2, low: 0.5, high: 1.1, steps: 8}
+    ramp: {warmup_s: 3, step_s: 3, low: 0.5, high: 1.1, steps: 8}
     confirm: {top: 1, repeats: 3}      # the best of each stage and the baselines, re-measured interleaved
     ablate: {repeats: 3}               # each changed key put back alone, interleaved with the recommended
     constraints: {max_lost: 0, p999_e2e_ms: 5000}

@@ -37,7 +37,7 @@ def candidate_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     for c in conf["candidates"]:
         iv = interval(c["interval"])
-        runs = ", ".join("failed" if v is None else f"{v:.2f}" for v in c["repeats"])
+        runs = ", ".join("none" if v is None else f"{v:.2f}" for v in c["repeats"])
         fig = iv.text(unit="MB/s") if iv else "no complete run"
         tail = "" if c["eligible"] else f"; not eligible: {'; '.join(c['why_not']) or 'a run failed'}"
         lines.append(f"  {c['label']:<30} {fig}  [runs {runs}]{tail}")

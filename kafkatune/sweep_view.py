@@ -84,6 +84,8 @@ class SweepView:
         self.durations.append(dur)
         mb = out.values.get(self.objective) if out.ok else None
         max_rate = out.values.get("throughput_mb_s") if out.ok else None
+        if out.ok and out.no_rate_held:  # the sampler's 0.0 is not a measured rate
+            mb = None
         spread = statistics.stdev(out.windows_mb_s) if len(out.windows_mb_s) > 1 else 0.0
         state = (
             "ok"
@@ -100,7 +102,9 @@ class SweepView:
             "pct": (mb / ceiling * 100) if (mb is not None and ceiling) else None,
             "p99p": out.values.get("p99_publish_ms"),
             "p99e": out.values.get("p99_e2e_ms"),
-            "state": state if out.ok else f"FAILED: {out.fail_reason}",
+            "state": (f"no rate held: {out.no_rate_held}" if out.no_rate_held else state)
+            if out.ok
+            else f"FAILED: {out.fail_reason}",
             "restarts": out.restarts,
         }
         self.rows.append(row)

@@ -111,7 +111,7 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
         ok = t.state.name == "COMPLETE"
         out.setdefault(label, []).append(
             {
-                "value": t.values[0] if ok else None,
+                "value": t.values[0] if ok and not t.user_attrs.get("no_rate_held") else None,
                 "feasible": ok and storage.feasible(t),
                 "violations": t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")],
                 "trial_id": Path(t.user_attrs.get("record", "")).name,

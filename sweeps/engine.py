@@ -150,6 +150,8 @@ class Sweep:
         self._remember_probe(trial, cfg, out, extra)
         self.measured_s += out.measure_s if out.ok else 0.0
         trial.set_user_attr("restarts", out.restarts)
+        if out.no_rate_held:  # the objective's 0.0 is for the sampler: the figure does not exist
+            trial.set_user_attr("no_rate_held", out.no_rate_held)
         if out.ok:
             trial.set_user_attr("windows_mb_s", out.windows_mb_s)
             for name, value in out.constraints.items():

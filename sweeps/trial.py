@@ -51,6 +51,7 @@ class Outcome:
     total_s: float = 0.0
     probe_msg_s: float | None = None  # the max rate the ramp was placed under (measured, or reused)
     at_top: bool = False  # the ramp's highest step held: that max rate was too low to bound it
+    no_rate_held: str | None = None  # why the sustainable rate is not a figure (the sampler is told 0.0)
     record: TrialRecord | None = None
 
 
@@ -262,6 +263,10 @@ class _Trial:
         )
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
         out.at_top = found.at_top
+        out.no_rate_held = found.note if found.mb_s is None else None
+        if out.no_rate_held:  # infeasible: the samplers steer away, a confirmation repeat makes it ineligible
+            out.constraints["slo"] = 1.0
+            out.violations.append(f"no rate held within the SLO: {found.note}")
         out.values["p99_e2e_ms"] = _or_inf(held.p99_e2e_ms if held else None)
         out.values["p99_publish_ms"] = _or_inf(held.p99_publish_ms if held else None)
         acks = str(self.cfg.get("acks", "all"))

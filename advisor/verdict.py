@@ -80,6 +80,26 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def operating_lines(s: dict[str, Any]) -> list[str]:
+    """The operating point (sweeps.hold): a rate the recommended configuration held in one run of its own."""
+    op = s.get("operating_point")
+    if not op:
+        return []
+    tried = "; ".join(f"{t['rate_msg_s']:,.0f} msg/s: {t.get('why') or 'held'}" for t in op["tries"] if t["rate_msg_s"])
+    if not op["held"]:
+        return [f"operating point: no fixed rate held in {len(op['tries'])} run(s) of {op['run_s']} s ({tried})"]
+    lat = [f"p99 end-to-end {op['p99_e2e_ms']:.1f} ms" if op.get("p99_e2e_ms") is not None else ""]
+    lat += [f"p99 publish {op['p99_publish_ms']:.1f} ms" if op.get("p99_publish_ms") is not None else ""]
+    out = [
+        f"operating point: {op['rate_msg_s']:,.0f} msg/s ({op['mb_s']:.2f} MB/s received) held "
+        + ", ".join(x for x in lat if x)
+        + f" in one {op['run_s']}-s run at that fixed rate (n=1: a check, not an estimate)"
+    ]
+    if len(op["tries"]) > 1:
+        out.append(f"  higher rates tried first: {tried}")
+    return out
+
+
 def key_lines(s: dict[str, Any]) -> list[str]:
     lines = []
     for e in s.get("recommended") or []:
@@ -107,7 +127,7 @@ def _effect(e: dict[str, Any]) -> str:
 
 def lines(s: dict[str, Any]) -> list[str]:
     """Everything above, in the order a reader needs it."""
-    return [objective_line(s), *candidate_lines(s), *choice_lines(s), *key_lines(s)]
+    return [objective_line(s), *candidate_lines(s), *choice_lines(s), *operating_lines(s), *key_lines(s)]
 
 
 def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:

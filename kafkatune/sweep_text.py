@@ -68,6 +68,12 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
             f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
             f"{spec.confirm.repeats} runs each, interleaved; then each changed key put back alone "
             f"({spec.ablate.repeats} runs each)"
+            + (
+                f"; then the operating point: the recommended configuration at one fixed rate for "
+                f"{spec.hold.run_s} s (at most {spec.hold.tries} runs)"
+                if spec.sustainable and spec.hold.tries
+                else ""
+            )
             if spec.confirm.top
             else "no confirmation (confirm.top: 0): figures are single runs"
         ),

@@ -155,6 +155,22 @@ def _why_not(st: Step, scheduled: float, slo: Slo) -> str:
     return ""
 
 
+def judge_run(summary: Mapping[str, Any], rate_msg_s: float, slo: Slo) -> str:
+    """Why a whole fixed-rate run at `rate_msg_s` (its result summary) did not hold: the step rules over its
+    measure window; "" when it held."""
+    secs = summary["window_s"]
+    st = Step(rate_msg_s, 0, list(range(secs)), errors=summary["publish_errors"])
+    st.sent, st.received = round(summary["send_msg_s"] * secs), round(summary["consume_msg_s"] * secs)
+    st.p99_e2e_ms = summary["end_to_end_latency_ms"].get("p99")
+    st.p99_publish_ms = summary["publish_latency_ms"].get("p99")
+    return _why_not(st, rate_msg_s * secs, slo)
+
+
+def down_one_step(ramp: Ramp) -> float:
+    """The ratio between two neighbouring steps of the ramp, below 1: a rate one step lower."""
+    return (ramp.low / ramp.high) ** (1 / (ramp.steps - 1)) if ramp.steps > 1 else 0.9
+
+
 def answer(steps: Sequence[Step]) -> tuple[Step | None, int, bool]:
     """The highest step that held before two misses in a row, how many steps that read, and whether those
     misses ended the ramp.

@@ -17,8 +17,8 @@ from core import files
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
-_OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "suggested", "carried", "broker_read_back", "restarts",
-             "apply_s", "phases_s", "measured", "constraints")  # fmt: skip
+_OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
+             "restarts", "apply_s", "phases_s", "measured", "constraints")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class TrialRecord:
     confirms: str | None = None  # a confirmation or ablation repeat: `<configuration>@<repeat>` (sweeps.confirm)
     repeat: int | None = None
     probe_msg_s: float | None = None  # the max rate (msg/s) a sustainable-rate ramp was placed under
+    hold_msg_s: float | None = None  # an operating-point run: the one fixed rate (msg/s) it ran at (sweeps.hold)
     # what the trial's figure is: sustainable_mb_s (a ramp under the SLO) or throughput_mb_s (max rate)
     objective: str = "throughput_mb_s"
     suggested: Mapping[str, Any] | None = None  # what the sampler chose
@@ -50,7 +51,7 @@ class TrialRecord:
 
     def as_json(self) -> dict[str, Any]:
         order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
-                 "repeat", "probe_msg_s", "suggested",
+                 "repeat", "probe_msg_s", "hold_msg_s", "suggested",
                  "carried", "config", "applied", "broker_read_back", "restarts", "apply_s", "phases_s", "measured",
                  "constraints", "state", "fail_reason", "total_s"]  # fmt: skip
         assert set(order) == {f.name for f in fields(self)}

@@ -184,7 +184,7 @@ def _confirmed_headline(sw: dict[str, Any], ceiling: float | None) -> list[str]:
         s += f"; {r.text('{:.2f}', '×')} Kafka's defaults"
         if not vs["distinguishable"]:
             s += " (**not distinguishable from the defaults**)"
-    return [s + ".", verdict.objective_line(sw) + "."]
+    return [s + ".", *(x + "." for x in verdict.operating_lines(sw)[:1]), verdict.objective_line(sw) + "."]
 
 
 def _rec_md(r: Recommendation, i: int) -> list[str]:

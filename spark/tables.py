@@ -18,7 +18,8 @@ OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the s
     "p99_publish_ms": ("publish_p99_ms", False),
     "p99_e2e_ms": ("e2e_p99_ms", False),
 }
-NOT_SEARCH = ("baseline", "confirm", "ablate", "sweep", "bench")  # stages whose trials are not a one-factor search
+# stages whose trials are not a one-factor search
+NOT_SEARCH = ("baseline", "confirm", "ablate", "hold", "sweep", "bench")
 # The judgement of one trial row: ceiling_mb_s, fraction_of_ceiling, bound, bound_reason (advisor.analysis).
 Judge = Callable[[Study, dict[str, Any]], Mapping[str, Any]]
 

@@ -116,6 +116,7 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
                 "violations": t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")],
                 "trial_id": Path(t.user_attrs.get("record", "")).name,
                 "config": t.user_attrs["config"],
+                "rate_msg_s": t.user_attrs.get("rate_msg_s") if ok else None,
             }
         )
     return out
@@ -135,6 +136,7 @@ def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
                 "config": reps[0]["config"],
                 "repeats": [r["value"] for r in reps],
                 "trial_ids": [r["trial_id"] for r in reps],
+                "rates_msg_s": [r.get("rate_msg_s") for r in reps],
                 "interval": iv.as_dict() if iv else None,
                 "mean_mb_s": iv.estimate if iv else None,
                 "eligible": eligible,
@@ -235,18 +237,23 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
     return out
 
 
+def chosen(judged: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The confirmation's chosen candidate (its repeats, interval, rates), None when nothing was chosen."""
+    return next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
+
+
 def best(judged: dict[str, Any] | None, final: Any) -> dict[str, Any] | None:
     """The recommended configuration: the confirmation's choice (mean of its repeats, with its interval), or
     the search's best when nothing was confirmed (one run: no interval)."""
-    chosen = next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
-    if chosen is not None:
+    c = chosen(judged)
+    if c is not None:
         return {
             "from": "confirmation",
-            "label": chosen["label"],
-            "mb_s": chosen["mean_mb_s"],
-            "interval": chosen["interval"],
-            "config": chosen["config"],
-            "trial_ids": chosen["trial_ids"],
+            "label": c["label"],
+            "mb_s": c["mean_mb_s"],
+            "interval": c["interval"],
+            "config": c["config"],
+            "trial_ids": c["trial_ids"],
         }
     r = storage.ranked(final)
     return {"from": "search (not confirmed: one run, no interval)", **brief(r[0])} if r else None

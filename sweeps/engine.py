@@ -31,7 +31,7 @@ from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
-from sweeps import confirm, space, storage
+from sweeps import confirm, hold, space, storage
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
 from sweeps.trial import Outcome, run_trial
@@ -150,6 +150,8 @@ class Sweep:
         self._remember_probe(trial, cfg, out, extra)
         self.measured_s += out.measure_s if out.ok else 0.0
         trial.set_user_attr("restarts", out.restarts)
+        if out.rate_msg_s is not None:
+            trial.set_user_attr("rate_msg_s", out.rate_msg_s)
         if out.no_rate_held:  # the objective's 0.0 is for the sampler: the figure does not exist
             trial.set_user_attr("no_rate_held", out.no_rate_held)
         if out.ok:
@@ -296,6 +298,8 @@ class Sweep:
         judged["recommended"] = [e for e in effects if e["beyond_noise"]]
         judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"]]
         judged["not_ablated"] = blocked
+        if chosen is not None:
+            judged["operating_point"] = hold.operating_point(self, chosen, confirm.chosen(judged) or {})
         return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------
@@ -339,6 +343,7 @@ class Sweep:
             "recommended": (judged or {}).get("recommended", []),
             "no_measurable_effect": (judged or {}).get("no_measurable_effect", []),
             "noise": (judged or {}).get("noise"),
+            "operating_point": (judged or {}).get("operating_point"),
             "defaults_mb_s": defaults,
             "best": best,
             "best_fraction_of_ceiling": (best["mb_s"] / ceiling) if best and ceiling else None,
@@ -361,12 +366,12 @@ class Sweep:
         }
 
     def _all_studies(self) -> list[Any]:
-        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate"]
+        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate", "hold"]
         return [self._study(n) for n in names]
 
     def _trials_to(self, level: float) -> int | None:
         """How many trials (baselines and stages, in the order run) until one with acks=all reached `level`."""
-        studies = self._all_studies()[:-2]
+        studies = self._all_studies()[:-3]
         trials = sorted(
             (
                 t

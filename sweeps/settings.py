@@ -1,5 +1,6 @@
-"""How a sweep measures and judges: the spec's measurement, constraints, SLO, ramp, confirmation, ablation
-and budget sections (sweeps.spec puts them together; every error names the field and what is allowed)."""
+"""How a sweep measures and judges: the spec's measurement, constraints, SLO, ramp, confirmation, ablation,
+operating-point and budget sections (sweeps.spec puts them together; every error names the field and what is
+allowed)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,15 @@ class Ablate(_Model):
     repeats: Annotated[int, Field(ge=0, le=20)] = 3
     # An effect must also be this share of the recommended rate: smaller ones are reported, not recommended.
     min_effect: Annotated[float, Field(ge=0, le=1)] = 0.05
+
+
+class Hold(_Model):
+    """The operating point (sustainable_mb_s only): the recommended configuration run at one fixed rate for
+    `run_s` seconds, starting at the lowest rate its confirmation repeats held and going one ramp step lower
+    after each miss, at most `tries` runs (0: no operating point)."""
+
+    run_s: Annotated[int, Field(ge=2, le=600)] = 10
+    tries: Annotated[int, Field(ge=0, le=10)] = 3
 
 
 class Budget(_Model):

@@ -21,6 +21,7 @@ catalogue's legal ranges and the cross-key rules.
     ramp: {warmup_s: 3, step_s: 3, low: 0.5, high: 1.1, steps: 8}
     confirm: {top: 1, repeats: 3}      # the best of each stage and the baselines, re-measured interleaved
     ablate: {repeats: 3}               # each changed key put back alone, interleaved with the recommended
+    hold: {run_s: 10, tries: 3}        # the recommended configuration's operating point, run at one fixed rate
     constraints: {max_lost: 0, p999_e2e_ms: 5000}
     budget: {trials: 30, minutes: 60}
     measurement: {warmup_s: 5, window_s: 10, windows: 3}
@@ -39,7 +40,7 @@ from core import secrets
 from core.errors import UserError
 from core.files import read_yaml
 from loadgen.workload import Workload, parse_workload
-from sweeps.settings import Ablate, Budget, Confirm, Constraints, Measurement, RampSpec, Slo
+from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, RampSpec, Slo
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
@@ -168,6 +169,7 @@ class Spec(_Params):
     ramp: RampSpec = Field(default_factory=RampSpec)
     confirm: Confirm = Field(default_factory=Confirm)
     ablate: Ablate = Field(default_factory=Ablate)
+    hold: Hold = Field(default_factory=Hold)
     constraints: Constraints = Field(default_factory=Constraints)
     budget: Budget = Field(default_factory=Budget)
     measurement: Measurement = Field(default_factory=Measurement)

@@ -52,6 +52,7 @@ class Outcome:
     probe_msg_s: float | None = None  # the max rate the ramp was placed under (measured, or reused)
     at_top: bool = False  # the ramp's highest step held: that max rate was too low to bound it
     no_rate_held: str | None = None  # why the sustainable rate is not a figure (the sampler is told 0.0)
+    rate_msg_s: float | None = None  # the sustainable rate's step (msg/s), or the operating-point run's rate
     record: TrialRecord | None = None
 
 
@@ -164,6 +165,7 @@ class _Trial:
         # a repeat of a configuration whose max rate this study measured already: its ramp goes under that
         # rate, without a probe of its own (sweeps.confirm)
         self.known_probe: float | None = meta.get("probe_msg_s") if spec.sustainable else None
+        self.hold_msg_s: float | None = meta.get("hold_msg_s")  # an operating-point run (sweeps.hold)
         self.t_start = time.monotonic()
         self.groups = space.split(cfg)
         self.outcome = Outcome(False, out_dir)
@@ -195,6 +197,9 @@ class _Trial:
             warm_up(t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common)
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        if self.hold_msg_s is not None:
+            self._hold(self.hold_msg_s, on_tick)
+            return
         if self.known_probe is None:
             raw = self._max_rate(on_tick)
             if not (self.spec.sustainable and self.outcome.ok):
@@ -262,6 +267,7 @@ class _Trial:
             (st for st in found.steps if found.rate_msg_s is not None and st.rate_msg_s == found.rate_msg_s), None
         )
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
+        out.rate_msg_s = found.rate_msg_s
         out.at_top = found.at_top
         out.no_rate_held = found.note if found.mb_s is None else None
         if out.no_rate_held:  # infeasible: the samplers steer away, a confirmation repeat makes it ineligible
@@ -279,6 +285,38 @@ class _Trial:
         self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
         self.record["phases_s"]["ramp"] = found.ramp_s
         out.measure_s += r.warmup_s + len(found.steps) * r.step_s
+
+    def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a ramp step on all of them."""
+        self.phase = "operating-point run"
+        t, s, out = self.target, self.spec, self.outcome
+        w = self.workload.model_copy(update={"producerRate": rate, "warmupDurationMinutes": s.ramp.warmup_s / 60,
+                                             "testDurationMinutes": s.hold.run_s / 60})  # fmt: skip
+        t_run = time.monotonic()
+        raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
+                         metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
+        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        write_run(self.out_dir, rec)
+        sm = rec.summary
+        why = sustainable.judge_run(sm, rate, Slo(s.slo.p99_e2e_ms, s.slo.p99_publish_ms))
+        lost = sm["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
+        if lost > s.constraints.max_lost:
+            why = f"lost {lost} > {s.constraints.max_lost}" + (f"; {why}" if why else "")
+        e2e, pub = sm["end_to_end_latency_ms"].get("p99"), sm["publish_latency_ms"].get("p99")
+        out.ok = sm["acknowledged"] > 0
+        out.fail_reason = None if out.ok else f"nothing acknowledged: {sm['publish_error_samples']}"
+        out.rate_msg_s, out.measure_s = rate, float(s.hold.run_s)
+        out.values = {"sustainable_mb_s": 0.0 if why else sm["consume_mb_s"], "throughput_mb_s": sm["consume_mb_s"],
+                      "p99_e2e_ms": _or_inf(e2e), "p99_publish_ms": _or_inf(pub)}  # fmt: skip
+        if why:
+            out.no_rate_held, out.constraints["slo"] = f"{rate:,.0f} msg/s did not hold: {why}", 1.0
+            out.violations.append(out.no_rate_held)
+        hold = {"rate_msg_s": rate, "held": not why, "why": why, "run_s": sm["window_s"], "warmup_s": sm["warmup_s"],
+                "consume_msg_s": sm["consume_msg_s"], "consume_mb_s": sm["consume_mb_s"], "p99_e2e_ms": e2e,
+                "p99_publish_ms": pub, "lost": lost}  # fmt: skip
+        self.record["phases_s"] = {**raw.phases_s, "run": time.monotonic() - t_run}
+        self.record["measured"] = {"sustainable_mb_s": None if why else sm["consume_mb_s"], "throughput_mb_s": None,
+                                   "windows_mb_s": [], "hold": hold}  # fmt: skip
 
     def _judge(self, s: Mapping[str, Any], wins: list[float]) -> None:
         """The objectives and constraints from the run's summary and its window rates."""

@@ -7,12 +7,24 @@ import statistics
 
 import pytest
 
+from advisor.verdict import operating_lines
 from core import stats
 from loadgen import recorder
 from loadgen.result import build
 from loadgen.runner import RawRun, Tick
-from loadgen.sustainable import Ramp, Slo, Sustainable, answer, conclude, judge_steps, schedule
+from loadgen.sustainable import (
+    Ramp,
+    Slo,
+    Sustainable,
+    answer,
+    conclude,
+    down_one_step,
+    judge_run,
+    judge_steps,
+    schedule,
+)
 from loadgen.workload import parse_workload
+from sweeps.hold import start_rate
 
 
 def test_mean_interval_is_students_t() -> None:
@@ -104,3 +116,26 @@ def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
         assert s[key]["count"] == 0 and s[key]["p99"] is None and s[key]["max"] is None, s[key]
     assert s["publish_latency_ms"]["missing"] == "nothing was acknowledged"
     assert "waited longer than the window" in s["end_to_end_latency_ms"]["missing"]
+
+
+def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
+    ran = {"window_s": 10, "publish_errors": 0, "send_msg_s": 1000.0, "consume_msg_s": 1000.0,
+           "end_to_end_latency_ms": {"p99": 80.0}, "publish_latency_ms": {"p99": 20.0}}  # fmt: skip
+    assert judge_run(ran, 1000, Slo(p99_e2e_ms=100)) == ""
+    slow = {**ran, "end_to_end_latency_ms": {"p99": 117.0}}
+    assert judge_run(slow, 1000, Slo()) == "p99 end-to-end 117.0 ms > 100 ms"
+    assert "consumers fell behind" in judge_run({**ran, "consume_msg_s": 900.0}, 1000, Slo())
+    assert "no end-to-end latency sample" in judge_run({**ran, "end_to_end_latency_ms": {"p99": None}}, 1000, Slo())
+    assert judge_run(ran, 1000, Slo(p99_e2e_ms=None, p99_publish_ms=10)) == "p99 publish 20.0 ms > 10 ms"
+    # the start: the lowest rate any confirmation repeat held; a miss goes one ramp step (12 %) lower
+    assert start_rate({"rates_msg_s": [7608.0, 6800.0, 7608.0]}) == 6800.0
+    assert start_rate({"rates_msg_s": [7608.0, None]}) is None
+    assert down_one_step(Ramp(low=0.5, high=1.1, steps=8)) == pytest.approx((0.5 / 1.1) ** (1 / 7))
+    op = {"held": True, "rate_msg_s": 6072.0, "mb_s": 6.2, "p99_e2e_ms": 71.5, "p99_publish_ms": None, "run_s": 10,
+          "tries": [{"rate_msg_s": 6800.0, "held": False, "why": "p99 end-to-end 117.0 ms > 100 ms"},
+                    {"rate_msg_s": 6072.0, "held": True, "why": ""}]}  # fmt: skip
+    got = operating_lines({"operating_point": op})
+    assert got[0].startswith("operating point: 6,072 msg/s (6.20 MB/s received) held p99 end-to-end 71.5 ms in one")
+    assert "6,800 msg/s: p99 end-to-end 117.0 ms > 100 ms" in got[1]
+    missed = operating_lines({"operating_point": {**op, "held": False, "rate_msg_s": None, "tries": op["tries"][:1]}})
+    assert missed[0].startswith("operating point: no fixed rate held in 1 run(s)")

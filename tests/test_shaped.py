@@ -121,7 +121,8 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
     (one partition puts all produce traffic on one leader, whose link also carries the replication to both
     followers and the consumer: about 3x its produce rate), and buffer.memory 32 -> 64 MiB, none at this load
     (below the sustainable rate the buffer never fills). Kafka's defaults and the tuned configuration are
-    confirmed 3 times each, and each key is put back alone 3 times, interleaved.
+    confirmed 3 times each, and each key is put back alone 3 times, interleaved; then the recommended
+    configuration runs at one fixed rate (the operating point) until a rate holds the SLO for 10 s.
 
     Tried first and measured here, not robust enough for a test with 3 repeats: batch.size 16 KB -> 256 KB has
     no effect on this link's sustainable rate (its latency binds first); compression.type lz4 on text payloads
@@ -201,7 +202,9 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
 ) -> None:
     s = json.loads((tuned / "summary.json").read_text())
     assert s["objective"] == "sustainable_mb_s" and s["slo"]["p99_e2e_ms"] == SLO_MS
-    rate = s["best"]["mb_s"] * 1e6 / 1024  # the chosen configuration's sustainable rate, msg/s
+    op = s["operating_point"]  # the rate the sweep says the recommended configuration holds (sweeps.hold)
+    assert op["held"] and op["p99_e2e_ms"] <= SLO_MS, op
+    rate = op["rate_msg_s"]
     cfg = s["best"]["config"]
     producer = {"buffer.memory": str(cfg["buffer.memory"])}
     got = {}

@@ -90,6 +90,7 @@ BAD = [
     ("slo-empty", _with("slo", {"p99_e2e_ms": None}), "slo: give p99_e2e_ms and/or p99_publish_ms"),
     ("ramp-span", _with("ramp", {"low": 0.9, "high": 0.5}), "ramp: low (0.9) must be below high (0.5)"),
     ("confirm-one-repeat", _with("confirm", {"repeats": 1}), "confirm.repeats"),
+    ("hold-short", _with("hold", {"run_s": 1}), "hold.run_s"),
     ("confirm-top-renamed", _with("confirm_top", 3), "confirm_top: replaced by confirm: {top: 3, repeats: 3}"),
     ("storage", _with("storage", "mysql://x"), "storage: a sqlite:///"),
     ("bootstrap-no-port", _with("cluster", {"bootstrap": "localhost"}), "'localhost' is not host:port"),

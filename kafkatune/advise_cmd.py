@@ -16,7 +16,7 @@ from kafkatune import render
 from kafkatune.options import say
 
 JUDGEMENT = ("objective", "slo", "best", "best_vs_defaults", "confirmation", "recommended", "no_measurable_effect",
-             "noise")  # fmt: skip
+             "noise", "operating_point")  # fmt: skip
 
 
 @click.command("advise")
@@ -47,7 +47,7 @@ def command(
                                          --metrics-url is given or it is the testbed
 
     --json prints {"recommendations": [...]} and, for a study, the sweep's objective, slo, best,
-    confirmation, recommended, no_measurable_effect and noise from its summary.json."""
+    confirmation, recommended, no_measurable_effect, noise and operating_point from its summary.json."""
     if (run_dir is None) == (bootstrap is None):
         raise UserError("give either RUN_DIR (a study) or --bootstrap (a live cluster), not both")
     sweep: dict[str, Any] | None = None

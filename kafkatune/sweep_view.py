@@ -114,7 +114,7 @@ class SweepView:
         if not self.tty:
             self._print(
                 f"    -> {_fmt(mb)} MB/s"
-                + (f" sustained (max rate {_fmt(max_rate)} ±{spread:.2f})" if mb is not max_rate else f" ±{spread:.2f}")
+                + _rate_note(stage, mb, max_rate, spread)
                 + (f" ({row['pct']:.0f}% of ceiling)" if row["pct"] is not None else "")
                 + f", p99 publish {_fmt(row['p99p'])} ms, e2e {_fmt(row['p99e'])} ms, {row['state']}, {dur:.0f} s"
                 + f" | {self.footer()}"
@@ -168,3 +168,14 @@ class SweepView:
 def _fmt(v: float | None, nd: int = 2) -> str:
     """A figure, or "-" when there is none (not measured: None, or inf, the sampler's stand-in for it)."""
     return "-" if v is None or v == float("inf") else f"{v:,.{nd}f}"
+
+
+def _rate_note(stage: str, mb: float | None, max_rate: float | None, spread: float) -> str:
+    """What the trial's figure is: a max rate (± its windows' spread), a sustained rate, or a fixed rate."""
+    if stage == "hold":
+        return " at one fixed rate (the operating point)"
+    if mb is max_rate:
+        return f" ±{spread:.2f}"
+    if max_rate is None:
+        return " sustained (no max-rate run: an earlier repeat's probe placed the ramp)"
+    return f" sustained (max rate {_fmt(max_rate)} ±{spread:.2f})"

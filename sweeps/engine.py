@@ -299,7 +299,8 @@ class Sweep:
         judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"]]
         judged["not_ablated"] = blocked
         if chosen is not None:
-            judged["operating_point"] = hold.operating_point(self, chosen, confirm.chosen(judged) or {})
+            op = hold.operating_point(self, chosen, confirm.chosen(judged) or {}, self.view.extend)
+            judged["operating_point"] = op
         return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------

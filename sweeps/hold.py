@@ -15,7 +15,7 @@ Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +40,11 @@ def _tried(t: Any) -> dict[str, Any]:
     return {**hold, "trial_id": Path(t.user_attrs.get("record", "")).name}
 
 
-def operating_point(sw: Phases, cfg: Mapping[str, Any], chosen: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Run `cfg` at fixed rates from start_rate(chosen) down, until one holds; every run tried and the answer."""
+def operating_point(
+    sw: Phases, cfg: Mapping[str, Any], chosen: Mapping[str, Any], extend: Callable[[int], None]
+) -> dict[str, Any] | None:
+    """Run `cfg` at fixed rates from start_rate(chosen) down, until one holds; every run tried and the answer.
+    `extend(1)` announces each run to the progress view before it starts."""
     spec = sw.spec
     start = start_rate(chosen)
     if not (spec.sustainable and spec.hold.tries) or start is None:
@@ -58,6 +61,7 @@ def operating_point(sw: Phases, cfg: Mapping[str, Any], chosen: Mapping[str, Any
                 break
             trial = st.ask()
             if storage.claim(st, trial, key):
+                extend(1)
                 sw._measure(st, trial, "hold", dict(cfg), {"confirms": key, "hold_msg_s": rate})
         done = [t for t in storage.counted(st) if t.user_attrs.get("key") == key and t.state.name != "RUNNING"]
         if not done:

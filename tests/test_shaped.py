@@ -205,6 +205,11 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
     op = s["operating_point"]  # the rate the sweep says the recommended configuration holds (sweeps.hold)
     assert op["held"] and op["p99_e2e_ms"] <= SLO_MS, op
     rate = op["rate_msg_s"]
+    # one computation, shown twice: the report's headline and `advise --json` say the same operating point
+    assert f"operating point: {rate:,.0f} msg/s" in (tuned / "report" / "report.md").read_text()
+    adv = kafkatune("advise", str(tuned), "--json")
+    assert adv.returncode == 0, adv.stderr[-3000:]
+    assert json.loads(adv.stdout)["operating_point"] == op
     cfg = s["best"]["config"]
     producer = {"buffer.memory": str(cfg["buffer.memory"])}
     got = {}

@@ -95,6 +95,8 @@ def operating_lines(s: dict[str, Any]) -> list[str]:
         + ", ".join(x for x in lat if x)
         + f" in one {op['run_s']}-s run at that fixed rate (n=1: a check, not an estimate)"
     ]
+    if op.get("headroom", 1) < 1:
+        out.append(f"  judged against {op['headroom']:.0%} of the SLO: headroom for the p99's swing between runs")
     if len(op["tries"]) > 1:
         out.append(f"  higher rates tried first: {tried}")
     return out

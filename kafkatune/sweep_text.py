@@ -70,7 +70,8 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
             f"({spec.ablate.repeats} runs each)"
             + (
                 f"; then the operating point: the recommended configuration at one fixed rate for "
-                f"{spec.hold.run_s} s (at most {spec.hold.tries} runs)"
+                f"{spec.hold.run_s} s within {spec.hold.headroom:.0%} of the SLO, {spec.hold.step:.0%} lower per "
+                f"miss (at most {spec.hold.tries} runs)"
                 if spec.sustainable and spec.hold.tries
                 else ""
             )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cluster.target import Placement
 from loadgen import recorder, runner
@@ -43,6 +43,11 @@ class Slo:
         parts += [f"p99 publish ≤ {self.p99_publish_ms:g} ms"] if self.p99_publish_ms is not None else []
         return " and ".join(parts) or "no latency bound (delivery only)"
 
+    def scaled(self, f: float) -> Slo:
+        """Each bound times `f`: the SLO with headroom (f < 1) kept below it."""
+        e2e, pub = self.p99_e2e_ms, self.p99_publish_ms
+        return Slo(None if e2e is None else e2e * f, None if pub is None else pub * f)
+
 
 @dataclass(frozen=True)
 class Ramp:
@@ -55,11 +60,13 @@ class Ramp:
     high: float = 1.1
     steps: int = 8
 
+    @property
+    def ratio(self) -> float:
+        """Between two neighbouring steps (above 1; one step: 1)."""
+        return (self.high / self.low) ** (1 / (self.steps - 1)) if self.steps > 1 else 1.0
+
     def fractions(self) -> list[float]:
-        if self.steps == 1:
-            return [self.low]
-        r = (self.high / self.low) ** (1 / (self.steps - 1))
-        return [self.low * r**i for i in range(self.steps)]
+        return [self.low * self.ratio**i for i in range(self.steps)]
 
 
 @dataclass
@@ -166,11 +173,6 @@ def judge_run(summary: Mapping[str, Any], rate_msg_s: float, slo: Slo) -> str:
     return _why_not(st, rate_msg_s * secs, slo)
 
 
-def down_one_step(ramp: Ramp) -> float:
-    """The ratio between two neighbouring steps of the ramp, below 1: a rate one step lower."""
-    return (ramp.low / ramp.high) ** (1 / (ramp.steps - 1)) if ramp.steps > 1 else 0.9
-
-
 def answer(steps: Sequence[Step]) -> tuple[Step | None, int, bool]:
     """The highest step that held before two misses in a row, how many steps that read, and whether those
     misses ended the ramp.
@@ -189,24 +191,19 @@ def answer(steps: Sequence[Step]) -> tuple[Step | None, int, bool]:
     return best, len(steps), False
 
 
-def probe_workload(w: Workload, ramp: Ramp) -> Workload:
+def timed_workload(w: Workload, rate: float | Literal["max"], warmup_s: float, test_s: float) -> Workload:
+    """`w` at `rate` (msg/s, or "max") with the given warm-up and measure window (seconds)."""
     return w.model_copy(
-        update={
-            "producerRate": "max",
-            "warmupDurationMinutes": ramp.warmup_s / 60,
-            "testDurationMinutes": ramp.probe_s / 60,
-        }
+        update={"producerRate": rate, "warmupDurationMinutes": warmup_s / 60, "testDurationMinutes": test_s / 60}
     )
+
+
+def probe_workload(w: Workload, ramp: Ramp) -> Workload:
+    return timed_workload(w, "max", ramp.warmup_s, ramp.probe_s)
 
 
 def ramp_workload(w: Workload, first_rate: float, ramp: Ramp) -> Workload:
-    return w.model_copy(
-        update={
-            "producerRate": first_rate,
-            "warmupDurationMinutes": ramp.warmup_s / 60,
-            "testDurationMinutes": ramp.steps * ramp.step_s / 60,
-        }
-    )
+    return timed_workload(w, first_rate, ramp.warmup_s, ramp.steps * ramp.step_s)
 
 
 def ramp_run(

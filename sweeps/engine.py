@@ -298,9 +298,8 @@ class Sweep:
         judged["recommended"] = [e for e in effects if e["beyond_noise"]]
         judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"]]
         judged["not_ablated"] = blocked
-        if chosen is not None:
-            op = hold.operating_point(self, chosen, confirm.chosen(judged) or {}, self.view.extend)
-            judged["operating_point"] = op
+        if (candidate := confirm.chosen(judged)) is not None:
+            judged["operating_point"] = hold.operating_point(self, candidate, self.view.extend)
         return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------

@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from loadgen import sustainable
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -44,6 +46,10 @@ class Slo(_Model):
             raise ValueError("give p99_e2e_ms and/or p99_publish_ms")
         return self
 
+    def judged(self) -> sustainable.Slo:
+        """The SLO as loadgen.sustainable judges it."""
+        return sustainable.Slo(self.p99_e2e_ms, self.p99_publish_ms)
+
 
 class RampSpec(_Model):
     """The sustainable-rate search (loadgen.sustainable.Ramp): after the max-rate measurement, one run stepping
@@ -60,6 +66,10 @@ class RampSpec(_Model):
         if self.low >= self.high:
             raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
         return self
+
+    def stepped(self) -> sustainable.Ramp:
+        """The ramp as loadgen.sustainable runs it (no probe of its own: the trial's max-rate run is one)."""
+        return sustainable.Ramp(self.warmup_s, 0, self.step_s, self.low, self.high, self.steps)
 
 
 class Confirm(_Model):
@@ -81,11 +91,15 @@ class Ablate(_Model):
 
 class Hold(_Model):
     """The operating point (sustainable_mb_s only): the recommended configuration run at one fixed rate for
-    `run_s` seconds, starting at the lowest rate its confirmation repeats held and going one ramp step lower
-    after each miss, at most `tries` runs (0: no operating point)."""
+    `run_s` seconds, starting at the lowest rate its confirmation repeats held and going `step` lower after
+    each miss, at most `tries` runs (0: no operating point). A run holds when its p99s are within `headroom`
+    times the SLO: the p99 of one rate moves between runs (benchmarks/p99_between_runs.py), and the rate an
+    operator sets must hold the SLO in the next run too, not only in the one that found it."""
 
     run_s: Annotated[int, Field(ge=2, le=600)] = 10
-    tries: Annotated[int, Field(ge=0, le=10)] = 3
+    tries: Annotated[int, Field(ge=0, le=10)] = 4
+    headroom: Annotated[float, Field(ge=0.3, le=1.0)] = 0.7
+    step: Annotated[float, Field(gt=0, le=0.5)] = 0.06
 
 
 class Budget(_Model):

@@ -21,7 +21,7 @@ from brokerconf import catalogue
 from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick, phase_of
-from loadgen.sustainable import Ramp, Slo, Sustainable
+from loadgen.sustainable import Sustainable
 from loadgen.warmup import warm_up
 from loadgen.workload import Workload, parse_workload
 from records.run import write_run
@@ -249,7 +249,7 @@ class _Trial:
         """The sustainable rate: a ramp up to just above the max rate `u` (msg/s), loadgen.sustainable."""
         t, s, out = self.target, self.spec, self.outcome
         r = s.ramp
-        ramp, slo = Ramp(r.warmup_s, 0, r.step_s, r.low, r.high, r.steps), Slo(s.slo.p99_e2e_ms, s.slo.p99_publish_ms)
+        ramp, slo = r.stepped(), s.slo.judged()
         t_ramp = time.monotonic()
         raw, steps = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
                                           placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
@@ -287,18 +287,20 @@ class _Trial:
         out.measure_s += r.warmup_s + len(found.steps) * r.step_s
 
     def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
-        """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a ramp step on all of them."""
+        """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a ramp step on all of them,
+        against the SLO times hold.headroom."""
         self.phase = "operating-point run"
         t, s, out = self.target, self.spec, self.outcome
-        w = self.workload.model_copy(update={"producerRate": rate, "warmupDurationMinutes": s.ramp.warmup_s / 60,
-                                             "testDurationMinutes": s.hold.run_s / 60})  # fmt: skip
+        w = sustainable.timed_workload(self.workload, rate, s.ramp.warmup_s, s.hold.run_s)
         t_run = time.monotonic()
         raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
                          metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
         write_run(self.out_dir, rec)
         sm = rec.summary
-        why = sustainable.judge_run(sm, rate, Slo(s.slo.p99_e2e_ms, s.slo.p99_publish_ms))
+        h = s.hold.headroom
+        why = sustainable.judge_run(sm, rate, s.slo.judged().scaled(h))
+        why += f" ({h:.0%} of the SLO: hold.headroom)" if why and h < 1 else ""
         lost = sm["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
         if lost > s.constraints.max_lost:
             why = f"lost {lost} > {s.constraints.max_lost}" + (f"; {why}" if why else "")

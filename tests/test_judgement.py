@@ -18,7 +18,6 @@ from loadgen.sustainable import (
     Sustainable,
     answer,
     conclude,
-    down_one_step,
     judge_run,
     judge_steps,
     schedule,
@@ -127,15 +126,20 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     assert "consumers fell behind" in judge_run({**ran, "consume_msg_s": 900.0}, 1000, Slo())
     assert "no end-to-end latency sample" in judge_run({**ran, "end_to_end_latency_ms": {"p99": None}}, 1000, Slo())
     assert judge_run(ran, 1000, Slo(p99_e2e_ms=None, p99_publish_ms=10)) == "p99 publish 20.0 ms > 10 ms"
+    # with headroom: 80 ms holds a 100-ms SLO but not 70 % of it (hold.headroom)
+    assert judge_run(ran, 1000, Slo().scaled(0.7)) == "p99 end-to-end 80.0 ms > 70 ms"
+    assert Slo(p99_e2e_ms=None, p99_publish_ms=50).scaled(0.5) == Slo(p99_e2e_ms=None, p99_publish_ms=25)
     # the start: the lowest rate any confirmation repeat held; a miss goes one ramp step (12 %) lower
     assert start_rate({"rates_msg_s": [7608.0, 6800.0, 7608.0]}) == 6800.0
     assert start_rate({"rates_msg_s": [7608.0, None]}) is None
-    assert down_one_step(Ramp(low=0.5, high=1.1, steps=8)) == pytest.approx((0.5 / 1.1) ** (1 / 7))
+    assert 1 / Ramp(low=0.5, high=1.1, steps=8).ratio == pytest.approx((0.5 / 1.1) ** (1 / 7))
     op = {"held": True, "rate_msg_s": 6072.0, "mb_s": 6.2, "p99_e2e_ms": 71.5, "p99_publish_ms": None, "run_s": 10,
+          "headroom": 0.7,
           "tries": [{"rate_msg_s": 6800.0, "held": False, "why": "p99 end-to-end 117.0 ms > 100 ms"},
                     {"rate_msg_s": 6072.0, "held": True, "why": ""}]}  # fmt: skip
     got = operating_lines({"operating_point": op})
     assert got[0].startswith("operating point: 6,072 msg/s (6.20 MB/s received) held p99 end-to-end 71.5 ms in one")
-    assert "6,800 msg/s: p99 end-to-end 117.0 ms > 100 ms" in got[1]
+    assert "judged against 70% of the SLO" in got[1]
+    assert "6,800 msg/s: p99 end-to-end 117.0 ms > 100 ms" in got[2]
     missed = operating_lines({"operating_point": {**op, "held": False, "rate_msg_s": None, "tries": op["tries"][:1]}})
     assert missed[0].startswith("operating point: no fixed rate held in 1 run(s)")

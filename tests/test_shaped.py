@@ -122,7 +122,7 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
     followers and the consumer: about 3x its produce rate), and buffer.memory 32 -> 64 MiB, none at this load
     (below the sustainable rate the buffer never fills). Kafka's defaults and the tuned configuration are
     confirmed 3 times each, and each key is put back alone 3 times, interleaved; then the recommended
-    configuration runs at one fixed rate (the operating point) until a rate holds the SLO for 10 s.
+    configuration runs at one fixed rate (the operating point) until a rate holds 70 % of the SLO for 10 s.
 
     Tried first and measured here, not robust enough for a test with 3 repeats: batch.size 16 KB -> 256 KB has
     no effect on this link's sustainable rate (its latency binds first); compression.type lz4 on text payloads
@@ -203,7 +203,7 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
     s = json.loads((tuned / "summary.json").read_text())
     assert s["objective"] == "sustainable_mb_s" and s["slo"]["p99_e2e_ms"] == SLO_MS
     op = s["operating_point"]  # the rate the sweep says the recommended configuration holds (sweeps.hold)
-    assert op["held"] and op["p99_e2e_ms"] <= SLO_MS, op
+    assert op["held"] and op["p99_e2e_ms"] <= op["headroom"] * SLO_MS and op["headroom"] < 1, op
     rate = op["rate_msg_s"]
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
     assert f"operating point: {rate:,.0f} msg/s" in (tuned / "report" / "report.md").read_text()
@@ -220,7 +220,7 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
             partitionsPerTopic=int(cfg["partitions"]),
             producerRate=round(r),
             warmupDurationMinutes=3 / 60,
-            testDurationMinutes=6 / 60,
+            testDurationMinutes=op["run_s"] / 60,  # the operator's next run, as long as the one that found it
             producerConfig={"acks": "all", **producer},
         )
         out = tmp_path / name

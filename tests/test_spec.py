@@ -91,6 +91,8 @@ BAD = [
     ("ramp-span", _with("ramp", {"low": 0.9, "high": 0.5}), "ramp: low (0.9) must be below high (0.5)"),
     ("confirm-one-repeat", _with("confirm", {"repeats": 1}), "confirm.repeats"),
     ("hold-short", _with("hold", {"run_s": 1}), "hold.run_s"),
+    ("hold-headroom", _with("hold", {"headroom": 1.5}), "hold.headroom"),
+    ("hold-step", _with("hold", {"step": 0}), "hold.step"),
     ("confirm-top-renamed", _with("confirm_top", 3), "confirm_top: replaced by confirm: {top: 3, repeats: 3}"),
     ("storage", _with("storage", "mysql://x"), "storage: a sqlite:///"),
     ("bootstrap-no-port", _with("cluster", {"bootstrap": "localhost"}), "'localhost' is not host:port"),

@@ -1,9 +1,12 @@
-"""Which resource bound a trial: rules over one row of the analysis's trials table.
+"""Which resource bound a trial: rules over one row of the analysis's trials table, each read from a measurement.
 
 The row carries what the records measured: the busiest broker's in/out rate per second (produce +
-replication, from JMX), the brokers' request-handler and network-processor idle fractions, the client's
-own flags (buffer full, CPU), and the broker configs read back during the trial. The profile gives the
-ceilings (NIC per host, disk per log dir, fsyncs per second).
+replication, from JMX), the request-handler idle fraction (a counter difference over the window), the
+brokers' counters over the window (produce requests, records and bytes per request, the produce request's
+time split, log flushes per request: spark.series.evidence), the client's own figures (its busiest loop's
+CPU, buffer-full events, the machine's CPU), and the configs read back: the brokers' and the topic's. The
+profile gives the ceilings (NIC per host, disk per log dir). A config explains a measurement; it never
+decides a bound on its own.
 """
 
 from __future__ import annotations
@@ -14,8 +17,22 @@ from typing import Any
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
 IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is saturated
 FSYNC_EVERY = 100  # log.flush.interval.messages at or below this forces a flush per request or so
+FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: flushes are forced
+SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
+LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
+MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
 
-BOUNDS = ("network_in", "network_out", "disk", "request_handlers", "network_threads", "client", "none")
+BOUNDS = ("network_in", "network_out", "forced_flush", "disk", "request_handlers", "network_threads", "cpu",
+          "small_batches", "client", "none")  # fmt: skip
+
+# What each part of a produce request's time means (cluster.metrics.PRODUCE_TIMES), and what moves it.
+TIME_PARTS = {
+    "produce_queue_ms": "queued for a request handler (num.io.threads)",
+    "produce_local_ms": "on the leader: append and any forced flush",
+    "produce_remote_ms": "waiting for the followers to fetch it (acks=all: replication)",
+    "produce_response_queue_ms": "queued for a network thread (num.network.threads)",
+    "produce_response_send_ms": "sending the response",
+}
 
 
 @dataclass(frozen=True)
@@ -36,15 +53,38 @@ def flush_every(broker: dict[str, Any] | None) -> float | None:
     return _num((broker or {}).get("log.flush.interval.messages"))
 
 
-def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
-    net = (profile or {}).get("network") or {}
-    disk = (profile or {}).get("disk") or {}
-    nic = _num(net.get("nic_mb_s_measured"))
-    disk_mb_s = _num(disk.get("write_mb_s_measured"))
-    b_in = _num(row.get("broker_in_max_mb_s"))
-    b_out = _num(row.get("broker_out_max_mb_s"))
-    if row.get("state") != "complete" or row.get("mb_s") is None:
-        return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
+def flush_settings(row: dict[str, Any]) -> dict[str, str]:
+    """The settings that force flushes, where they are set below their defaults: the topic's overrides
+    (flush.messages, flush.ms) win over the brokers' (log.flush.interval.*)."""
+    topic, broker = row.get("topic_config") or {}, row.get("broker") or row.get("params") or {}
+    out = {}
+    scopes = (("topic", topic, ("flush.messages", "flush.ms")),
+              ("broker", broker, ("log.flush.interval.messages", "log.flush.interval.ms")))  # fmt: skip
+    for scope, conf, keys in scopes:
+        for k in keys:
+            v = _num(conf.get(k))
+            if v is not None and v < 2**62:  # Long.MAX_VALUE: never
+                out[f"{scope} {k}"] = str(conf[k])
+    return out
+
+
+def time_split(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """A produce request's measured time, ms per request, largest part first."""
+    parts = [(k, _num(row.get(k))) for k in TIME_PARTS]
+    return sorted(((k, v) for k, v in parts if v is not None), key=lambda kv: -kv[1])
+
+
+def where_time_goes(row: dict[str, Any]) -> str:
+    split = time_split(row)
+    total = _num(row.get("produce_total_ms"))
+    if not split or not total:
+        return ""
+    k, v = split[0]
+    return f"a produce request takes {total:.1f} ms, most of it ({v:.1f} ms) {TIME_PARTS[k]}"
+
+
+def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
+    b_in, b_out = _num(row.get("broker_in_max_mb_s")), _num(row.get("broker_out_max_mb_s"))
     if nic and b_in is not None and b_in >= SATURATED * nic:
         return Diagnosis(
             "network_in", f"busiest broker receives {b_in:.1f} MB/s = {b_in / nic:.0%} of its {nic:g} MB/s link"
@@ -53,41 +93,83 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
         return Diagnosis(
             "network_out", f"busiest broker sends {b_out:.1f} MB/s = {b_out / nic:.0%} of its {nic:g} MB/s link"
         )
-    every = flush_every(row.get("broker"))
-    rh = _num(row.get("request_handler_idle"))
-    if every is not None and every <= FSYNC_EVERY:
-        fs = _num(disk.get("fsync_per_s"))
-        extra = f"; the log dir takes {fs:g} small fsyncs/s" if fs else ""
-        idle = f"; request handlers {rh:.0%} idle (waiting on fsync)" if rh is not None else ""
-        return Diagnosis(
-            "disk", f"log.flush.interval.messages={every:g}: an fsync every {every:g} message(s){extra}{idle}"
-        )
-    if disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
-        return Diagnosis(
-            "disk",
-            f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s",
-        )
+    return None
+
+
+def _flush(row: dict[str, Any]) -> Diagnosis | None:
+    fpr = _num(row.get("log_flushes_per_request"))
+    if fpr is None or fpr < FLUSH_PER_REQUEST:
+        return None
+    ms, rps = _num(row.get("log_flush_ms")), _num(row.get("produce_requests_per_s"))
+    each = f", {ms:.2f} ms each" if ms is not None else ""
+    per_s = f" ({fpr * rps:,.0f} flushes/s)" if rps else ""
+    cause = ", ".join(f"{k}={v}" for k, v in flush_settings(row).items()) or "no flush setting read back"
+    why = f"{fpr:.2f} log flushes per produce request{per_s}{each}, measured; set by: {cause}"
+    return Diagnosis("forced_flush", why)
+
+
+def _pools(row: dict[str, Any]) -> Diagnosis | None:
+    rh, npi = _num(row.get("request_handler_idle")), _num(row.get("network_processor_idle"))
     if rh is not None and rh < IDLE_LOW:
-        return Diagnosis("request_handlers", f"request handler pool {rh:.0%} idle (num.io.threads saturated)")
-    npi = _num(row.get("network_processor_idle"))
+        q = _num(row.get("produce_queue_ms"))
+        wait = f"; a produce request waits {q:.1f} ms for one" if q is not None else ""
+        why = f"request handler pool {rh:.0%} idle over the window (num.io.threads){wait}"
+        return Diagnosis("request_handlers", why)
     if npi is not None and npi < IDLE_LOW:
         return Diagnosis("network_threads", f"network processors {npi:.0%} idle (num.network.threads saturated)")
-    cpu = _num(row.get("machine_cpu_percent"))
-    if row.get("client_bound") or (cpu is not None and cpu >= 90):
-        why = []
-        if row.get("buffer_full_events"):
-            why.append(f"producer buffer full {row['buffer_full_events']} times")
-        if cpu is not None:
-            why.append(f"load host CPU {cpu:.0f} %")
-        return Diagnosis("client", "the load generator was the limit: " + (", ".join(why) or "flagged by the run"))
+    return None
+
+
+def _clients(row: dict[str, Any]) -> Diagnosis | None:
+    """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
+    bpr, full = _num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
+    if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
+        recs, rps = _num(row.get("records_per_request")), _num(row.get("produce_requests_per_s"))
+        return Diagnosis(
+            "small_batches",
+            f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
+            f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate",
+        )
+    loop, cpu = _num(row.get("client_loop_cpu_max")), _num(row.get("machine_cpu_percent"))
+    if loop is not None and loop >= LOOP_HOT:
+        return Diagnosis("client", f"the load generator's busiest loop used {loop:.0%} of a core: add client processes")
+    if cpu is not None and cpu >= MACHINE_HOT:
+        bc = _num(row.get("broker_cpu"))
+        brokers = f"; the brokers' JVMs {bc:.0%} of it each" if bc is not None else ""
+        return Diagnosis("cpu", f"the machine's CPU at {cpu:.0f} % (clients and brokers share it){brokers}")
+    return None
+
+
+def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
+    net = (profile or {}).get("network") or {}
+    disk = (profile or {}).get("disk") or {}
+    nic, disk_mb_s = _num(net.get("nic_mb_s_measured")), _num(disk.get("write_mb_s_measured"))
+    if row.get("state") != "complete" or row.get("mb_s") is None:
+        return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
+    found = _network(row, nic) or _flush(row)
+    b_in = _num(row.get("broker_in_max_mb_s"))
+    if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
+        why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
+        found = Diagnosis("disk", why)
+    found = found or _pools(row) or _clients(row)
+    if found is not None:
+        return found
     parts = []
     if nic and b_in is not None:
         parts.append(f"links at {b_in / nic:.0%}")
+    rh = _num(row.get("request_handler_idle"))
     if rh is not None:
         parts.append(f"request handlers {rh:.0%} idle")
+    time = where_time_goes(row)
+    pushed = (
+        f"; the producer's buffer filled {row['buffer_full_events']} times: back-pressure from the cluster"
+        if row.get("buffer_full_events")
+        else ""
+    )
     return Diagnosis(
         "none",
         "no resource saturated"
         + (f" ({', '.join(parts)})" if parts else "")
-        + ": the rate is set by round trips (acks=all waits for the ISR); bigger batches or more producers help",
+        + pushed
+        + (f"; {time}" if time else ": the rate is set by round trips (acks=all waits for the ISR)"),
     )

@@ -17,6 +17,7 @@ from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.trials import best_trial, complete, defaults_trial, num
 from advisor.verdict import rule_confirmed
+from brokerconf import catalogue
 from records.analysis import rows
 
 DEFAULT_FETCHERS = 1
@@ -53,7 +54,8 @@ def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
             evidence=ev,
             trials=[best["trial_id"]] + ([dflt["trial_id"]] if dflt else []),
             expected_gain_mb_s=gain,
-            severity="high" if gain and dflt and gain > 0.2 * dflt["mb_s"] else "medium",
+            # without Kafka's defaults measured there is nothing to compare it with: information only
+            severity=("high" if gain and gain > 0.2 * dflt["mb_s"] else "medium") if dflt else "info",
         )
     ]
 
@@ -69,19 +71,17 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
     advice: str = {
         "network_in": "The network binds: more throughput needs more brokers or faster NICs (`kafkatune plan`)",
         "network_out": "Broker egress binds (replication + consumers): more brokers or faster NICs",
-        "disk": "The disk binds: faster or more log dirs, or fewer forced flushes",
+        "forced_flush": "Forced log flushes bind: remove the flush settings (RF 3 with min.insync.replicas 2 "
+        "makes data durable by replication)",
+        "disk": "The disk binds: faster or more log dirs",
         "request_handlers": "Request handler threads are saturated: raise num.io.threads",
         "network_threads": "Network threads are saturated: raise num.network.threads",
-        "client": "The load generator was the limit: add producers or client hosts before reading more into it",
+        "cpu": "The machine's CPU binds (clients and brokers share it): give the brokers their own hosts or cores",
+        "small_batches": "Small produce requests bind: raise batch.size and linger.ms (fewer, larger requests)",
+        "client": "The load generator was the limit: add producer processes or client hosts",
         "none": "No resource is saturated: raise batch.size and the producer count (fewer, larger requests)",
     }[b]
-    io = num(best["params"].get("num.io.threads"))
-    nt = num(best["params"].get("num.network.threads"))
-    action: dict[str, str] = {}
-    if b == "request_handlers" and io:
-        action["num.io.threads"] = str(int(io * 2))
-    if b == "network_threads" and nt:
-        action["num.network.threads"] = str(int(nt * 2))
+    action = binding_fix(b, best)
     return [
         Recommendation(
             "binding-resource",
@@ -92,6 +92,31 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
             severity="info" if b.startswith("network") else "medium",
         )
     ]
+
+
+def binding_fix(bound: str, t: dict[str, Any]) -> dict[str, str]:
+    """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
+    doubles, Kafka's largest legal step; a batch grows to 128 KiB and waits up to 5 ms to fill)."""
+    p = t.get("params") or {}
+    if bound in ("request_handlers", "network_threads"):
+        key = "num.io.threads" if bound == "request_handlers" else "num.network.threads"
+        cur = num(p.get(key)) or catalogue.get(key).default
+        return {key: str(int(cur) * 2)} if isinstance(cur, int | float) else {}
+    if bound == "small_batches":
+        size = max(131072, int(num(p.get("batch.size")) or 0))
+        out = {"batch.size": str(size), "linger.ms": str(max(5, int(num(p.get("linger.ms")) or 0)))}
+        memory = num(p.get("buffer.memory"))
+        if memory is not None and memory < size:  # buffer.memory ≥ batch.size (catalogue.RULES)
+            out["buffer.memory"] = str(size)
+        return out
+    if bound == "forced_flush":
+        out = {}
+        for scoped in diagnose.flush_settings(t):
+            scope, key = scoped.split(" ", 1)
+            default = catalogue.get(key).default if scope == "broker" else None
+            out[key] = "(delete the topic override)" if scope == "topic" else str(default or "(unset: Kafka's default)")
+        return out
+    return {}
 
 
 def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommendation]:
@@ -281,32 +306,30 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
 
 
 def rule_fsync(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    def every(t: dict[str, Any]) -> float | None:
-        return diagnose.flush_every(t.get("params"))
-
-    flushed = [t for t in rows(complete(trials)) if (e := every(t)) is not None and e <= diagnose.FSYNC_EVERY]
+    """Trials whose brokers flushed the log for every other produce request or more (measured: LogFlushStats
+    against the produce requests), with the settings that forced it, and the cost against trials without."""
+    done = rows(complete(trials))
+    flushed = [t for t in done if (num(t.get("log_flushes_per_request")) or 0) >= diagnose.FLUSH_PER_REQUEST]
     if not flushed:
         return []
-    unflushed = [t for t in rows(complete(trials)) if not ((e := every(t)) is not None and e <= diagnose.FSYNC_EVERY)]
+    unflushed = [t for t in done if t.get("log_flushes_per_request") is not None and t not in flushed]
     ev = [
-        f"{t['trial_id']}: log.flush.interval.messages={every(t):g}: {t['mb_s']:.2f} MB/s, "
-        f"bound: {t.get('bound_reason')}"
+        f"{t['trial_id']}: {t['log_flushes_per_request']:.2f} log flushes per produce request "
+        f"({', '.join(f'{k}={v}' for k, v in diagnose.flush_settings(t).items()) or 'no flush setting read back'}): "
+        f"{t['mb_s']:.2f} MB/s"
         for t in flushed[:4]
     ]
     gain = None
     if unflushed:
         a, b = statistics.mean(t["mb_s"] for t in flushed), statistics.mean(t["mb_s"] for t in unflushed)
-        ev.append(
-            f"mean with a flush per ≤{diagnose.FSYNC_EVERY} messages {a:.2f} MB/s vs {b:.2f} MB/s without "
-            f"({len(unflushed)} trials)"
-        )
+        ev.append(f"mean with forced flushes {a:.2f} MB/s vs {b:.2f} MB/s without ({len(unflushed)} trials)")
         gain = b - a
     return [
         Recommendation(
             "fsync-per-message",
             "A forced fsync per message costs throughput; with RF 3 and min.insync.replicas 2 durability comes "
-            "from replication: leave log.flush.interval.messages at its default",
-            action={"log.flush.interval.messages": "9223372036854775807 (default)"},
+            "from replication: leave the flush settings at their defaults",
+            action=binding_fix("forced_flush", flushed[0]),
             evidence=ev,
             trials=[t["trial_id"] for t in flushed][:6],
             expected_gain_mb_s=gain,

@@ -17,13 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# What the agent exports. Meters are read through their cumulative Count.
+# What the agent exports. Meters and timers are read through their cumulative Count (and a histogram's Mean,
+# the mean over its whole life: Count x Mean is its running sum), so every figure over a window is a
+# difference of two scrapes, never Kafka's one-minute moving average (which lags a trial of seconds).
 EXPORTER_CONFIG = """\
 includeObjectNames:
   - "kafka.server:type=BrokerTopicMetrics,name=*"
-  - "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"
+  - "kafka.server:type=ReplicaManager,name=*"
   - "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
   - "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
+  - "kafka.network:type=RequestMetrics,name=*TimeMs,request=Produce"
+  - "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs"
   - "kafka.controller:type=KafkaController,name=ActiveControllerCount"
   - "java.lang:type=OperatingSystem"
 """
@@ -36,15 +40,39 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "replication_bytes_out": ("kafka_server_BrokerTopicMetrics_Count", "ReplicationBytesOutPerSec"),
     "messages_in": ("kafka_server_BrokerTopicMetrics_Count", "MessagesInPerSec"),
     "under_replicated": ("kafka_server_ReplicaManager_Value", "UnderReplicatedPartitions"),
-    "request_handler_idle": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate", "RequestHandlerAvgIdlePercent"),
+    "isr_shrinks": ("kafka_server_ReplicaManager_Count", "IsrShrinksPerSec"),
+    "isr_expands": ("kafka_server_ReplicaManager_Count", "IsrExpandsPerSec"),
+    # each handler thread marks its idle nanoseconds / the pool's size: d(Count)/dt/1e9 = the pool's idle fraction
+    "request_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "RequestHandlerAvgIdlePercent"),
+    "request_handler_idle_1m": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate", "RequestHandlerAvgIdlePercent"),
     "network_processor_idle": ("kafka_network_SocketServer_Value", "NetworkProcessorAvgIdlePercent"),
+    "log_flushes": ("kafka_log_LogFlushStats_Count", "LogFlushRateAndTimeMs"),
     "active_controller": ("kafka_controller_KafkaController_Value", "ActiveControllerCount"),
     "process_cpu_load": ("java_lang_OperatingSystem_ProcessCpuLoad", None),
 }
-COUNTERS = ("bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in")
+# A produce request's time, split as Kafka's RequestMetrics split it (request="Produce"): queued for a handler,
+# on the leader (append, flush), waiting for the followers (acks=all), queued for and sending the response.
+PRODUCE_TIMES: Mapping[str, str] = {
+    "produce_queue_ms": "RequestQueueTimeMs",
+    "produce_local_ms": "LocalTimeMs",
+    "produce_remote_ms": "RemoteTimeMs",
+    "produce_response_queue_ms": "ResponseQueueTimeMs",
+    "produce_response_send_ms": "ResponseSendTimeMs",
+    "produce_total_ms": "TotalTimeMs",
+}
+# Histograms and timers whose running sum (Count x Mean) we keep: short name -> (family prefix, name label).
+SUMS: Mapping[str, tuple[str, str]] = {
+    **{k: ("kafka_network_RequestMetrics", n) for k, n in PRODUCE_TIMES.items()},
+    "log_flush_ms": ("kafka_log_LogFlushStats", "LogFlushRateAndTimeMs"),
+}
+COUNTERS = (
+    "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
+    "isr_expands", "request_handler_idle_ns", "log_flushes", "produce_requests", *SUMS,
+)  # fmt: skip
 
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
 _NAME_LABEL = re.compile(r'(?:^|,)name="([^"]*)"')
+_REQUEST_LABEL = re.compile(r'(?:^|,)request="([^"]*)"')
 
 
 def write_exporter_config(path: Path) -> None:
@@ -54,7 +82,10 @@ def write_exporter_config(path: Path) -> None:
 def parse(text: str) -> dict[str, float]:
     """Pick our series out of a Prometheus text page (metrics absent from the page are left out)."""
     wanted: dict[tuple[str, str | None], str] = {v: k for k, v in SERIES.items()}
+    sums = {(fam, nm): k for k, (fam, nm) in SUMS.items()}
     out: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    means: dict[str, float] = {}
     for line in text.splitlines():
         if not line or line[0] == "#":
             continue
@@ -62,10 +93,25 @@ def parse(text: str) -> dict[str, float]:
         if not m:
             continue
         fam, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        if "topic=" in labels:
+            continue
         nm = _NAME_LABEL.search(labels)
-        key = wanted.get((fam, nm.group(1) if nm else None))
-        if key is not None and ("topic=" not in labels):
+        name = nm.group(1) if nm else None
+        req = _REQUEST_LABEL.search(labels)
+        if req is not None and req.group(1) != "Produce":
+            continue
+        key = wanted.get((fam, name))
+        if key is not None:
             out[key] = float(value)
+        prefix, _, attr = fam.rpartition("_")
+        skey = sums.get((prefix, name or ""))
+        if skey is not None and attr in ("Count", "Mean"):
+            (counts if attr == "Count" else means)[skey] = float(value)
+    for k, n in counts.items():
+        if k in means:
+            out[k] = n * means[k]
+    if "produce_total_ms" in counts:
+        out["produce_requests"] = counts["produce_total_ms"]
     return out
 
 
@@ -138,5 +184,9 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
             for k, v in cur.values.items():
                 if k not in COUNTERS:
                     row[k] = v
+            idle = row.pop("request_handler_idle_ns_per_s", None)
+            one_min = row.pop("request_handler_idle_1m", None)
+            # a handler marks its idle time when it wakes, so a second can carry some of the one before: ≤ 1
+            row["request_handler_idle"] = min(1.0, idle / 1e9) if idle is not None else one_min
             rows.append(row)
     return rows

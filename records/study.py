@@ -179,6 +179,7 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
     config.setdefault("acks", str((res.get("producerConfig") or {}).get("acks", "all")))
     rates = summ.get("broker_rates") or {}
     client = summ.get("client") or {}
+    loops = client.get("loop_cpu_util") or {}
     row: dict[str, Any] = {
         "trial_id": d.name,
         "stage": str(tj.get("stage") or study.kind),
@@ -202,6 +203,9 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "client_bound": bool(measured.get("client_bound", summ.get("client_bound", False))),
         "buffer_full_events": int(client.get("buffer_full_events") or 0),
         "machine_cpu_percent": client.get("machine_cpu_percent"),
+        # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
+        "client_loop_cpu_max": max((u for us in loops.values() for u in us), default=None),
+        "topic_config": {k: str(v) for k, v in (res.get("topicConfig") or {}).items()},
         "warnings": list(summ.get("warnings") or measured.get("warnings") or []),
         "record_produce_mb_s": rates.get("produce_mb_s"),
     }

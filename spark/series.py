@@ -9,10 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from cluster.metrics import PRODUCE_TIMES
 from records import run as runs
 from records.study import Study
 
 MB = 1e6
+# Cluster-wide per-second counter rates whose window totals the diagnosis reads (cluster.metrics): summed over
+# brokers each second, then over the measure seconds, and divided by each other in `evidence`.
+EVIDENCE = (
+    "messages_in_per_s", "produce_requests_per_s", "log_flushes_per_s", "log_flush_ms_per_s", "isr_shrinks_per_s",
+    "isr_expands_per_s", *(f"{k}_per_s" for k in PRODUCE_TIMES),
+)  # fmt: skip
 
 
 def _trial_id_col() -> Any:
@@ -63,6 +70,7 @@ def per_second(spark: Any, study: Study) -> Any:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.max("under_replicated").alias("under_replicated"),
             F.avg("process_cpu_load").alias("broker_cpu"),
+            *[F.sum(c).alias(c) for c in EVIDENCE if c in b.columns],
         )
         if out is None:
             out = bs.withColumnRenamed("broker_phase", "phase")
@@ -104,6 +112,35 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.sum(F.when(F.col("under_replicated") > 0, 1).otherwise(0)).alias("under_replicated_seconds"),
             F.avg("broker_cpu").alias("broker_cpu"),
+            *[F.sum(c).alias(f"sum_{c}") for c in EVIDENCE if c in cols],
         ]
     rows = series.filter(F.col("phase") == "measure").groupBy("trial_id").agg(*aggs).collect()
     return {r["trial_id"]: r.asDict() for r in rows}
+
+
+def evidence(a: dict[str, Any]) -> dict[str, float | None]:
+    """What the brokers' counters say over a trial's measure window (`a`: per_trial_measure's row): produce
+    requests per second, records and bytes per request, the produce request's time split (ms per request,
+    PRODUCE_TIMES), log flushes per produce request and their mean time, ISR shrinks and expands."""
+
+    def total(c: str) -> float | None:
+        v = a.get(f"sum_{c}")
+        return float(v) if v is not None else None
+
+    def per(x: float | None, y: float | None) -> float | None:
+        return x / y if x is not None and y else None
+
+    req, secs = total("produce_requests_per_s"), a.get("measure_seconds")
+    flushes = total("log_flushes_per_s")
+    produced = a.get("produce_mb_s")
+    out: dict[str, float | None] = {
+        "produce_requests_per_s": per(req, secs),
+        "records_per_request": per(total("messages_in_per_s"), req),
+        "bytes_per_request": per(produced * MB * secs, req) if produced is not None and secs else None,
+        "log_flushes_per_request": per(flushes, req),
+        "log_flush_ms": per(total("log_flush_ms_per_s"), flushes),
+        "isr_shrinks": total("isr_shrinks_per_s"),
+        "isr_expands": total("isr_expands_per_s"),
+    }
+    out.update({k: per(total(f"{k}_per_s"), req) for k in PRODUCE_TIMES})
+    return out

@@ -11,6 +11,7 @@ from typing import Any
 
 from records.analysis import TRIAL_FIELDS
 from records.study import Study
+from spark.series import evidence
 
 OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the study's objective (records.study)
     "sustainable_mb_s": ("mb_s", True),
@@ -39,6 +40,7 @@ def trial_table(
         row: dict[str, Any] = {k: None for k, _ in TRIAL_FIELDS}
         row.update({k: v for k, v in m.items() if k in row})
         row.update({k: v for k, v in a.items() if k in row})
+        row.update(evidence(a))
         row["params"] = {**m["broker"], **m["config"]}
         w = m["windows_mb_s"]
         row["window_cv"] = statistics.stdev(w) / statistics.mean(w) if len(w) > 1 and statistics.mean(w) else None

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from advisor import diagnose
 from advisor.analysis import analyze
 from advisor.plan import plan
 from advisor.rules import recommend
@@ -58,15 +59,7 @@ def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> Non
         assert t["produce_mb_s"] == pytest.approx(res["summary"]["broker_rates"]["produce_mb_s"], rel=0.05)
         # RF 3: every produced byte is fetched by two followers
         assert t["replication_ratio"] == pytest.approx(2.0, rel=0.1)
-        assert t["bound"] in {
-            "network_in",
-            "network_out",
-            "disk",
-            "request_handlers",
-            "network_threads",
-            "client",
-            "none",
-        }
+        assert t["bound"] in diagnose.BOUNDS
         assert t["bound_reason"]
         assert t["measure_seconds"] and t["second_cv"] is not None
         assert t["e2e_p99_ms"] and t["publish_p99_ms"]

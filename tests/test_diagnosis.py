@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from advisor.analysis import analyze
 from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
+from cluster import metrics
 from records.analysis import load_table, rows
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
@@ -31,38 +33,115 @@ def configs(healthy: TestbedState, testbed: Testbed) -> Iterator[tuple[BrokerCon
         assert after["brokers"] == snap["brokers"]
 
 
-def test_fsync_per_message_is_diagnosed_as_disk_bound(
-    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, spark: Any, tmp_path: Path, unique: str
-) -> None:
-    bc, snap = configs
-    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
+def _planted(
+    testbed: Testbed, spark: Any, tmp_path: Path, name: str, **workload: Any
+) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """A short max-rate bench with `workload` (write_workload's fields), analysed: its trials row, the
+    recommendations over it, and its record."""
     wl = write_workload(
-        tmp_path / "w.yaml",
-        name=f"fsync-{unique}",
-        partitionsPerTopic=3,
-        warmupDurationMinutes=0.05,
-        testDurationMinutes=0.15,
-        producerConfig={"acks": "all", "linger.ms": 5},
+        tmp_path / "w.yaml", name=name, warmupDurationMinutes=0.05, testDurationMinutes=0.15, **workload
     )
     out = tmp_path / "run"
     proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    res = json.loads((out / "result.json").read_text())
-    # the record says what the brokers ran with
-    assert {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()} == {
-        "1": "1",
-        "2": "1",
-        "3": "1",
-    }
     analyze(out, spark)
     (t,) = rows(load_table(out / "analysis", "trials"))
-    assert t["bound"] == "disk", t["bound_reason"]
-    assert "log.flush.interval.messages=1" in t["bound_reason"]
     recs = recommend(
         load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
     )
-    fs = next(r for r in recs if r.rule == "fsync-per-message")
-    assert fs.severity == "high" and out.name in fs.trials
+    print(f"{name}: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
+    print("  top recommendation:", recs[0].rule, recs[0].action, recs[0].evidence[:1])
+    return t, recs, json.loads((out / "result.json").read_text())
+
+
+def test_broker_level_fsync_per_message_is_diagnosed_as_forced_flush(
+    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    bc, snap = configs
+    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
+    t, recs, res = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"fsync-{unique}",
+        partitionsPerTopic=3,
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
+    # the record says what the brokers ran with
+    ran = {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()}
+    assert ran == {"1": "1", "2": "1", "3": "1"}
+    # measured, not read from the config: the brokers flushed for (nearly) every produce request
+    assert t["bound"] == "forced_flush", t["bound_reason"]
+    assert t["log_flushes_per_request"] >= 0.5 and t["log_flush_ms"] is not None
+    assert "broker log.flush.interval.messages=1" in t["bound_reason"]
+    assert recs[0].rule == "fsync-per-message" and recs[0].severity == "high"
+    assert recs[0].action == {"log.flush.interval.messages": "9223372036854775807"}
+
+
+def test_topic_level_flush_messages_is_diagnosed_as_forced_flush(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    t, recs, _ = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"tflush-{unique}",
+        partitionsPerTopic=3,
+        topicConfig={"flush.messages": "1"},
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
+    assert t["bound"] == "forced_flush", t["bound_reason"]
+    assert "topic flush.messages=1" in t["bound_reason"] and t["log_flushes_per_request"] >= 0.5
+    assert recs[0].rule == "fsync-per-message" and recs[0].action == {"flush.messages": "(delete the topic override)"}
+
+
+def test_small_batches_are_diagnosed_as_small_batches_not_client(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """batch.size 1 KiB and linger.ms 0: one 1 KB record per batch. The producer's buffer fills at the maximum
+    rate, which is the cluster's back-pressure, not a client limit."""
+    t, recs, _ = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"small-{unique}",
+        partitionsPerTopic=6,
+        producerConfig={"acks": "all", "batch.size": 1024, "linger.ms": 0},
+    )
+    assert t["bound"] == "small_batches", t["bound_reason"]
+    assert t["bytes_per_request"] < 16384 and t["buffer_full_events"] > 0
+    assert not t["client_bound"]
+    assert recs[0].rule == "binding-resource", [r.rule for r in recs]
+    assert recs[0].action["batch.size"] == "131072" and recs[0].action["linger.ms"] == "5"
+
+
+def test_brokers_report_counter_based_idle_and_the_produce_time_split(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
+) -> None:
+    """The exporter publishes what the diagnosis reads; a run's broker rows carry it per second."""
+    page = metrics.scrape(healthy.nodes[0].metrics_url)
+    for key in ("request_handler_idle_ns", "produce_total_ms", "produce_remote_ms", "produce_requests", "isr_shrinks"):
+        assert key in page, (key, sorted(page))
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name=f"split-{unique}",
+        partitionsPerTopic=3,
+        warmupDurationMinutes=0.05,
+        testDurationMinutes=0.1,
+        producerConfig={"acks": "all"},
+    )
+    out = tmp_path / "run"
+    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    b = pq.read_table(out / "broker_metrics.parquet").to_pylist()
+    meas = [r for r in b if r["phase"] == "measure" and r.get("produce_requests_per_s")]
+    idle = [r["request_handler_idle"] for r in meas]
+    assert meas and all(0 <= x <= 1 for x in idle) and sum(idle) / len(idle) < 1, idle
+    req = sum(r["produce_requests_per_s"] for r in meas)
+    parts = sum(r[f"{k}_per_s"] for r in meas for k in metrics.PRODUCE_TIMES if k != "produce_total_ms")
+    total = sum(r["produce_total_ms_per_s"] for r in meas)
+    # the parts add up to the total (ThrottleTimeMs, not read, is 0 without quotas)
+    assert parts == pytest.approx(total, rel=0.1) and total / req > 0
 
 
 def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:

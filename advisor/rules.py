@@ -35,9 +35,11 @@ def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     best, dflt = best_trial(trials), defaults_trial(trials)
     if not best:
         return []
-    changed = {}
     if dflt:
         changed = {k: v for k, v in best["params"].items() if dflt["params"].get(k) != v}
+    else:  # no defaults trial: what it set against Kafka's defaults (client settings of the workload included)
+        known = catalogue.defaults()
+        changed = {k: v for k, v in best["params"].items() if k in known and str(known[k]) != str(v)}
     ev = [
         f"{best['trial_id']}: {fmt(best['mb_s'])}"
         + (f" ({best['fraction_of_ceiling']:.0%} of the ceiling)" if best.get("fraction_of_ceiling") else "")

@@ -27,6 +27,7 @@ includeObjectNames:
   - "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
   - "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
   - "kafka.network:type=RequestMetrics,name=*TimeMs,request=Produce"
+  - "kafka.network:type=RequestMetrics,name=*TimeMs,request=FetchFollower"
   - "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs"
   - "kafka.controller:type=KafkaController,name=ActiveControllerCount"
   - "java.lang:type=OperatingSystem"
@@ -42,7 +43,9 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "under_replicated": ("kafka_server_ReplicaManager_Value", "UnderReplicatedPartitions"),
     "isr_shrinks": ("kafka_server_ReplicaManager_Count", "IsrShrinksPerSec"),
     "isr_expands": ("kafka_server_ReplicaManager_Count", "IsrExpandsPerSec"),
-    # each handler thread marks its idle nanoseconds / the pool's size: d(Count)/dt/1e9 = the pool's idle fraction
+    # each handler thread marks its idle nanoseconds / the node's handler threads: d(Count)/dt/1e9 = their idle
+    # fraction. On a combined broker+controller node (the testbed's) the controller's pool shares the meter, so
+    # with num.io.threads=1 the node still reads 88 % idle (1 broker thread + 8 controller threads, measured)
     "request_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "RequestHandlerAvgIdlePercent"),
     "request_handler_idle_1m": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate", "RequestHandlerAvgIdlePercent"),
     "network_processor_idle": ("kafka_network_SocketServer_Value", "NetworkProcessorAvgIdlePercent"),
@@ -60,14 +63,20 @@ PRODUCE_TIMES: Mapping[str, str] = {
     "produce_response_send_ms": "ResponseSendTimeMs",
     "produce_total_ms": "TotalTimeMs",
 }
-# Histograms and timers whose running sum (Count x Mean) we keep: short name -> (family prefix, name label).
-SUMS: Mapping[str, tuple[str, str]] = {
-    **{k: ("kafka_network_RequestMetrics", n) for k, n in PRODUCE_TIMES.items()},
-    "log_flush_ms": ("kafka_log_LogFlushStats", "LogFlushRateAndTimeMs"),
+# The followers' fetches are served by the same request handlers: their queue time is the handlers' backlog too.
+FOLLOWER_TIMES: Mapping[str, str] = {
+    "follower_fetch_queue_ms": "RequestQueueTimeMs",
+    "follower_fetch_total_ms": "TotalTimeMs",
+}
+# Histograms and timers whose running sum (Count x Mean) we keep: short name -> (family prefix, name label, request).
+SUMS: Mapping[str, tuple[str, str, str]] = {
+    **{k: ("kafka_network_RequestMetrics", n, "Produce") for k, n in PRODUCE_TIMES.items()},
+    **{k: ("kafka_network_RequestMetrics", n, "FetchFollower") for k, n in FOLLOWER_TIMES.items()},
+    "log_flush_ms": ("kafka_log_LogFlushStats", "LogFlushRateAndTimeMs", ""),
 }
 COUNTERS = (
     "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
-    "isr_expands", "request_handler_idle_ns", "log_flushes", "produce_requests", *SUMS,
+    "isr_expands", "request_handler_idle_ns", "log_flushes", "produce_requests", "follower_fetches", *SUMS,
 )  # fmt: skip
 
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
@@ -82,7 +91,7 @@ def write_exporter_config(path: Path) -> None:
 def parse(text: str) -> dict[str, float]:
     """Pick our series out of a Prometheus text page (metrics absent from the page are left out)."""
     wanted: dict[tuple[str, str | None], str] = {v: k for k, v in SERIES.items()}
-    sums = {(fam, nm): k for k, (fam, nm) in SUMS.items()}
+    sums = {v: k for k, v in SUMS.items()}
     out: dict[str, float] = {}
     counts: dict[str, float] = {}
     means: dict[str, float] = {}
@@ -98,13 +107,12 @@ def parse(text: str) -> dict[str, float]:
         nm = _NAME_LABEL.search(labels)
         name = nm.group(1) if nm else None
         req = _REQUEST_LABEL.search(labels)
-        if req is not None and req.group(1) != "Produce":
-            continue
+        request = req.group(1) if req else ""
         key = wanted.get((fam, name))
-        if key is not None:
+        if key is not None and not request:
             out[key] = float(value)
         prefix, _, attr = fam.rpartition("_")
-        skey = sums.get((prefix, name or ""))
+        skey = sums.get((prefix, name or "", request))
         if skey is not None and attr in ("Count", "Mean"):
             (counts if attr == "Count" else means)[skey] = float(value)
     for k, n in counts.items():
@@ -112,6 +120,8 @@ def parse(text: str) -> dict[str, float]:
             out[k] = n * means[k]
     if "produce_total_ms" in counts:
         out["produce_requests"] = counts["produce_total_ms"]
+    if "follower_fetch_total_ms" in counts:
+        out["follower_fetches"] = counts["follower_fetch_total_ms"]
     return out
 
 

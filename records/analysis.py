@@ -78,6 +78,9 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("produce_response_queue_ms", "double"),
     ("produce_response_send_ms", "double"),
     ("produce_total_ms", "double"),
+    # a follower's fetch: queued for a request handler, and in all (ms per fetch; cluster.metrics.FOLLOWER_TIMES)
+    ("follower_fetch_queue_ms", "double"),
+    ("follower_fetch_total_ms", "double"),
     ("client_loop_cpu_max", "double"),
     ("topic_config", "map<string,string>"),
     ("measure_seconds", "long"),

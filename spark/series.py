@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cluster.metrics import PRODUCE_TIMES
+from cluster.metrics import FOLLOWER_TIMES, PRODUCE_TIMES
 from records import run as runs
 from records.study import Study
 
@@ -18,7 +18,7 @@ MB = 1e6
 # brokers each second, then over the measure seconds, and divided by each other in `evidence`.
 EVIDENCE = (
     "messages_in_per_s", "produce_requests_per_s", "log_flushes_per_s", "log_flush_ms_per_s", "isr_shrinks_per_s",
-    "isr_expands_per_s", *(f"{k}_per_s" for k in PRODUCE_TIMES),
+    "isr_expands_per_s", "follower_fetches_per_s", *(f"{k}_per_s" for k in (*PRODUCE_TIMES, *FOLLOWER_TIMES)),
 )  # fmt: skip
 
 
@@ -143,4 +143,5 @@ def evidence(a: dict[str, Any]) -> dict[str, float | None]:
         "isr_expands": total("isr_expands_per_s"),
     }
     out.update({k: per(total(f"{k}_per_s"), req) for k in PRODUCE_TIMES})
+    out.update({k: per(total(f"{k}_per_s"), total("follower_fetches_per_s")) for k in FOLLOWER_TIMES})
     return out

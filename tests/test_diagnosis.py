@@ -112,6 +112,10 @@ def test_small_batches_are_diagnosed_as_small_batches_not_client(
     assert t["bytes_per_request"] < 16384 and t["buffer_full_events"] > 0
     assert not t["client_bound"]
     assert recs[0].rule == "binding-resource", [r.rule for r in recs]
+    # the workload's producer settings are keys of the configuration: both differ from Kafka's defaults
+    best = next(r for r in recs if r.rule == "best-config")
+    assert {"batch.size": "1024", "linger.ms": "0"}.items() <= best.action.items(), best.action
+    assert best.severity == "info"  # no defaults trial measured beside it
     assert recs[0].action["batch.size"] == "131072" and recs[0].action["linger.ms"] == "5"
 
 
@@ -120,7 +124,9 @@ def test_brokers_report_counter_based_idle_and_the_produce_time_split(
 ) -> None:
     """The exporter publishes what the diagnosis reads; a run's broker rows carry it per second."""
     page = metrics.scrape(healthy.nodes[0].metrics_url)
-    for key in ("request_handler_idle_ns", "produce_total_ms", "produce_remote_ms", "produce_requests", "isr_shrinks"):
+    keys = ("request_handler_idle_ns", "produce_total_ms", "produce_remote_ms", "produce_requests", "isr_shrinks",
+            "follower_fetch_queue_ms", "follower_fetches", "log_flushes")  # fmt: skip
+    for key in keys:
         assert key in page, (key, sorted(page))
     wl = write_workload(
         tmp_path / "w.yaml",

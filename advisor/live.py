@@ -14,12 +14,13 @@ import pandas as pd
 
 from advisor import diagnose
 from advisor.recommendation import Recommendation
-from advisor.rules import fmt, rule_replica_fetchers
+from advisor.rules import binding_fix, fmt, rule_replica_fetchers
 from advisor.trials import num
 from brokerconf.apply import BrokerConfigs
 from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
+from spark.series import EVIDENCE, evidence
 
 Progress = Callable[[str], None]
 
@@ -74,13 +75,18 @@ def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> li
         f"request handlers {fmt((row.get('request_handler_idle') or 0) * 100, ' %')} idle, "
         f"network processors {fmt((row.get('network_processor_idle') or 0) * 100, ' %')} idle"
     ]
-    if d.bound in ("request_handlers", "network_threads", "disk", "network_in", "network_out"):
+    if time_spent := diagnose.where_time_goes(row):
+        ev.append(time_spent)
+    if d.bound in ("request_handlers", "network_threads", "disk", "network_in", "network_out", "forced_flush"):
         key = {"request_handlers": "num.io.threads", "network_threads": "num.network.threads"}.get(d.bound)
+        action = {key: "×2 (a dynamic config; change in ×2 steps)"} if key else {}
+        if d.bound == "forced_flush":
+            action = binding_fix("forced_flush", row) or {"flush.messages": "delete the topics' overrides"}
         recs.append(
             Recommendation(
                 "live-binding",
                 f"Now bound by {d.bound}: {d.reason}",
-                action={key: "×2 (a dynamic config; change in ×2 steps)"} if key else {},
+                action=action,
                 evidence=ev,
                 severity="high",
             )
@@ -121,9 +127,13 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
         return max((r.get(a, 0) + r.get(b, 0)) / 1e6 for r in s)
 
     per_s = list(by_t.values())
+    totals = {f"sum_{c}": sum(r.get(c, 0.0) for r in rows) for c in EVIDENCE if any(c in r for r in rows)}
+    produce = avg([sum(r.get("bytes_in_per_s", 0) for r in s) / 1e6 for s in per_s])
     return {
+        # the brokers' counters over the sample, as spark.series.evidence reads a trial's window
+        **evidence({**totals, "measure_seconds": len(per_s), "produce_mb_s": produce}),
         "seconds": len(per_s),
-        "produce_mb_s": avg([sum(r.get("bytes_in_per_s", 0) for r in s) / 1e6 for s in per_s]),
+        "produce_mb_s": produce,
         "broker_in_max_mb_s": avg([busiest(s, "bytes_in_per_s", "replication_bytes_in_per_s") for s in per_s]),
         "broker_out_max_mb_s": avg([busiest(s, "bytes_out_per_s", "replication_bytes_out_per_s") for s in per_s]),
         "request_handler_idle": avg([r["request_handler_idle"] for r in rows if "request_handler_idle" in r]),
@@ -141,7 +151,8 @@ def advise(
         bc = BrokerConfigs.connect(bootstrap, progress=progress)
     except Exception as e:
         raise EnvironmentProblem(f"--bootstrap {bootstrap} is not reachable: {e}") from None
-    recs = live_config_rules(bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS]), len(bc.broker_ids))
+    configs = bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+    recs = live_config_rules(configs, len(bc.broker_ids))
     urls: dict[int, str] = {}
     profile = None
     if metrics_urls:
@@ -150,7 +161,8 @@ def advise(
         urls, profile = dict(tb.metrics_urls), tb.profile
     if urls:
         progress(f"sampling broker metrics for {seconds:g} s …")
-        recs += live_metric_rules(sample(urls, seconds), profile)
+        broker = next(iter(configs.values()), {})  # what forced flushes name as their cause
+        recs += live_metric_rules({**sample(urls, seconds), "broker": broker}, profile)
     else:
         progress("no metrics endpoints (--metrics-url): advice from configs only")
     return recs

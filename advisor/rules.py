@@ -81,7 +81,7 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         "cpu": "The machine's CPU binds (clients and brokers share it): give the brokers their own hosts or cores",
         "small_batches": "Small produce requests bind: raise batch.size and linger.ms (fewer, larger requests)",
         "client": "The load generator was the limit: add producer processes or client hosts",
-        "none": "No resource is saturated: raise batch.size and the producer count (fewer, larger requests)",
+        "none": _round_trips(study),
     }[b]
     action = binding_fix(b, best)
     return [
@@ -94,6 +94,18 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
             severity="info" if b.startswith("network") else "medium",
         )
     ]
+
+
+def _round_trips(study: dict[str, Any]) -> str:
+    """The advice when nothing saturates, leaving out the levers the study's ablations found without effect."""
+    without = {e["key"] for e in (study.get("sweep") or {}).get("no_measurable_effect") or []}
+    levers = [k for k in ("batch.size", "linger.ms") if k not in without]
+    return (
+        "No resource is saturated: the rate is set by round trips (acks=all waits for the followers): more "
+        "partitions and producers keep more requests in flight"
+        + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
+        + (f" ({', '.join(sorted(without))}: measured without effect here)" if without else "")
+    )
 
 
 def binding_fix(bound: str, t: dict[str, Any]) -> dict[str, str]:

@@ -19,7 +19,7 @@ import pytest
 from advisor import diagnose
 from advisor.analysis import analyze
 from advisor.plan import plan
-from advisor.rules import recommend
+from advisor.rules import _round_trips, recommend
 from core.errors import UserError
 from records import synthetic
 from records.analysis import load_table, rows
@@ -308,3 +308,10 @@ def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Pat
     # per broker NIC from the study's measured profile; the planned cluster carries 100 MB/s
     assert p["ceiling_mb_s"] * p["efficiency"] * p["headroom"] >= 100
     assert p["ceiling_mb_s"] == pytest.approx(prof["network"]["nic_mb_s_measured"] * p["brokers"] / 3, rel=1e-3)
+
+
+def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() -> None:
+    assert "a larger batch.size and linger.ms" in _round_trips({})
+    got = _round_trips({"sweep": {"no_measurable_effect": [{"key": "batch.size"}]}})
+    assert "a larger linger.ms" in got and "batch.size: measured without effect here" in got
+    assert "a larger batch.size" not in got

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from cluster import metrics
 from records.analysis import load_table, rows
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, write_workload
+from tests.helpers import kafkatune, kafkatune_popen, write_workload
 
 
 @pytest.fixture()
@@ -172,3 +173,24 @@ def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
     assert flag["action"] == {"num.replica.fetchers": "4"}
     assert set(flag["trials"]) == {"broker 1", "broker 2", "broker 3"}
     assert "multiple of the broker count 3" in flag["evidence"][0]
+
+
+def test_advise_on_the_live_testbed_names_forced_flushes_under_load(
+    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, healthy: TestbedState, tmp_path: Path,
+    unique: str,
+) -> None:  # fmt: skip
+    """`advise --bootstrap` samples the testbed's exporters (found from its state, no --metrics-url) while a
+    bench runs, and names the flushes it measures, with the broker setting that forces them."""
+    bc, snap = configs
+    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
+    wl = write_workload(tmp_path / "w.yaml", name=f"live-{unique}", partitionsPerTopic=3, warmupDurationMinutes=0.05,
+                        testDurationMinutes=0.4, producerConfig={"acks": "all", "linger.ms": 5})  # fmt: skip
+    load = kafkatune_popen("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(tmp_path / "run"))
+    try:
+        time.sleep(12)  # the topic, the workers and the warm-up
+        recs = _advise_live(testbed, healthy.bootstrap_servers)
+    finally:
+        assert load.wait(timeout=300) == 0
+    live = next(r for r in recs if r["rule"] == "live-binding")
+    assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live
+    assert live["action"] == {"log.flush.interval.messages": "9223372036854775807"}

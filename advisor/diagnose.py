@@ -22,8 +22,11 @@ SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
 MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
 
-BOUNDS = ("network_in", "network_out", "forced_flush", "disk", "request_handlers", "network_threads", "cpu",
-          "small_batches", "client", "none")  # fmt: skip
+CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers had acknowledged: the backlog grows
+LEADER_HEAVY = 1.5  # the busiest broker takes ≥ 1.5× its fair 1/N of the produce bytes: leaders are not spread
+
+BOUNDS = ("network_in", "network_out", "forced_flush", "disk", "request_handlers", "network_threads", "replication",
+          "partitions", "consumer", "cpu", "small_batches", "client", "none")  # fmt: skip
 
 # What each part of a produce request's time means (cluster.metrics.PRODUCE_TIMES), and what moves it.
 TIME_PARTS = {
@@ -120,6 +123,42 @@ def _pools(row: dict[str, Any]) -> Diagnosis | None:
     return None
 
 
+def _replication(row: dict[str, Any]) -> Diagnosis | None:
+    """Followers that fell out of the ISR or left partitions under-replicated during the window (measured)."""
+    shrinks, ur = _num(row.get("isr_shrinks")) or 0, _num(row.get("under_replicated_seconds")) or 0
+    if not shrinks and not ur:
+        return None
+    ratio = _num(row.get("replication_ratio"))
+    rep = f"; followers copied {ratio:.2f}× the produced bytes" if ratio is not None else ""
+    return Diagnosis(
+        "replication", f"the ISR shrank {shrinks:.0f} times and partitions were under-replicated for {ur:.0f} s{rep}"
+    )
+
+
+def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
+    """Consumers behind the producers (the backlog grew over the window), or a cluster whose partitions do not
+    give every consumer, or every broker, a share of the work."""
+    pub, con = _num(row.get("publish_mb_s")), _num(row.get("client_consume_mb_s"))
+    idle = int(_num(row.get("consumers_idle")) or 0)
+    p = row.get("params") or {}
+    parts, cons = _num(p.get("partitions")), _num(p.get("consumers"))
+    behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
+    lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
+    if idle and cons:
+        why = f"{idle} of {cons:.0f} consumers received nothing: {parts or 1:.0f} partition(s) for {cons:.0f} consumers"
+        return Diagnosis("partitions", why + (f"; {lag}" if lag else ""))
+    share = _num(row.get("leader_share"))
+    if share is not None and parts is not None and parts < brokers and share >= LEADER_HEAVY / brokers:
+        why = (f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
+               f"bytes (a fair share is {1 / brokers:.0%}); the others only follow")  # fmt: skip
+        return Diagnosis("partitions", why)
+    if behind:
+        loop = _num(row.get("consumer_loop_cpu_max"))
+        cpu = f"; their busiest loop used {loop:.0%} of a core" if loop is not None else ""
+        return Diagnosis("consumer", lag + cpu)
+    return None
+
+
 def _clients(row: dict[str, Any]) -> Diagnosis | None:
     """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
     bpr, full = _num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
@@ -151,7 +190,8 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
         found = Diagnosis("disk", why)
-    found = found or _pools(row) or _clients(row)
+    brokers = len((profile or {}).get("brokers") or []) or 3
+    found = found or _pools(row) or _replication(row) or _consumers(row, brokers) or _clients(row)
     if found is not None:
         return found
     parts = []

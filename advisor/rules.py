@@ -80,10 +80,13 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         "network_threads": "Network threads are saturated: raise num.network.threads",
         "cpu": "The machine's CPU binds (clients and brokers share it): give the brokers their own hosts or cores",
         "small_batches": "Small produce requests bind: raise batch.size and linger.ms (fewer, larger requests)",
+        "replication": "Followers fall out of the ISR: more replica fetchers and larger replica fetches",
+        "partitions": "Too few partitions for the clients and brokers: more partitions (a multiple of the brokers)",
+        "consumer": "The consumers fall behind: more consumers (and partitions for them)",
         "client": "The load generator was the limit: add producer processes or client hosts",
         "none": _round_trips(study),
     }[b]
-    action = binding_fix(b, best)
+    action = binding_fix(b, best, int(study.get("brokers") or 3))
     return [
         Recommendation(
             "binding-resource",
@@ -108,10 +111,18 @@ def _round_trips(study: dict[str, Any]) -> str:
     )
 
 
-def binding_fix(bound: str, t: dict[str, Any]) -> dict[str, str]:
+def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
     """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
     doubles, Kafka's largest legal step; a batch grows to 128 KiB and waits up to 5 ms to fill)."""
     p = t.get("params") or {}
+    if bound == "replication":
+        return replication_fix(p, brokers)
+    if bound in ("partitions", "consumer"):
+        return consumer_fix(bound, p, brokers)
+    if bound == "client":
+        hot_consumer = (num(t.get("consumer_loop_cpu_max")) or 0) >= diagnose.LOOP_HOT
+        key = "consumers" if hot_consumer else "producers"
+        return {key: str(2 * int(num(p.get(key)) or 1))}
     if bound in ("request_handlers", "network_threads"):
         key = "num.io.threads" if bound == "request_handlers" else "num.network.threads"
         cur = num(p.get(key)) or catalogue.get(key).default
@@ -131,6 +142,51 @@ def binding_fix(bound: str, t: dict[str, Any]) -> dict[str, str]:
             out[key] = "(delete the topic override)" if scope == "topic" else str(default or "(unset: Kafka's default)")
         return out
     return {}
+
+
+def _fetchers_above(cur: int, brokers: int) -> int:
+    """The next fetcher count above `cur` that is not a multiple of the broker count (docs/reference.md §1)."""
+    nxt = cur + 1
+    while brokers > 1 and nxt % brokers == 0:
+        nxt += 1
+    return nxt
+
+
+def replication_fix(p: dict[str, Any], brokers: int) -> dict[str, str]:
+    """More fetcher threads than now (never fewer, never a multiple of the brokers), and replica fetches of at
+    least two producer batches, with the response limit raised when the fetch would no longer fit in it
+    (catalogue.RULES: replica.fetch.response.max.bytes ≥ replica.fetch.max.bytes)."""
+
+    def cur(key: str) -> int:
+        d = catalogue.get(key).default
+        return int(num(p.get(key)) or (d if isinstance(d, int) else 0))
+
+    fetch = max(2 * cur("replica.fetch.max.bytes"), 2 * int(num(p.get("batch.size")) or 16384))
+    fetch = min(fetch, catalogue.INT_MAX)
+    out = {
+        "num.replica.fetchers": str(_fetchers_above(cur("num.replica.fetchers"), brokers)),
+        "replica.fetch.max.bytes": str(fetch),
+    }
+    if cur("replica.fetch.response.max.bytes") < fetch:
+        out["replica.fetch.response.max.bytes"] = str(min(catalogue.INT_MAX, 4 * fetch))
+    return out
+
+
+def consumer_fix(bound: str, p: dict[str, Any], brokers: int) -> dict[str, str]:
+    """Partitions for every consumer and broker (a multiple of the brokers, so leaders stay balanced), then
+    twice the consumers, up to the partitions."""
+
+    def count(key: str) -> int:
+        return max(1, int(num(p.get(key)) or 1))
+
+    parts, cons, prods = count("partitions"), count("consumers"), count("producers")
+    want_cons = cons if bound == "partitions" else 2 * cons
+    want_parts = max(parts, brokers, want_cons, prods)
+    want_parts = -(-want_parts // brokers) * brokers
+    out = {"partitions": str(want_parts)} if want_parts > parts else {}
+    if want_cons > cons:
+        out["consumers"] = str(want_cons)
+    return out
 
 
 def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommendation]:
@@ -226,7 +282,7 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
         ratio = t.get("replication_ratio")
         ur = t.get("under_replicated_seconds") or 0
         acks = (t.get("params") or {}).get("acks", "all")
-        if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0:
+        if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0 or (t.get("isr_shrinks") or 0) > 0:
             lagging.append((t, ratio, ur, acks))
     if not lagging:
         return []
@@ -235,12 +291,8 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
         f"{ur} s with under-replicated partitions"
         for t, r, ur, a in lagging[:6]
     ]
-    fetch = max((num(t["params"].get("replica.fetch.max.bytes")) or 1048576) for t, *_ in lagging)
-    batch = max((num(t["params"].get("batch.size")) or 16384) for t, *_ in lagging)
-    action = {
-        "replica.fetch.max.bytes": str(int(max(fetch * 4, batch * 2))),
-        "num.replica.fetchers": "2 (not a multiple of the broker count)",
-    }
+    worst = min(lagging, key=lambda x: x[1] if x[1] is not None else 0.0)[0]
+    action = replication_fix(worst["params"], int(study.get("brokers") or 3))
     return [
         Recommendation(
             "replication-lag",
@@ -253,35 +305,36 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     ]
 
 
+def _behind(t: dict[str, Any]) -> tuple[float, float] | None:
+    """(produced, consumed) MB/s of a trial whose consumers fell behind: as the load generator counted them
+    (acknowledged vs received), else as the brokers did (bytes in vs bytes out to consumers)."""
+    for a, b in (("publish_mb_s", "client_consume_mb_s"), ("produce_mb_s", "consume_mb_s")):
+        pub, con = num(t.get(a)), num(t.get(b))
+        if pub and con is not None:
+            return (pub, con) if con < diagnose.CONSUMER_BEHIND * pub else None
+    return None
+
+
 def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    lag = [
-        t
-        for t in rows(complete(trials))
-        if t.get("produce_mb_s") and t.get("consume_mb_s") is not None and t["consume_mb_s"] < 0.9 * t["produce_mb_s"]
-    ]
+    """Trials whose consumers fell behind what the producers had acknowledged."""
+    lag = [(t, b) for t in rows(complete(trials)) if (b := _behind(t))]
     if not lag:
         return []
-    t = max(lag, key=lambda x: x["produce_mb_s"] - x["consume_mb_s"])
-    p = t["params"]
-    cons = int(num(p.get("consumers")) or 1)
-    parts = int(num(p.get("partitions")) or cons)
-    fmb = int(num(p.get("fetch.max.bytes")) or 52428800)
-    mpf = int(num(p.get("max.partition.fetch.bytes")) or 1048576)
+    t, (pub, con) = max(lag, key=lambda x: x[1][0] - x[1][1])
+    bound = "partitions" if t.get("bound") == "partitions" else "consumer"
     return [
         Recommendation(
             "consumer-lag",
-            f"Consumers fell behind in {len(lag)} trial(s): raise fetch sizes and the consumer count",
-            action={
-                "max.partition.fetch.bytes": str(mpf * 4),
-                "fetch.max.bytes": str(max(fmb, mpf * 4 * parts)),
-                "consumers": str(min(parts, cons * 2)),
-            },
+            f"Consumers fell behind in {len(lag)} trial(s): "
+            + ("more partitions, one for each consumer" if bound == "partitions" else "more consumers"),
+            action=consumer_fix(bound, t["params"], int(study.get("brokers") or 3)),
             evidence=[
-                f"{x['trial_id']}: consume {x['consume_mb_s']:.2f} MB/s vs produce {x['produce_mb_s']:.2f} MB/s"
-                for x in lag[:5]
+                f"{x['trial_id']}: consumed {c:.2f} MB/s of {p:.2f} MB/s produced"
+                + (f" ({x['bound_reason']})" if x.get("bound") in ("consumer", "partitions") else "")
+                for x, (p, c) in lag[:5]
             ],
-            trials=[x["trial_id"] for x in lag][:6],
-            expected_gain_mb_s=t["produce_mb_s"] - t["consume_mb_s"],
+            trials=[x["trial_id"] for x, _ in lag][:6],
+            expected_gain_mb_s=pub - con,
             severity="medium",
         )
     ]

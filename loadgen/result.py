@@ -324,6 +324,12 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
             loop_util = (m[-1].thread_cpu_s - m[0].thread_cpu_s) / (m[-1].second - m[0].second)
             cpu[role].append(loop_util)
     full = sum(t.buffer_full for t in meas)
+    # consumers that received nothing in the window while others did: more consumers than partitions
+    got = {wid: sum(t.msgs for t in ticks if _phase(raw, t.second) == "measure")
+           for (role, wid), ticks in by_worker.items() if role == "consumer"}  # fmt: skip
+    idle = sum(1 for n in got.values() if n == 0) if any(got.values()) else 0
+    if idle:
+        warnings.append(f"{idle} of {len(got)} consumers received nothing in the measure window (fewer partitions)")
     for role, utils in cpu.items():
         hot = [u for u in utils if u > LOOP_HOT]
         if hot:
@@ -345,5 +351,6 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
         "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
         "buffer_full_events": full,
         "machine_cpu_percent": raw.machine_cpu_percent,
+        "consumers_idle": idle,
     }
     return warnings, client

@@ -165,7 +165,7 @@ class _Run:
                 for _ in range(w.consumerPerSubscription):
                     sub = f"kt-sub-{t}-{s}"
                     self._place(WorkerTask("consumer", cid, w.driver, self.common, t, cc, message_size=w.messageSize,
-                                           subscription=sub))  # fmt: skip
+                                           subscription=sub, work_ns=int(w.consumerWorkMicros * 1000)))  # fmt: skip
                     cid += 1
         for t in self.topics:
             for _ in range(w.producersPerTopic):

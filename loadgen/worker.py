@@ -63,6 +63,7 @@ class WorkerTask:
     partitions: int = 1
     # consumer
     subscription: str = ""
+    work_ns: int = 0  # the application's processing time per message (workload consumerWorkMicros)
 
 
 # The run's time line, in a shared int64 array the parent fills before it sets `go` (the workers are
@@ -347,13 +348,31 @@ class _ConsumerState:
         self._sent(sent)
 
 
+class _Working:
+    """A consumer application's processing time per message, spent after the framework counted it: sleeps
+    taken in slices of at least 1 ms (a sleep's own overhead would inflate shorter ones), so n messages
+    cost n × `work_ns` however they arrive."""
+
+    def __init__(self, handler: api.MessageCallback, work_ns: int) -> None:
+        self.handler, self.work_ns, self.debt = handler, work_ns, 0
+
+    def __call__(self, data: bytes) -> None:
+        self.handler(data)
+        self.debt += self.work_ns
+        if self.debt >= 1_000_000:
+            t = time.perf_counter_ns()
+            time.sleep(self.debt / 1e9)
+            self.debt -= time.perf_counter_ns() - t
+
+
 def run_consumer(
     task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
 ) -> None:
     try:
         drv = _enter(task)
         st = _ConsumerState(clock, task.message_size)
-        cons = drv.create_consumer(task.topic, task.subscription, st.on_message, task.overrides)
+        handler = _Working(st.on_message, task.work_ns) if task.work_ns else st.on_message
+        cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
         announced = False
         while not go.is_set():  # poll so that the group forms and partitions get assigned
             cons.poll(0.05)

@@ -43,6 +43,9 @@ class Workload(BaseModel):
     testDurationMinutes: Annotated[float, Field(gt=0, le=24 * 60)] = 1
     warmupDurationMinutes: Annotated[float, Field(ge=0, le=60)] = 0
     drainTimeoutSeconds: Annotated[float, Field(gt=0, le=3600)] = 120
+    # kafkatune's own: an application's processing time per message (µs), spent in each consumer's handler
+    # as a sleep (I/O, not CPU). 0 = none. It makes a consumer that cannot keep up, as a slow application does.
+    consumerWorkMicros: Annotated[float, Field(ge=0, le=1_000_000)] = 0
     producerConfig: dict[str, ConfigValue] = Field(default_factory=dict)
     consumerConfig: dict[str, ConfigValue] = Field(default_factory=dict)
     topicConfig: dict[str, ConfigValue] = Field(default_factory=dict)

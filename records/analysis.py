@@ -63,6 +63,7 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("network_processor_idle", "double"),
     ("under_replicated_seconds", "long"),
     ("broker_cpu", "double"),
+    ("leader_share", "double"),  # the busiest broker's share of the produce bytes (1/N when balanced)
     # the brokers' counters over the measure window (spark.series.evidence)
     ("produce_requests_per_s", "double"),
     ("records_per_request", "double"),
@@ -82,6 +83,10 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("follower_fetch_queue_ms", "double"),
     ("follower_fetch_total_ms", "double"),
     ("client_loop_cpu_max", "double"),
+    ("consumer_loop_cpu_max", "double"),
+    # the consumers as the load generator saw them: MB/s received, and how many received nothing
+    ("client_consume_mb_s", "double"),
+    ("consumers_idle", "long"),
     ("topic_config", "map<string,string>"),
     ("measure_seconds", "long"),
     ("second_mean_mb_s", "double"),

@@ -205,6 +205,9 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "machine_cpu_percent": client.get("machine_cpu_percent"),
         # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
         "client_loop_cpu_max": max((u for us in loops.values() for u in us), default=None),
+        "consumer_loop_cpu_max": max(loops.get("consumer") or [], default=None),
+        "client_consume_mb_s": summ.get("consume_mb_s"),
+        "consumers_idle": client.get("consumers_idle"),
         "topic_config": {k: str(v) for k, v in (res.get("topicConfig") or {}).items()},
         "warnings": list(summ.get("warnings") or measured.get("warnings") or []),
         "record_produce_mb_s": rates.get("produce_mb_s"),

@@ -70,6 +70,10 @@ def per_second(spark: Any, study: Study) -> Any:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.max("under_replicated").alias("under_replicated"),
             F.avg("process_cpu_load").alias("broker_cpu"),
+            # the busiest broker's share of the produce bytes: 1/N with leaders balanced, 1.0 when one leads all
+            F.when(F.sum("bytes_in_per_s") > 0, F.max("bytes_in_per_s") / F.sum("bytes_in_per_s")).alias(
+                "leader_share"
+            ),
             *[F.sum(c).alias(c) for c in EVIDENCE if c in b.columns],
         )
         if out is None:
@@ -112,6 +116,7 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.sum(F.when(F.col("under_replicated") > 0, 1).otherwise(0)).alias("under_replicated_seconds"),
             F.avg("broker_cpu").alias("broker_cpu"),
+            F.avg("leader_share").alias("leader_share"),
             *[F.sum(c).alias(f"sum_{c}") for c in EVIDENCE if c in cols],
         ]
     rows = series.filter(F.col("phase") == "measure").groupBy("trial_id").agg(*aggs).collect()

@@ -120,6 +120,52 @@ def test_small_batches_are_diagnosed_as_small_batches_not_client(
     assert recs[0].action["batch.size"] == "131072" and recs[0].action["linger.ms"] == "5"
 
 
+def test_a_slow_consumer_is_diagnosed_as_consumer_bound(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """One consumer whose application spends 1 ms per message (about 1,000 msg/s) on 3 partitions fed at
+    2,000 msg/s: the backlog grows, the consumer's loop mostly sleeps, and the fix is a second consumer."""
+    t, recs, res = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"slowcons-{unique}",
+        partitionsPerTopic=3,
+        producerRate=2000,
+        consumerWorkMicros=1000,
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
+    assert res["summary"]["lost"] == 0  # the backlog drained after the window
+    assert t["bound"] == "consumer", t["bound_reason"]
+    assert t["client_consume_mb_s"] < 0.7 * t["publish_mb_s"], (t["client_consume_mb_s"], t["publish_mb_s"])
+    assert "backlog grew" in t["bound_reason"] and not t["client_bound"]
+    assert recs[0].rule in ("consumer-lag", "binding-resource"), [r.rule for r in recs]
+    assert recs[0].action == {"consumers": "2"}, recs[0]
+
+
+def test_too_few_partitions_for_the_consumers_and_brokers_is_diagnosed(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """One partition, two producers and two consumers at the maximum rate: one consumer gets nothing and one
+    broker leads every produce request. Measured, not read from the workload."""
+    t, recs, _ = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"onepart-{unique}",
+        partitionsPerTopic=1,
+        producersPerTopic=2,
+        consumerPerSubscription=2,
+        producerConfig={"acks": "all", "linger.ms": 5, "batch.size": 131072},
+    )
+    assert t["consumers_idle"] == 1
+    assert t["leader_share"] > 0.9, t["leader_share"]  # one broker took (nearly) all the produce bytes
+    assert t["bound"] == "partitions", t["bound_reason"]
+    assert "1 of 2 consumers received nothing" in t["bound_reason"]
+    assert recs[0].rule == "binding-resource", [(r.rule, r.severity) for r in recs]
+    assert recs[0].action == {"partitions": "3"}
+
+
 def test_brokers_report_counter_based_idle_and_the_produce_time_split(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
 ) -> None:

@@ -8,13 +8,13 @@ Without a study the plan says which published figures it assumed instead.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 
 from advisor import ceiling as ceiling_model
-from advisor.trials import best_trial, strict_mask
+from advisor.trials import best_trial, complete, strict_mask
 from core.errors import UserError
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
@@ -37,6 +37,7 @@ class Plan:
     acks: str
     consumer_groups: int
     headroom: float
+    spare_brokers: int  # brokers beyond those that carry the target: it holds with this many down
     efficiency: float
     per_broker_mb_s: dict[str, float]  # at the target rate
     nic_mb_s_needed: float  # per broker, each direction, so the target runs at `headroom` of the link
@@ -45,6 +46,7 @@ class Plan:
     bound: str
     assumptions: list[str] = field(default_factory=list)
     basis: dict[str, Any] = field(default_factory=dict)
+    explain: list[str] = field(default_factory=list)  # where each number comes from
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -55,12 +57,33 @@ class Plan:
         return d
 
 
-def _study_basis(trials: pd.DataFrame) -> dict[str, Any]:
-    """Efficiency and per-client/partition rates from the best complete acks=all trial of a study."""
-    best = best_trial(trials[strict_mask(trials)]) if not trials.empty else None
-    if best is None:
+def _not_client_bound(trials: pd.DataFrame) -> pd.DataFrame:
+    """Complete acks=all trials whose load generator was not the limit: only they say what the cluster does."""
+    done = complete(trials)
+    sync = done[strict_mask(done)] if not done.empty else done
+    if sync.empty:
         raise UserError("--from: the study has no complete acks=all trial to plan from")
-    p = best.get("params") or {}
+    client = sync["client_bound"].fillna(False).astype(bool) | (sync["bound"] == "client")
+    if client.all():
+        raise UserError(
+            f"--from: all {len(sync)} complete acks=all trials were client-bound (a load generator loop at a full "
+            "core): they measured the client, not the cluster; re-run the study with more client processes"
+        )
+    return sync[~client]
+
+
+def _study_basis(trials: pd.DataFrame, message_bytes: int, assumptions: list[str]) -> dict[str, Any]:
+    """Efficiency from the best trial that was not client-bound; MB/s per producer, consumer and partition
+    from the best such trial at the plan's message size (per-record costs make them differ by size)."""
+    eligible = _not_client_bound(trials)
+    best = best_trial(eligible)
+    assert best is not None
+    excluded = int(len(complete(trials)[strict_mask(complete(trials))]) - len(eligible))
+    sizes = eligible["message_bytes"].fillna(0).astype(int)
+    same = eligible[sizes == message_bytes]
+    unit = best_trial(same) if not same.empty else best
+    assert unit is not None
+    p = unit.get("params") or {}
 
     def count(key: str) -> int:
         try:
@@ -68,18 +91,35 @@ def _study_basis(trials: pd.DataFrame) -> dict[str, Any]:
         except ValueError:
             return 1
 
+    at = int(unit.get("message_bytes") or 0)
+    if at != message_bytes:
+        assumptions.append(
+            f"per-producer, per-consumer and per-partition rates were measured at {at or 'unknown'}-B messages "
+            f"({unit['trial_id']}), not at the plan's {message_bytes} B: per-record costs make them differ; "
+            f"run the study at {message_bytes} B to measure them"
+        )
     return {
         "trial": best["trial_id"],
         "mb_s": best["mb_s"],
+        "ceiling_mb_s": best.get("ceiling_mb_s"),
         "efficiency": min(1.0, best["fraction_of_ceiling"]) if best.get("fraction_of_ceiling") else None,
-        "per_producer_mb_s": best["mb_s"] / count("producers"),
-        "per_consumer_mb_s": best["mb_s"] / count("consumers"),
-        "per_partition_mb_s": best["mb_s"] / count("partitions"),
+        "excluded_client_bound": excluded,
+        "unit_trial": unit["trial_id"],
+        "unit_mb_s": unit["mb_s"],
+        "unit_message_bytes": at,
+        "producers": count("producers"),
+        "consumers": count("consumers"),
+        "partitions": count("partitions"),
+        "per_producer_mb_s": unit["mb_s"] / count("producers"),
+        "per_consumer_mb_s": unit["mb_s"] / count("consumers"),
+        "per_partition_mb_s": unit["mb_s"] / count("partitions"),
         "bound": best.get("bound"),
     }
 
 
-def _rates(trials: pd.DataFrame | None, assumptions: list[str]) -> tuple[float, float, float, float, dict[str, Any]]:
+def _rates(
+    trials: pd.DataFrame | None, message_bytes: int, assumptions: list[str]
+) -> tuple[float, float, float, float, dict[str, Any]]:
     """Efficiency and MB/s per producer, consumer and partition: measured in the study when there is one,
     else the published figures (each assumption said in `assumptions`)."""
     if trials is None or trials.empty:
@@ -87,17 +127,55 @@ def _rates(trials: pd.DataFrame | None, assumptions: list[str]) -> tuple[float, 
         per_prod, per_cons, per_part = REF_PER_PRODUCER_MB_S, REF_PER_CONSUMER_MB_S, ASSUMED_PER_PARTITION_MB_S
         assumptions += [
             f"no study given: efficiency {eff:.0%} of the ceiling, {per_prod:.1f} MB/s per producer and "
-            f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned)",
+            f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned, 1 KB records)",
             f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
         ]
         return eff, per_prod, per_cons, per_part, {}
-    basis = _study_basis(trials)
+    basis = _study_basis(trials, message_bytes, assumptions)
     if basis["efficiency"] is None:
         assumptions.append(
             f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
         )
     eff = basis["efficiency"] or REF_EFFICIENCY
     return eff, basis["per_producer_mb_s"], basis["per_consumer_mb_s"], basis["per_partition_mb_s"], basis
+
+
+def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float]) -> list[str]:
+    """Where each number of the plan comes from, in words a reader can check."""
+    b = p.basis
+    carry = p.brokers - p.spare_brokers
+    eff_src = "assumed (see the assumptions)"
+    if b and b.get("efficiency") is not None:
+        left_out = b.get("excluded_client_bound")
+        eff_src = f"{b['trial']}'s {b['mb_s']:.2f} MB/s over its ceiling of {b['ceiling_mb_s']:.2f} MB/s" + (
+            f" ({left_out} client-bound trial(s) left out)" if left_out else ""
+        )
+
+    def source(what: str) -> str:
+        if not b:
+            return "assumed: see the assumptions"
+        return f"measured: {b['unit_trial']}'s {b['unit_mb_s']:.2f} MB/s over its {b[what]} {what}"
+
+    per_prod, per_cons, per_part = per
+    spare = (
+        f", plus {p.spare_brokers} so that the target still holds with {p.spare_brokers} broker(s) down "
+        f"(RF {p.rf} with min.insync.replicas 2 keeps accepting writes)"
+        if p.spare_brokers
+        else ""
+    )
+    return [
+        f"efficiency {p.efficiency:.0%}: {eff_src}",
+        f"brokers {p.brokers}: each broker adds {per_broker_capacity:.1f} MB/s of ceiling (its NIC and disk over "
+        f"RF {p.rf}); at {p.efficiency:.0%} efficiency and {p.headroom:.0%} headroom {carry} broker(s) carry "
+        f"{p.target_mb_s:g} MB/s{spare}",
+        f"partitions {p.partitions}: {per_part:.2f} MB/s per partition ({source('partitions')}) at "
+        f"{p.headroom:.0%} headroom, rounded up to a multiple of the brokers",
+        f"producers {p.producers}: {per_prod:.2f} MB/s each ({source('producers')}) at {p.headroom:.0%} headroom",
+        f"consumers {p.consumers}: {per_cons:.2f} MB/s each ({source('consumers')}) at {p.headroom:.0%} headroom, "
+        "at most one per partition",
+        f"NIC ≥ {p.nic_mb_s_needed:.1f} MB/s per broker each way: the busier direction at the target on {carry} "
+        f"broker(s), over efficiency × headroom; disk ≥ {p.disk_mb_s_needed:.1f} MB/s: its writes over headroom",
+    ]
 
 
 def plan(
@@ -110,6 +188,7 @@ def plan(
     disk_mb_s: float | None = None,
     consumer_groups: int = 1,
     headroom: float = 0.7,
+    spare_brokers: int = 1,
     trials: pd.DataFrame | None = None,
     profile: dict[str, Any] | None = None,
 ) -> Plan:
@@ -121,6 +200,10 @@ def plan(
         raise UserError(f"--message-bytes must be ≥ 1 (got {message_bytes})")
     if rf < 1:
         raise UserError(f"--rf must be ≥ 1 (got {rf})")
+    if spare_brokers < 0:
+        raise UserError(
+            f"--spare-brokers must be ≥ 0: brokers that may be down while the target holds (got {spare_brokers})"
+        )
     assumptions: list[str] = []
     if profile:
         nic_mb_s = nic_mb_s or (profile.get("network") or {}).get("nic_mb_s_measured")
@@ -129,7 +212,7 @@ def plan(
         raise UserError(
             "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"
         )
-    eff, per_prod, per_cons, per_part, basis = _rates(trials, assumptions)
+    eff, per_prod, per_cons, per_part, basis = _rates(trials, message_bytes, assumptions)
     if not disk_mb_s:
         assumptions.append("no disk bandwidth given: the disk is assumed not to bind")
     # One broker's worth of ceiling (the model is linear in N); find the smallest N ≥ rf that carries it.
@@ -137,7 +220,8 @@ def plan(
         nic_mb_s, brokers=max(rf, 1), rf=rf, consumer_groups=consumer_groups, disk_mb_s=disk_mb_s
     )
     per_broker_capacity = unit.mb_s / max(rf, 1)
-    brokers = max(rf, math.ceil(target_mb_s / (per_broker_capacity * eff * headroom)))
+    carry = math.ceil(target_mb_s / (per_broker_capacity * eff * headroom))
+    brokers = max(rf, carry + spare_brokers)
     c = ceiling_model.p_max(nic_mb_s, brokers=brokers, rf=rf, consumer_groups=consumer_groups, disk_mb_s=disk_mb_s)
     partitions = max(brokers, math.ceil(target_mb_s / (per_part * headroom)))
     partitions = math.ceil(partitions / brokers) * brokers  # balanced leaders
@@ -149,12 +233,15 @@ def plan(
         "out": target_mb_s * out_copies / brokers,
         "disk": target_mb_s * rf / brokers,
     }
+    # what each broker must carry with the spare brokers down
+    degraded = max(1, brokers - spare_brokers)
+    need_in, need_out = target_mb_s * rf / degraded, target_mb_s * out_copies / degraded
     if str(acks) in ("0", "1"):
         assumptions.append(
             f"acks={acks}: an acknowledged record can be lost if its leader fails before the followers copy it; "
             "the plan's rates are the same as with acks=all (replication still carries every byte)"
         )
-    return Plan(
+    out = Plan(
         target_mb_s=target_mb_s,
         target_msg_s=target_mb_s * 1e6 / message_bytes,
         brokers=brokers,
@@ -165,12 +252,14 @@ def plan(
         acks=str(acks),
         consumer_groups=consumer_groups,
         headroom=headroom,
+        spare_brokers=spare_brokers,
         efficiency=eff,
         per_broker_mb_s=per_broker,
-        nic_mb_s_needed=max(per_broker["in"], per_broker["out"]) / (eff * headroom),
-        disk_mb_s_needed=per_broker["disk"] / headroom,
+        nic_mb_s_needed=max(need_in, need_out) / (eff * headroom),
+        disk_mb_s_needed=need_in / headroom,
         ceiling_mb_s=c.mb_s,
         bound=c.binding,
         assumptions=assumptions,
         basis=basis,
     )
+    return replace(out, explain=_explain(out, per_broker_capacity, (per_prod, per_cons, per_part)))

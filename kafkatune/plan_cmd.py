@@ -33,6 +33,13 @@ from records.study import open_study
 @click.option(
     "--headroom", type=float, default=0.7, show_default=True, help="Plan to run at this fraction of capacity."
 )
+@click.option(
+    "--spare-brokers",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Brokers that may be down while the target still holds at the headroom (0: no allowance).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def command(
     target_mb_s: float,
@@ -44,6 +51,7 @@ def command(
     disk_mbps: float | None,
     from_dir: Path | None,
     headroom: float,
+    spare_brokers: int,
     as_json: bool,
 ) -> None:
     """Brokers, partitions, producers, consumers, NIC and disk per broker for a target rate."""
@@ -60,6 +68,7 @@ def command(
         disk_mb_s=disk_mbps,
         consumer_groups=consumer_groups,
         headroom=headroom,
+        spare_brokers=spare_brokers,
         trials=trials,
         profile=profile,
     )

@@ -120,12 +120,14 @@ def plan(p: Plan, message_bytes: int) -> None:
     b = p.per_broker_mb_s
     lines = [
         f"target: {p.target_mb_s:g} MB/s = {p.target_msg_s:,.0f} msg/s of {message_bytes} B, RF {p.rf}, acks={p.acks}",
-        f"brokers: {p.brokers}   partitions: {p.partitions}   producers: {p.producers}   consumers: {p.consumers}",
+        f"brokers: {p.brokers}   partitions: {p.partitions}   producers: {p.producers}   consumers: {p.consumers}"
+        + (f"   (the target holds with {p.spare_brokers} broker(s) down)" if p.spare_brokers else ""),
         f"each broker at the target: in {b['in']:.1f}, out {b['out']:.1f}, disk {b['disk']:.1f} MB/s",
         f"needed per broker: NIC ≥ {p.nic_mb_s_needed:.1f} MB/s each way, disk ≥ {p.disk_mb_s_needed:.1f} MB/s",
         f"planned cluster ceiling: {p.ceiling_mb_s:.1f} MB/s ({p.bound}); "
         f"efficiency used {p.efficiency:.0%}, headroom {p.headroom:.0%}"
         + (f"; basis: {p.basis['trial']} ({p.basis['mb_s']:.2f} MB/s)" if p.basis else ""),
+        *[f"  why {e}" for e in p.explain],
         *[f"assumption: {a}" for a in p.assumptions],
     ]
     click.echo("\n".join(lines))

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from advisor import diagnose
@@ -22,7 +23,7 @@ from advisor.plan import plan
 from advisor.rules import _round_trips, recommend
 from core.errors import UserError
 from records import synthetic
-from records.analysis import load_table, rows
+from records.analysis import TRIAL_FIELDS, load_table, rows
 from records.study import open_study
 from tests.helpers import kafkatune
 
@@ -283,10 +284,17 @@ def test_plan_sizes_the_reference_case_and_scales_with_the_target() -> None:
     p = plan(800, rf=3, nic_mb_s=1170, disk_mb_s=1200, headroom=0.7)
     # without a study: docs/reference.md §1's 70 % efficiency; the planned cluster carries the target at headroom
     assert p.brokers >= 3 and p.ceiling_mb_s * p.efficiency * p.headroom >= 800
-    smaller = plan(800, rf=3, nic_mb_s=1170, disk_mb_s=1200, headroom=0.7)
-    assert smaller.brokers == p.brokers
-    fewer = ((p.brokers - 1) / p.brokers) * p.ceiling_mb_s * p.efficiency * p.headroom
-    assert fewer < 800  # and one broker less would not
+    # with one broker down (the default allowance) the rest still carry it, and one broker less would not
+    assert p.spare_brokers == 1
+    assert ((p.brokers - 1) / p.brokers) * p.ceiling_mb_s * p.efficiency * p.headroom >= 800
+    assert ((p.brokers - 2) / p.brokers) * p.ceiling_mb_s * p.efficiency * p.headroom < 800
+    bare = plan(800, rf=3, nic_mb_s=1170, disk_mb_s=1200, headroom=0.7, spare_brokers=0)
+    assert bare.brokers == p.brokers - 1
+    # each broker's NIC is sized for its share with one broker down
+    busier = max(p.per_broker_mb_s["in"], p.per_broker_mb_s["out"]) * p.brokers / (p.brokers - 1)
+    assert p.nic_mb_s_needed == pytest.approx(busier / (p.efficiency * p.headroom))
+    assert any("1 broker(s) down" in e for e in p.explain) and not any("down" in e for e in bare.explain)
+    assert any(e.startswith("efficiency 70%: assumed") for e in p.explain)
     assert p.partitions % p.brokers == 0 and p.consumers <= p.partitions
     assert p.per_broker_mb_s["in"] == pytest.approx(800 * 3 / p.brokers)
     assert p.assumptions  # it says what it assumed
@@ -294,6 +302,28 @@ def test_plan_sizes_the_reference_case_and_scales_with_the_target() -> None:
     assert plan(800, rf=3, nic_mb_s=1170, disk_mb_s=200).bound == "disk"
     a1 = plan(800, rf=3, acks="1", nic_mb_s=1170)
     assert any("acks=1" in a for a in a1.assumptions)
+
+
+def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_measured() -> None:
+    def t(tid: str, mb_s: float, size: int, **kw: Any) -> dict[str, Any]:
+        row = {k: None for k, _ in TRIAL_FIELDS}
+        row.update(trial_id=tid, stage="s", state="complete", mb_s=mb_s, message_bytes=size, ceiling_mb_s=100.0,
+                   fraction_of_ceiling=mb_s / 100, client_bound=False, bound="none", started_ns=1,
+                   params={"acks": "all", "producers": "2", "consumers": "2", "partitions": "6"})  # fmt: skip
+        row.update(kw)
+        return row
+
+    trials = pd.DataFrame([t("client", 90.0, 1024, client_bound=True, bound="client"), t("big", 60.0, 1024),
+                           t("small", 30.0, 100)])  # fmt: skip
+    p = plan(100, nic_mb_s=100, message_bytes=100, trials=trials)
+    assert p.basis["trial"] == "big" and p.efficiency == pytest.approx(0.6)  # not the client-bound 90 %
+    assert p.basis["excluded_client_bound"] == 1 and "1 client-bound trial(s) left out" in p.explain[0]
+    assert p.basis["unit_trial"] == "small" and p.basis["per_producer_mb_s"] == pytest.approx(15.0)  # at 100 B
+    assert not any("not at the plan's" in a for a in p.assumptions)
+    q = plan(100, nic_mb_s=100, message_bytes=4096, trials=trials)
+    assert any("measured at 1024-B messages (big), not at the plan's 4096 B" in a for a in q.assumptions)
+    with pytest.raises(UserError, match="client-bound"):
+        plan(100, nic_mb_s=100, trials=trials[trials["trial_id"] == "client"])
 
 
 def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Path, dict[str, Any]]) -> None:

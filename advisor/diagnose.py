@@ -38,6 +38,42 @@ TIME_PARTS = {
 }
 
 
+# Where a record's latency goes, in the order it happens, and the setting that moves each part (fixes in
+# advisor.rules.latency_fix). Producer side from its own statistics, broker side from the produce request's
+# time split, the consumer side as end-to-end minus publish latency (medians).
+LATENCY_PARTS = {
+    "client_queue_ms": "waiting in the producer's queue for its batch to be sent (linger.ms, batch.size)",
+    **TIME_PARTS,
+    "network_ms": "on the network and in the clients' I/O (the round trip outside the broker)",
+    "consumer_ms": "between the acknowledgement and the consumer's handler (fetch wait, backlog, processing)",
+}
+
+
+def latency_split(row: dict[str, Any]) -> list[tuple[str, float]]:
+    """A record's median latency by part (LATENCY_PARTS), ms, largest first; parts not measured are left out."""
+    parts = {k: _num(row.get(k)) for k in ("client_queue_ms", *TIME_PARTS)}
+    rtt, broker = _num(row.get("client_rtt_ms")), _num(row.get("produce_total_ms"))
+    if rtt is not None and broker is not None:
+        parts["network_ms"] = max(0.0, rtt - broker)
+    e2e, pub = _num(row.get("e2e_p50_ms")), _num(row.get("publish_p50_ms"))
+    if e2e is not None and pub is not None:
+        parts["consumer_ms"] = max(0.0, e2e - pub)
+    return sorted(((k, v) for k, v in parts.items() if v is not None), key=lambda kv: -kv[1])
+
+
+def slo_misses(row: dict[str, Any], slo: dict[str, Any]) -> list[str]:
+    """The SLO's p99s this row's run broke, said with both figures; only a fixed-rate run's latency counts
+    (at the maximum rate records wait in a full buffer by design)."""
+    if row.get("rate_mode") != "fixed-rate":
+        return []
+    out = []
+    for key, col, what in (("p99_e2e_ms", "e2e_p99_ms", "end-to-end"), ("p99_publish_ms", "publish_p99_ms", "publish")):
+        limit, got = _num(slo.get(key)), _num(row.get(col))
+        if limit is not None and got is not None and got > limit:
+            out.append(f"p99 {what} {got:.1f} ms > the SLO's {limit:g} ms")
+    return out
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     bound: str  # one of BOUNDS
@@ -164,10 +200,14 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
     bpr, full = _num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
     if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
         recs, rps = _num(row.get("records_per_request")), _num(row.get("produce_requests_per_s"))
+        bb, size = _num(row.get("batch_bytes")), (row.get("params") or {}).get("batch.size")
+        batches = ""
+        if bb is not None:
+            batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
         return Diagnosis(
             "small_batches",
             f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
-            f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate",
+            f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate" + batches,
         )
     loop, cpu = _num(row.get("client_loop_cpu_max")), _num(row.get("machine_cpu_percent"))
     if loop is not None and loop >= LOOP_HOT:

@@ -428,8 +428,63 @@ def rule_compression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     ]
 
 
+DEFAULT_SLO = {"p99_e2e_ms": 100.0}  # the product's default SLO (sweeps.settings.Slo) when a study names none
+
+
+def latency_fix(part: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
+    """The setting that moves the latency part `part` (diagnose.LATENCY_PARTS) down, with a legal value."""
+    p = t.get("params") or {}
+    if part == "client_queue_ms":
+        linger = num(p.get("linger.ms"))
+        queue = num(t.get("client_queue_ms")) or 0
+        if linger is not None and linger >= 1 and queue <= 2 * linger + 5:  # the linger is most of the wait
+            return {"linger.ms": str(int(linger // 10))}
+        return {"producer rate": "lower: records queue behind a full batch pipeline (the sustainable rate)"}
+    if part == "produce_queue_ms":
+        return binding_fix("request_handlers", t)
+    if part == "produce_response_queue_ms":
+        return binding_fix("network_threads", t)
+    if part == "produce_local_ms":
+        return binding_fix("forced_flush", t) or {"log dirs": "faster disks (the leader's append is slow)"}
+    if part == "produce_remote_ms":
+        return {"num.replica.fetchers": replication_fix(p, brokers)["num.replica.fetchers"]}
+    if part == "consumer_ms":
+        return consumer_fix("consumer", p, brokers) if _behind(t) else {"fetch.wait.max.ms": "100"}
+    return {}
+
+
+def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+    """Fixed-rate runs that broke the latency SLO: where the time went, and the setting that moves the largest
+    part. The parts are medians (the split of a typical record), the miss is the p99."""
+    slo = (study.get("sweep") or {}).get("slo") or study.get("slo") or DEFAULT_SLO
+    out = []
+    for t in rows(complete(trials)):
+        misses = diagnose.slo_misses(t, slo)
+        split = diagnose.latency_split(t) if misses else []
+        if not split:
+            continue
+        part, ms = split[0]
+        total = sum(v for _, v in split)
+        ev = [f"{t['trial_id']}: {'; '.join(misses)}"] + [
+            f"{v:.1f} ms ({v / total:.0%}) {diagnose.LATENCY_PARTS[k]}" for k, v in split if total
+        ]
+        out.append(
+            Recommendation(
+                "latency-slo",
+                f"The SLO is missed: most of a record's time ({ms:.1f} ms of {total:.1f}) is spent "
+                f"{diagnose.LATENCY_PARTS[part]}",
+                action=latency_fix(part, t, int(study.get("brokers") or 3)),
+                evidence=ev,
+                trials=[t["trial_id"]],
+                severity="high",
+            )
+        )
+    return out[:3]
+
+
 STUDY_RULES = (
     rule_binding,
+    rule_latency,
     rule_replica_fetchers,
     rule_fsync,
     rule_replication,

@@ -37,6 +37,14 @@ class TopicSpec:
 # The error a delivery callback gets for a message `drop_unsent` removed: never sent, so neither
 # acknowledged nor lost, and not a publish error.
 DROPPED = "dropped unsent at the end of the run"
+# What a producer's `stats()` may report (each a mean over its last interval), for the diagnosis:
+CLIENT_STATS = {
+    "queue_ms": "time a record waited in the client's queue before its request was sent (linger, batching)",
+    "rtt_ms": "a produce request's round trip to the broker and back (the broker's own time included)",
+    "inflight": "requests sent and awaiting a response, summed over brokers",
+    "batch_bytes": "bytes per batch (one partition's share of a produce request)",
+    "batch_records": "records per batch",
+}
 # How long one Consumer.poll may hand over a backlog before it returns (the worker ticks between polls).
 POLL_BUDGET_S = 0.05
 
@@ -53,6 +61,11 @@ class Producer(abc.ABC):
     @abc.abstractmethod
     def flush(self, timeout_s: float) -> int:
         """Wait for outstanding messages; returns how many are still outstanding."""
+
+    def stats(self) -> Mapping[str, float] | None:
+        """The client's own figures for its last statistics interval, in CLIENT_STATS's keys (those it knows),
+        or None when it keeps none or none is new. Called about once a second, never per message."""
+        return None
 
     def drop_unsent(self) -> None:
         """Drop messages still queued in the client and not yet sent to a broker (end of a max-rate run).

@@ -8,6 +8,7 @@ unknown key is an error, never silently ignored.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -36,8 +37,36 @@ def translate(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+# librdkafka's statistics (its STATISTICS.md) every second unless the config sets an interval: the rolling
+# windows it keeps per broker and topic are what `stats()` reads. Emitted from poll(), so costless when off.
+STATS_INTERVAL_MS = 1000
+
+
+def client_stats(doc: Mapping[str, Any], topic: str) -> dict[str, float]:
+    """One librdkafka statistics document as api.CLIENT_STATS: queue time and round trip averaged over the
+    brokers (weighted by their sample counts, µs to ms), requests in flight summed, the topic's batch size."""
+
+    def weighted(field: str) -> float | None:
+        ws = [(b[field]["avg"], b[field]["cnt"]) for b in brokers if (b.get(field) or {}).get("cnt")]
+        n = sum(c for _, c in ws)
+        return sum(a * c for a, c in ws) / n / 1000 if n else None
+
+    brokers = [b for b in (doc.get("brokers") or {}).values() if int(b.get("nodeid", -1)) >= 0]
+    t = (doc.get("topics") or {}).get(topic) or {}
+    out = {
+        "queue_ms": weighted("int_latency"),
+        "rtt_ms": weighted("rtt"),
+        "inflight": float(sum(int(b.get("waitresp_cnt") or 0) for b in brokers)),
+        "batch_bytes": (t.get("batchsize") or {}).get("avg") if (t.get("batchsize") or {}).get("cnt") else None,
+        "batch_records": (t.get("batchcnt") or {}).get("avg") if (t.get("batchcnt") or {}).get("cnt") else None,
+    }
+    return {k: float(v) for k, v in out.items() if v is not None}
+
+
 class KafkaProducer(api.Producer):
     def __init__(self, conf: dict[str, Any], topic: str) -> None:
+        conf = {"statistics.interval.ms": STATS_INTERVAL_MS, **conf, "stats_cb": self._on_stats}
+        self._stats_json: str | None = None
         self._p = _Producer(conf)
         self._topic = topic
         self._adapters: dict[api.DeliveryCallback, Callable[[Any, Any], None]] = {}
@@ -67,6 +96,13 @@ class KafkaProducer(api.Producer):
 
     def flush(self, timeout_s: float) -> int:
         return int(self._p.flush(timeout_s))
+
+    def _on_stats(self, text: str) -> None:
+        self._stats_json = text  # parsed when asked for, once a second at most
+
+    def stats(self) -> dict[str, float] | None:
+        text, self._stats_json = self._stats_json, None
+        return client_stats(json.loads(text), self._topic) if text else None
 
     def drop_unsent(self) -> None:
         # In-flight requests are kept: they may still be acknowledged, and then must be consumed.

@@ -7,6 +7,7 @@ brokers       one row per broker per second (bytes in/out, replication in/out, i
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -347,7 +348,13 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
             f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
             "cores; the figure is a machine limit, not the cluster's"
         )
+    # the producers' own statistics (api.CLIENT_STATS), one sample per producer per measured second: medians
+    samples = [x for p in raw.producers.values() for x in p.get("client_stats") or []]
+    keys = sorted({k for x in samples for k in x})
+    stats = {k: round(statistics.median(x[k] for x in samples if k in x), 3) for k in keys}
     client = {
+        "producer_stats": stats,
+        "producer_stats_samples": len(samples),
         "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
         "buffer_full_events": full,
         "machine_cpu_percent": raw.machine_cpu_percent,

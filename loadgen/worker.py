@@ -132,8 +132,20 @@ class _Ticker:
         self.errors = 0
         self.buffer_full = 0
         self.seq = self._seq_at_last = 0  # producers set seq before a tick: sends counted off the hot path
+        # a producer's client statistics (api.Producer.stats), kept for the seconds of the measure window
+        self.stats_fn: Callable[[], Mapping[str, float] | None] | None = None
+        self.window = (0, 0)
+        self.stats: list[dict[str, float]] = []
+
+    def _client_stats(self) -> None:
+        assert self.stats_fn is not None
+        s = self.stats_fn()
+        if s and self.window[0] <= self.t0 + self.sec * 1_000_000_000 < self.window[1]:
+            self.stats.append(dict(s))
 
     def emit(self) -> None:
+        if self.stats_fn is not None:
+            self._client_stats()
         msgs, hist = self.buf.fold()
         enc = hist.encode() if msgs else None
         sent = self.seq - self._seq_at_last
@@ -222,6 +234,7 @@ def _produce(
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
     tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
+    tick.stats_fn, tick.window = prod.stats, (timing["measure_start_ns"], timing["measure_end_ns"])
     pool = payload.bodies(
         task.message_size - payload.header_bytes(task.message_size), task.payload_content, seed=task.wid
     )
@@ -310,6 +323,7 @@ def _produce(
                 "acked_map": bytes(acked[:seq]),
                 "publish_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
                 "delay_hist": delay.encode() if delay.get_total_count() else None,
+                "client_stats": tick.stats,
             },
         )
     )

@@ -83,6 +83,13 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("follower_fetch_queue_ms", "double"),
     ("follower_fetch_total_ms", "double"),
     ("client_loop_cpu_max", "double"),
+    # the producers' own statistics (librdkafka's; drivers.api.CLIENT_STATS), medians over the measured seconds
+    ("client_queue_ms", "double"),
+    ("client_rtt_ms", "double"),
+    ("client_inflight", "double"),
+    ("batch_bytes", "double"),
+    ("batch_records", "double"),
+    ("rate_mode", "string"),  # "max-rate" | "fixed-rate": latency means something only at a fixed rate
     ("consumer_loop_cpu_max", "double"),
     # the consumers as the load generator saw them: MB/s received, and how many received nothing
     ("client_consume_mb_s", "double"),

@@ -44,6 +44,14 @@ LATENCY = {
     "e2e_p999_ms": "aggregatedEndToEndLatency999pct",
     "e2e_max_ms": "aggregatedEndToEndLatencyMax",
 }
+# Trials-table columns from the producers' statistics (drivers.api.CLIENT_STATS keys).
+CLIENT_STATS = {
+    "client_queue_ms": "queue_ms",
+    "client_rtt_ms": "rtt_ms",
+    "client_inflight": "inflight",
+    "batch_bytes": "batch_bytes",
+    "batch_records": "batch_records",
+}
 # What a bench record calls the knobs a sweep calls params.
 WORKLOAD_PARAMS = {
     "producersPerTopic": "producers",
@@ -206,6 +214,8 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
         "client_loop_cpu_max": max((u for us in loops.values() for u in us), default=None),
         "consumer_loop_cpu_max": max(loops.get("consumer") or [], default=None),
+        **{col: (client.get("producer_stats") or {}).get(key) for col, key in CLIENT_STATS.items()},
+        "rate_mode": summ.get("mode"),
         "client_consume_mb_s": summ.get("consume_mb_s"),
         "consumers_idle": client.get("consumers_idle"),
         "topic_config": {k: str(v) for k, v in (res.get("topicConfig") or {}).items()},

@@ -111,6 +111,8 @@ def test_small_batches_are_diagnosed_as_small_batches_not_client(
     )
     assert t["bound"] == "small_batches", t["bound_reason"]
     assert t["bytes_per_request"] < 16384 and t["buffer_full_events"] > 0
+    # the producer's own statistics (librdkafka's) say the same: batches of about one record
+    assert t["batch_bytes"] is not None and t["batch_bytes"] < 2048 and t["batch_records"] < 2
     assert not t["client_bound"]
     assert recs[0].rule == "binding-resource", [r.rule for r in recs]
     # the workload's producer settings are keys of the configuration: both differ from Kafka's defaults
@@ -164,6 +166,28 @@ def test_too_few_partitions_for_the_consumers_and_brokers_is_diagnosed(
     assert "1 of 2 consumers received nothing" in t["bound_reason"]
     assert recs[0].rule == "binding-resource", [(r.rule, r.severity) for r in recs]
     assert recs[0].action == {"partitions": "3"}
+
+
+def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_it(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """linger.ms 300 at 500 msg/s (batches far from full): every record waits about 300 ms in the producer's
+    queue, which the producer's own statistics measure; the p99 breaks the default 100-ms SLO."""
+    t, recs, res = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"linger-{unique}",
+        partitionsPerTopic=3,
+        producerRate=500,
+        producerConfig={"acks": "all", "linger.ms": 300, "batch.size": 1048576},
+    )
+    stats = res["summary"]["client"]["producer_stats"]
+    assert res["summary"]["client"]["producer_stats_samples"] >= 3
+    assert 200 <= stats["queue_ms"] <= 400 and stats["rtt_ms"] < 100, stats
+    assert t["rate_mode"] == "fixed-rate" and t["e2e_p99_ms"] > 100
+    assert recs[0].rule == "latency-slo", [(r.rule, r.title) for r in recs]
+    assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": "30"}
 
 
 def test_brokers_report_counter_based_idle_and_the_produce_time_split(

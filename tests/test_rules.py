@@ -21,6 +21,7 @@ from advisor.rules import (
     replication_fix,
     rule_compression,
     rule_consumers,
+    rule_latency,
     rule_producer_buffer,
     rule_replication,
 )
@@ -160,6 +161,28 @@ def test_recommend_puts_the_binding_fix_of_the_best_trial_first() -> None:
     t.update(diagnose.binding(t, PROFILE).__dict__)
     (first, *_) = recommend(frame(t), pd.DataFrame(), STUDY)
     assert first.rule == "binding-resource" and first.action == {"num.io.threads": "4"}
+
+
+def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_setting_that_moves_it() -> None:
+    lingering = trial("linger", rate_mode="fixed-rate", e2e_p99_ms=420.0, e2e_p50_ms=310.0, publish_p50_ms=305.0,
+                      client_queue_ms=300.0, client_rtt_ms=4.0, produce_total_ms=3.0, produce_remote_ms=2.0,
+                      params={"acks": "all", "linger.ms": "300"})  # fmt: skip
+    (r,) = rule_latency(frame(lingering), STUDY)
+    assert r.rule == "latency-slo" and r.severity == "high" and r.action == {"linger.ms": "30"}
+    assert "p99 end-to-end 420.0 ms > the SLO's 100 ms" in r.evidence[0]
+    assert "waiting in the producer's queue" in r.title
+    # the followers' wait: more fetchers; the consumer's side: a shorter fetch wait
+    followers = trial("remote", rate_mode="fixed-rate", e2e_p99_ms=150.0, e2e_p50_ms=80.0, publish_p50_ms=78.0,
+                      client_queue_ms=1.0, client_rtt_ms=77.0, produce_total_ms=76.0,
+                      produce_remote_ms=70.0)  # fmt: skip
+    (r,) = rule_latency(frame(followers), STUDY)
+    assert r.action == {"num.replica.fetchers": "2"} and "waiting for the followers" in r.title
+    fetch = trial("cons", rate_mode="fixed-rate", e2e_p99_ms=900.0, e2e_p50_ms=500.0, publish_p50_ms=5.0,
+                  client_queue_ms=1.0, client_rtt_ms=4.0, produce_total_ms=3.0)  # fmt: skip
+    assert rule_latency(frame(fetch), STUDY)[0].action == {"fetch.wait.max.ms": "100"}
+    # a study's own SLO wins; a max-rate run's latency is not judged against any
+    assert rule_latency(frame(lingering), {**STUDY, "sweep": {"slo": {"p99_e2e_ms": 500}}}) == []
+    assert rule_latency(frame({**lingering, "rate_mode": "max-rate"}), STUDY) == []
 
 
 # ---- live rules -----------------------------------------------------------------------------------------------

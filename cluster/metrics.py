@@ -24,7 +24,7 @@ EXPORTER_CONFIG = """\
 includeObjectNames:
   - "kafka.server:type=BrokerTopicMetrics,name=*"
   - "kafka.server:type=ReplicaManager,name=*"
-  - "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
+  - "kafka.server:type=KafkaRequestHandlerPool,name=*RequestHandlerAvgIdlePercent"
   - "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
   - "kafka.network:type=RequestMetrics,name=*TimeMs,request=Produce"
   - "kafka.network:type=RequestMetrics,name=*TimeMs,request=FetchFollower"
@@ -44,9 +44,11 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "isr_shrinks": ("kafka_server_ReplicaManager_Count", "IsrShrinksPerSec"),
     "isr_expands": ("kafka_server_ReplicaManager_Count", "IsrExpandsPerSec"),
     # each handler thread marks its idle nanoseconds / the node's handler threads: d(Count)/dt/1e9 = their idle
-    # fraction. On a combined broker+controller node (the testbed's) the controller's pool shares the meter, so
-    # with num.io.threads=1 the node still reads 88 % idle (1 broker thread + 8 controller threads, measured)
+    # fraction. On a combined broker+controller node (the testbed's) the controller's pool shares this meter, so
+    # with num.io.threads=1 the node still read 88 % idle (1 broker thread + 8 controller threads, measured).
+    # Kafka 4.2+ (KIP-1207) also keeps one meter per pool: the broker pool's is read when it is there.
     "request_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "RequestHandlerAvgIdlePercent"),
+    "broker_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "BrokerRequestHandlerAvgIdlePercent"),
     "request_handler_idle_1m": ("kafka_server_KafkaRequestHandlerPool_OneMinuteRate", "RequestHandlerAvgIdlePercent"),
     "network_processor_idle": ("kafka_network_SocketServer_Value", "NetworkProcessorAvgIdlePercent"),
     "log_flushes": ("kafka_log_LogFlushStats_Count", "LogFlushRateAndTimeMs"),
@@ -76,7 +78,8 @@ SUMS: Mapping[str, tuple[str, str, str]] = {
 }
 COUNTERS = (
     "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
-    "isr_expands", "request_handler_idle_ns", "log_flushes", "produce_requests", "follower_fetches", *SUMS,
+    "isr_expands", "request_handler_idle_ns", "broker_handler_idle_ns", "log_flushes", "produce_requests",
+    "follower_fetches", *SUMS,
 )  # fmt: skip
 
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
@@ -195,6 +198,8 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
                 if k not in COUNTERS:
                     row[k] = v
             idle = row.pop("request_handler_idle_ns_per_s", None)
+            pool = row.pop("broker_handler_idle_ns_per_s", None)
+            idle = pool if pool is not None else idle
             one_min = row.pop("request_handler_idle_1m", None)
             # a handler marks its idle time when it wakes, so a second can carry some of the one before: ≤ 1
             row["request_handler_idle"] = min(1.0, idle / 1e9) if idle is not None else one_min

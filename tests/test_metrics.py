@@ -32,3 +32,23 @@ def test_rates_are_deltas_over_time_and_survive_a_restart() -> None:
     ]  # restarted: counter reset
     rows = rates(s)
     assert [r["bytes_in_per_s"] for r in rows] == [2000.0, 500.0]
+
+
+def test_request_handler_idle_is_the_broker_pools_own_meter_when_kafka_keeps_one() -> None:
+    """A combined broker+controller node's aggregate meter counts the controller's idle threads too (KIP-1207):
+    with the broker's one thread busy it still reads mostly idle; the broker pool's meter does not."""
+    family = "kafka_server_KafkaRequestHandlerPool_Count"
+
+    def page(agg: float, pool: float) -> str:
+        return (
+            f'{family}{{name="RequestHandlerAvgIdlePercent",}} {agg}\n'
+            f'{family}{{name="BrokerRequestHandlerAvgIdlePercent",}} {pool}\n'
+        )
+
+    first, then = parse(page(0.0, 0.0)), parse(page(0.9e9, 0.05e9))
+    assert first["broker_handler_idle_ns"] == 0.0 and then["request_handler_idle_ns"] == 0.9e9
+    (row,) = rates([BrokerSample(1, 0, first), BrokerSample(1, 1_000_000_000, then)])
+    assert row["request_handler_idle"] == 0.05
+    older = {k: v for k, v in then.items() if k != "broker_handler_idle_ns"}  # Kafka before 4.2: the aggregate
+    (row,) = rates([BrokerSample(1, 0, {"request_handler_idle_ns": 0.0}), BrokerSample(1, 1_000_000_000, older)])
+    assert row["request_handler_idle"] == 0.9

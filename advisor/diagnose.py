@@ -18,6 +18,9 @@ SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the
 IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is saturated
 FSYNC_EVERY = 100  # log.flush.interval.messages at or below this forces a flush per request or so
 FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: flushes are forced
+# ... and fsync taking ≥ 5 % of each broker's time. Without it a trickle of produce requests looks forced: a
+# KRaft node also flushes its metadata log (about 2 flushes/s each, measured at 500 msg/s: 1.8 per request).
+FLUSH_TIME_SHARE = 0.05
 SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
 MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
@@ -135,15 +138,34 @@ def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
     return None
 
 
-def _flush(row: dict[str, Any]) -> Diagnosis | None:
-    fpr = _num(row.get("log_flushes_per_request"))
-    if fpr is None or fpr < FLUSH_PER_REQUEST:
+def flush_time_share(row: dict[str, Any], brokers: int = 3) -> float | None:
+    """The share of each broker's time spent flushing the log over the window (measured), when known."""
+    fpr, ms, rps = (_num(row.get(k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
+    if fpr is None or ms is None or rps is None:
         return None
-    ms, rps = _num(row.get("log_flush_ms")), _num(row.get("produce_requests_per_s"))
+    return fpr * rps * ms / 1000 / max(1, brokers)
+
+
+def forced_flush(row: dict[str, Any], brokers: int = 3) -> bool:
+    """Flushes for every other produce request or more, taking a material share of the brokers' time."""
+    fpr, share = _num(row.get("log_flushes_per_request")), flush_time_share(row, brokers)
+    return fpr is not None and fpr >= FLUSH_PER_REQUEST and (share is None or share >= FLUSH_TIME_SHARE)
+
+
+def _flush(row: dict[str, Any], brokers: int) -> Diagnosis | None:
+    if not forced_flush(row, brokers):
+        return None
+    fpr = _num(row.get("log_flushes_per_request")) or 0.0
+    ms, rps, share = (
+        _num(row.get("log_flush_ms")),
+        _num(row.get("produce_requests_per_s")),
+        flush_time_share(row, brokers),
+    )
     each = f", {ms:.2f} ms each" if ms is not None else ""
     per_s = f" ({fpr * rps:,.0f} flushes/s)" if rps else ""
+    busy = f", {share:.0%} of each broker's time" if share is not None else ""
     cause = ", ".join(f"{k}={v}" for k, v in flush_settings(row).items()) or "no flush setting read back"
-    why = f"{fpr:.2f} log flushes per produce request{per_s}{each}, measured; set by: {cause}"
+    why = f"{fpr:.2f} log flushes per produce request{per_s}{each}{busy}, measured; set by: {cause}"
     return Diagnosis("forced_flush", why)
 
 
@@ -225,12 +247,12 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     nic, disk_mb_s = _num(net.get("nic_mb_s_measured")), _num(disk.get("write_mb_s_measured"))
     if row.get("state") != "complete" or row.get("mb_s") is None:
         return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
-    found = _network(row, nic) or _flush(row)
+    brokers = len((profile or {}).get("brokers") or []) or 3
+    found = _network(row, nic) or _flush(row, brokers)
     b_in = _num(row.get("broker_in_max_mb_s"))
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
         found = Diagnosis("disk", why)
-    brokers = len((profile or {}).get("brokers") or []) or 3
     found = found or _pools(row) or _replication(row) or _consumers(row, brokers) or _clients(row)
     if found is not None:
         return found

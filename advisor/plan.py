@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import ceiling as ceiling_model
+from advisor import diagnose
 from advisor.trials import best_trial, complete, strict_mask
 from core.errors import UserError
 
@@ -63,7 +64,10 @@ def _not_client_bound(trials: pd.DataFrame) -> pd.DataFrame:
     sync = done[strict_mask(done)] if not done.empty else done
     if sync.empty:
         raise UserError("--from: the study has no complete acks=all trial to plan from")
-    client = sync["client_bound"].fillna(False).astype(bool) | (sync["bound"] == "client")
+    # judged from the measurement (a loop at a full core), never the record's stored flag: older records set it
+    # for any full producer buffer, which at the maximum rate is the cluster's back-pressure
+    loop = pd.to_numeric(sync["client_loop_cpu_max"], errors="coerce").fillna(0.0)
+    client = (sync["bound"] == "client") | (loop >= diagnose.LOOP_HOT)
     if client.all():
         raise UserError(
             f"--from: all {len(sync)} complete acks=all trials were client-bound (a load generator loop at a full "

@@ -373,10 +373,11 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
 
 
 def rule_fsync(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    """Trials whose brokers flushed the log for every other produce request or more (measured: LogFlushStats
-    against the produce requests), with the settings that forced it, and the cost against trials without."""
+    """Trials whose brokers flushed the log for every other produce request or more, the fsyncs taking a material
+    share of their time (measured: LogFlushStats against the produce requests), with the settings that forced
+    it, and the cost against trials without."""
     done = rows(complete(trials))
-    flushed = [t for t in done if (num(t.get("log_flushes_per_request")) or 0) >= diagnose.FLUSH_PER_REQUEST]
+    flushed = [t for t in done if diagnose.forced_flush(t, int(study.get("brokers") or 3))]
     if not flushed:
         return []
     unflushed = [t for t in done if t.get("log_flushes_per_request") is not None and t not in flushed]

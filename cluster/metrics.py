@@ -82,6 +82,9 @@ COUNTERS = (
     "follower_fetches", *SUMS,
 )  # fmt: skip
 
+# True counters (one attribute each, never decreasing while the broker runs): a drop means it restarted.
+RESET_WITNESSES = ("bytes_in", "messages_in", "replication_bytes_in", "produce_requests")
+
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
 _NAME_LABEL = re.compile(r'(?:^|,)name="([^"]*)"')
 _REQUEST_LABEL = re.compile(r'(?:^|,)request="([^"]*)"')
@@ -189,11 +192,15 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
             if dt <= 0:
                 continue
             row: dict[str, Any] = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
+            # A restarted broker resets every counter: its byte and message counters drop. A running sum (Count x
+            # Mean, read as two attributes) can also drop a little when a request lands between the two reads;
+            # that is a read race to absorb, never a restart (taking the whole lifetime sum as one second's put
+            # 390 ms of queue time on 1.7-ms produce requests, measured).
+            restarted = any(cur.values.get(c, 0.0) < prev.values.get(c, 0.0) for c in RESET_WITNESSES)
             for k in COUNTERS:
                 if k in cur.values and k in prev.values:
-                    # A restarted broker resets its counters: treat a drop as a fresh start.
                     delta = cur.values[k] - prev.values[k]
-                    row[f"{k}_per_s"] = (delta if delta >= 0 else cur.values[k]) / dt
+                    row[f"{k}_per_s"] = (delta if delta >= 0 else cur.values[k] if restarted else 0.0) / dt
             for k, v in cur.values.items():
                 if k not in COUNTERS:
                     row[k] = v

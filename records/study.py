@@ -52,11 +52,11 @@ CLIENT_STATS = {
     "batch_bytes": "batch_bytes",
     "batch_records": "batch_records",
 }
-# What a bench record calls the knobs a sweep calls params.
+# What a bench record (result.json, OMB's TestResult names) calls the knobs a sweep calls params.
 WORKLOAD_PARAMS = {
     "producersPerTopic": "producers",
-    "consumerPerSubscription": "consumers",
-    "partitionsPerTopic": "partitions",
+    "consumersPerTopic": "consumers",
+    "partitions": "partitions",
 }
 
 

@@ -313,7 +313,9 @@ def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_m
         row.update(kw)
         return row
 
-    trials = pd.DataFrame([t("client", 90.0, 1024, client_bound=True, bound="client"), t("big", 60.0, 1024),
+    # "big" carries an older record's client_bound flag (set by any full buffer): its loop was far from a core
+    trials = pd.DataFrame([t("client", 90.0, 1024, client_loop_cpu_max=0.97, bound="client"),
+                           t("big", 60.0, 1024, client_bound=True, client_loop_cpu_max=0.2, bound="network_in"),
                            t("small", 30.0, 100)])  # fmt: skip
     p = plan(100, nic_mb_s=100, message_bytes=100, trials=trials)
     assert p.basis["trial"] == "big" and p.efficiency == pytest.approx(0.6)  # not the client-bound 90 %

@@ -141,8 +141,11 @@ def test_a_slow_consumer_is_diagnosed_as_consumer_bound(
     assert t["bound"] == "consumer", t["bound_reason"]
     assert t["client_consume_mb_s"] < 0.7 * t["publish_mb_s"], (t["client_consume_mb_s"], t["publish_mb_s"])
     assert "backlog grew" in t["bound_reason"] and not t["client_bound"]
-    assert recs[0].rule in ("consumer-lag", "binding-resource"), [r.rule for r in recs]
+    # the p99 broke the default SLO too: either way the top advice is the consumer's fix
+    assert recs[0].rule in ("latency-slo", "consumer-lag", "binding-resource"), [r.rule for r in recs]
     assert recs[0].action == {"consumers": "2"}, recs[0]
+    if recs[0].rule == "latency-slo":
+        assert "between the acknowledgement and the consumer's handler" in recs[0].title
 
 
 def test_too_few_partitions_for_the_consumers_and_brokers_is_diagnosed(
@@ -164,15 +167,17 @@ def test_too_few_partitions_for_the_consumers_and_brokers_is_diagnosed(
     assert t["leader_share"] > 0.9, t["leader_share"]  # one broker took (nearly) all the produce bytes
     assert t["bound"] == "partitions", t["bound_reason"]
     assert "1 of 2 consumers received nothing" in t["bound_reason"]
-    assert recs[0].rule == "binding-resource", [(r.rule, r.severity) for r in recs]
+    # the binding fix, or the consumer-lag rule with the same fix ranked first by the gap it measured
+    assert recs[0].rule in ("binding-resource", "consumer-lag"), [(r.rule, r.severity) for r in recs]
     assert recs[0].action == {"partitions": "3"}
 
 
 def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_it(
     testbed: Testbed, spark: Any, tmp_path: Path, unique: str
 ) -> None:
-    """linger.ms 300 at 500 msg/s (batches far from full): every record waits about 300 ms in the producer's
-    queue, which the producer's own statistics measure; the p99 breaks the default 100-ms SLO."""
+    """linger.ms 300 at 500 msg/s (batches far from full): a record waits up to 300 ms in the producer's queue,
+    150 ms on average at a steady rate, which the producer's own statistics measure; the p99 breaks the
+    default 100-ms SLO. The brokers' few flushes (the metadata log's) are not mistaken for forced ones."""
     t, recs, res = _planted(
         testbed,
         spark,
@@ -184,8 +189,9 @@ def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_
     )
     stats = res["summary"]["client"]["producer_stats"]
     assert res["summary"]["client"]["producer_stats_samples"] >= 3
-    assert 200 <= stats["queue_ms"] <= 400 and stats["rtt_ms"] < 100, stats
+    assert 100 <= stats["queue_ms"] <= 300 and stats["rtt_ms"] < 100, stats
     assert t["rate_mode"] == "fixed-rate" and t["e2e_p99_ms"] > 100
+    assert t["bound"] != "forced_flush", t["bound_reason"]
     assert recs[0].rule == "latency-slo", [(r.rule, r.title) for r in recs]
     assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": "30"}
 

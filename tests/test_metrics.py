@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cluster.metrics import BrokerSample, parse, rates
 
 PAGE = """# HELP x
@@ -52,3 +54,15 @@ def test_request_handler_idle_is_the_broker_pools_own_meter_when_kafka_keeps_one
     older = {k: v for k, v in then.items() if k != "broker_handler_idle_ns"}  # Kafka before 4.2: the aggregate
     (row,) = rates([BrokerSample(1, 0, {"request_handler_idle_ns": 0.0}), BrokerSample(1, 1_000_000_000, older)])
     assert row["request_handler_idle"] == 0.9
+
+
+def test_a_running_sum_that_dips_between_two_reads_is_not_taken_for_a_restart() -> None:
+    """Count x Mean read as two attributes dips when a request lands between the reads; only a drop of the byte
+    counters means the broker restarted and its counters began again."""
+    s = [
+        BrokerSample(1, 0, {"bytes_in": 100.0, "produce_queue_ms": 5000.0}),
+        BrokerSample(1, 1_000_000_000, {"bytes_in": 200.0, "produce_queue_ms": 4999.2}),  # the race
+        BrokerSample(1, 2_000_000_000, {"bytes_in": 300.0, "produce_queue_ms": 5003.0}),
+        BrokerSample(1, 3_000_000_000, {"bytes_in": 50.0, "produce_queue_ms": 4.0}),  # restarted
+    ]
+    assert [r["produce_queue_ms_per_s"] for r in rates(s)] == [0.0, pytest.approx(3.8), 4.0]

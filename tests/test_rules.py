@@ -83,6 +83,16 @@ def test_a_shared_machine_at_full_cpu_is_named_as_such() -> None:
     assert d.bound == "cpu" and "97 %" in d.reason
 
 
+def test_forced_flushes_need_both_the_rate_and_the_time() -> None:
+    planted = bound(log_flushes_per_request=3.1, log_flush_ms=6.0, produce_requests_per_s=70.0,
+                    broker={"log.flush.interval.messages": "1"})  # fmt: skip
+    assert planted.bound == "forced_flush" and "43% of each broker's time" in planted.reason
+    assert "broker log.flush.interval.messages=1" in planted.reason
+    # a trickle of requests beside the metadata log's own flushes: 1.8 per request, 0.1 % of the time
+    trickle = bound(log_flushes_per_request=1.8, log_flush_ms=0.65, produce_requests_per_s=3.3)
+    assert trickle.bound == "none"
+
+
 def test_isr_shrinks_are_a_replication_bound() -> None:
     d = bound(isr_shrinks=4.0, under_replicated_seconds=3, replication_ratio=1.4)
     assert d.bound == "replication" and "shrank 4 times" in d.reason and "1.40×" in d.reason

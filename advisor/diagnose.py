@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from loadgen.worker import FULL_WAIT_S
+
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
 IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is saturated
 FSYNC_EVERY = 100  # log.flush.interval.messages at or below this forces a flush per request or so
@@ -23,6 +25,8 @@ FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: 
 FLUSH_TIME_SHARE = 0.05
 SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
+HELD_SHARE = 0.02  # a producer held by a full buffer ≤ 2 % of the window made nearly all the load it could
+QUEUE_SLACK_MS = 10.0  # a record waiting ≤ 2 × linger.ms + this in the producer's queue did not wait for the cluster
 MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
 
 CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers had acknowledged: the backlog grows
@@ -217,6 +221,25 @@ def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
     return None
 
 
+def _never_waited(row: dict[str, Any]) -> str | None:
+    """At the maximum rate, a producer the cluster never pushed back on made all the load there was: its buffer
+    (almost) never filled and its records did not queue beyond the linger. Then the client was the limit,
+    whatever share of a core its loop got on a shared machine. None when that is not what was measured."""
+    if row.get("rate_mode") != "max-rate":
+        return None
+    full, secs = _num(row.get("buffer_full_events")) or 0.0, _num(row.get("measure_seconds")) or 0.0
+    queue = _num(row.get("client_queue_ms"))
+    linger = _num((row.get("params") or {}).get("linger.ms"))
+    linger = 5.0 if linger is None else linger  # librdkafka's default
+    held = full * FULL_WAIT_S  # at most this long did a full buffer hold the producer
+    if queue is None or not secs or held > HELD_SHARE * secs or queue > 2 * linger + QUEUE_SLACK_MS:
+        return None
+    return (
+        f"a full buffer held it {full:.0f} times in {secs:.0f} s (≤ {held / secs:.1%} of the time) and records "
+        f"waited {queue:.1f} ms in its queue (linger.ms {linger:g})"
+    )
+
+
 def _clients(row: dict[str, Any]) -> Diagnosis | None:
     """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
     bpr, full = _num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
@@ -234,6 +257,12 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
     loop, cpu = _num(row.get("client_loop_cpu_max")), _num(row.get("machine_cpu_percent"))
     if loop is not None and loop >= LOOP_HOT:
         return Diagnosis("client", f"the load generator's busiest loop used {loop:.0%} of a core: add client processes")
+    if (never := _never_waited(row)) is not None:
+        share = f"; its send loop got {loop:.0%} of a core" if loop is not None else ""
+        machine = f" on a machine at {cpu:.0f} % CPU" if cpu is not None else ""
+        return Diagnosis(
+            "client", f"at the maximum rate the producer never waited for the cluster: {never}{share}{machine}"
+        )
     if cpu is not None and cpu >= MACHINE_HOT:
         bc = _num(row.get("broker_cpu"))
         brokers = f"; the brokers' JVMs {bc:.0%} of it each" if bc is not None else ""

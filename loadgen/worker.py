@@ -39,6 +39,9 @@ Clock = Callable[[], int]
 # Serve delivery callbacks at most every 100 µs of sending rather than after every message: at 100 B
 # records the per-message poll was a large share of the send loop. Ack times run late by at most this.
 POLL_EVERY_NS = 100_000
+# How long a producer waits (at most) for the cluster after its buffer was full, before it tries again: so a
+# run's buffer-full count bounds the time the cluster's back-pressure held it (advisor.diagnose reads that).
+FULL_WAIT_S = 0.005
 # How long past the drain timeout a finished producer waits for the end of the run before closing.
 LINGER_SLACK_S = 30
 
@@ -292,7 +295,7 @@ def _produce(
             send(key, pack(pid, seq, stamp) + pool[seq % n_pool], on_done)
         except api.BufferFull:
             tick.buffer_full += 1
-            poll(0.005)  # the same sequence number goes again: its delay keeps growing
+            poll(FULL_WAIT_S)  # the same sequence number goes again: its delay keeps growing
             continue
         seq += 1
         if now - last_poll >= POLL_EVERY_NS:

@@ -196,6 +196,28 @@ def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_
     assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": "30"}
 
 
+def test_one_producer_of_100_byte_records_is_diagnosed_as_client_bound(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """One producer process at the maximum rate with 100-B records: the brokers take everything it makes (its
+    buffer does not fill, records do not queue beyond the linger), so the client is the limit, even though
+    its loop gets under 85 % of a core on cores it shares with the brokers."""
+    t, recs, _ = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"client-{unique}",
+        partitionsPerTopic=6,
+        messageSize=20,
+        consumerPerSubscription=2,
+        producerConfig={"acks": "all", "linger.ms": 5, "batch.size": 131072},
+    )
+    assert t["bound"] == "client", t["bound_reason"]
+    assert "never waited for the cluster" in t["bound_reason"]
+    assert recs[0].rule == "binding-resource", [(r.rule, r.action) for r in recs]
+    assert recs[0].action == {"producers": "2"}
+
+
 def test_brokers_report_counter_based_idle_and_the_produce_time_split(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
 ) -> None:

@@ -78,6 +78,17 @@ def test_a_client_loop_at_a_full_core_is_client_bound_and_a_full_buffer_alone_is
     assert d.bound == "none" and "back-pressure" in d.reason
 
 
+def test_a_producer_the_cluster_never_pushed_back_on_is_the_limit_at_the_maximum_rate() -> None:
+    calm = {"rate_mode": "max-rate", "measure_seconds": 9, "buffer_full_events": 0, "client_queue_ms": 1.9,
+            "client_loop_cpu_max": 0.73, "machine_cpu_percent": 78.0,
+            "params": {"linger.ms": "5", "producers": "1"}}  # fmt: skip
+    d = bound(**calm)
+    assert d.bound == "client" and "never waited for the cluster" in d.reason and "73% of a core" in d.reason
+    assert bound(**{**calm, "buffer_full_events": 400}).bound != "client"  # pushed back: the cluster's limit
+    assert bound(**{**calm, "client_queue_ms": 900.0}).bound != "client"  # records queued behind the cluster
+    assert bound(**{**calm, "rate_mode": "fixed-rate"}).bound != "client"  # it made only the load it was asked
+
+
 def test_a_shared_machine_at_full_cpu_is_named_as_such() -> None:
     d = bound(machine_cpu_percent=97.0, broker_cpu=0.3, client_loop_cpu_max=0.5)
     assert d.bound == "cpu" and "97 %" in d.reason

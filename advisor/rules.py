@@ -341,6 +341,12 @@ def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommen
 
 
 def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+    """Max-rate runs whose records waited seconds in a full producer buffer: the rate to run at instead is the
+    operating point a sustainable-rate sweep measured, else 80 % of the best max rate (an assumption, said)."""
+
+    def max_rate(t: dict[str, Any]) -> float:  # the rate the latency belongs to: the max-rate run's, not a ramp's
+        return float(t.get("throughput_mb_s") or t["mb_s"])
+
     full = [
         t
         for t in rows(complete(trials))
@@ -349,22 +355,29 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
     if not full:
         return []
     worst = max(full, key=lambda t: t["e2e_p99_ms"])
-    best = best_trial(trials) or max(full, key=lambda t: t["mb_s"])
     calm = [t for t in rows(complete(trials)) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
     ev = [
         f"{t['trial_id']}: producer buffer full {t['buffer_full_events']} times, "
-        f"e2e p99 {t['e2e_p99_ms'] / 1000:.1f} s at {t['mb_s']:.2f} MB/s"
+        f"e2e p99 {t['e2e_p99_ms'] / 1000:.1f} s at {max_rate(t):.2f} MB/s (the maximum rate)"
         for t in sorted(full, key=lambda t: -t["e2e_p99_ms"])[:4]
     ]
     if calm:
         c = min(calm, key=lambda t: t["e2e_p99_ms"])
-        ev.append(f"without a full buffer ({c['trial_id']}): e2e p99 {c['e2e_p99_ms']:.0f} ms at {c['mb_s']:.2f} MB/s")
+        rate = c.get("sustainable_mb_s") or c["mb_s"]
+        ev.append(f"without a full buffer ({c['trial_id']}): e2e p99 {c['e2e_p99_ms']:.0f} ms at {rate:.2f} MB/s")
+    op = (study.get("sweep") or {}).get("operating_point") or {}
+    if op.get("held"):
+        held = next((x["trial_id"] for x in op.get("tries") or [] if x.get("held")), "the operating point")
+        action = {"target rate": f"{op['rate_msg_s']:,.0f} msg/s ({op['mb_s']:.2f} MB/s): held the SLO ({held})"}
+    else:
+        best = best_trial(trials) or max(full, key=max_rate)
+        action = {"target rate": f"≤ {0.8 * max_rate(best):.1f} MB/s (80 % of {best['trial_id']}'s maximum rate)"}
     return [
         Recommendation(
             "producer-buffer-saturation",
             "At the maximum rate records wait in the producer buffer and latency explodes (the 53 s case of "
-            "docs/reference.md §1): run at most ~80 % of the best rate, or cap buffer.memory to bound the queue",
-            action={"target rate": f"≤ {0.8 * best['mb_s']:.1f} MB/s (80 % of {best['trial_id']})"},
+            "docs/reference.md §1): run below it, at a rate measured to hold the SLO, or cap buffer.memory",
+            action=action,
             evidence=ev,
             trials=[t["trial_id"] for t in full][:6],
             severity="high" if worst["e2e_p99_ms"] > 10 * E2E_EXPLODES_MS else "medium",
@@ -460,6 +473,10 @@ def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
     slo = (study.get("sweep") or {}).get("slo") or study.get("slo") or DEFAULT_SLO
     out = []
     for t in rows(complete(trials)):
+        # a sustainable-rate trial's record is its ramp, whose steps above the sustainable rate miss the SLO by
+        # design; the operating point's runs are the sweep's own search for a rate that holds it
+        if t.get("sustainable_mb_s") is not None or str(t.get("stage") or "").startswith("hold"):
+            continue
         misses = diagnose.slo_misses(t, slo)
         split = diagnose.latency_split(t) if misses else []
         if not split:
@@ -467,7 +484,7 @@ def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         part, ms = split[0]
         total = sum(v for _, v in split)
         ev = [f"{t['trial_id']}: {'; '.join(misses)}"] + [
-            f"{v:.1f} ms ({v / total:.0%}) {diagnose.LATENCY_PARTS[k]}" for k, v in split if total
+            f"{v:.1f} ms ({v / total:.0%}) {diagnose.LATENCY_PARTS[k]}" for k, v in split if total and v >= 0.05
         ]
         out.append(
             Recommendation(

@@ -103,10 +103,18 @@ def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:
     )
 
 
+RUN_KIND = {"max-rate": "at the maximum rate", "fixed-rate": "at fixed rates"}
+
+
 def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
+    # each curve says which run it is: a max-rate run's latency and a ramp's are different measurements
+    shown = [("Kafka defaults", a.defaults), ("best", a.best)]
+    op = next((t for t in (a.sweep or {}).get("operating_point", {}).get("tries") or [] if t.get("held")), None)
+    if op:
+        shown.append(("operating point", {"trial_id": op["trial_id"], "rate_mode": "fixed-rate"}))
     quantiles = {
-        label: q
-        for label, trial in (("Kafka defaults", a.defaults), ("best", a.best))
+        f"{label} ({trial['trial_id']}, {RUN_KIND.get(str(trial.get('rate_mode')), 'one run')})": q
+        for label, trial in shown
         if trial and (q := latency_quantiles(a.study, trial["trial_id"]))
     }
     found = [

@@ -169,6 +169,12 @@ def test_producer_buffer_rule_caps_the_rate_when_latency_explodes() -> None:
     assert r.rule == "producer-buffer-saturation" and r.severity == "high" and r.trials == ["full"]
     assert "24.0 MB/s" in r.action["target rate"] and any("calm" in e for e in r.evidence)
     assert rule_producer_buffer(frame(calm), STUDY) == []
+    # a sustainable-rate sweep's operating point is the rate to run at; the latency belongs to the max rate
+    swept = {**full, "mb_s": 18.0, "sustainable_mb_s": 18.0, "throughput_mb_s": 30.0}
+    op = {"held": True, "rate_msg_s": 14764.6, "mb_s": 15.12, "tries": [{"trial_id": "hold-001", "held": True}]}
+    (r,) = rule_producer_buffer(frame(swept, calm), {**STUDY, "sweep": {"operating_point": op}})
+    assert r.action == {"target rate": "14,765 msg/s (15.12 MB/s): held the SLO (hold-001)"}
+    assert "e2e p99 14.0 s at 30.00 MB/s (the maximum rate)" in r.evidence[0]
 
 
 def test_compression_rule_flags_trials_whose_wire_bytes_are_a_fraction_of_the_payload() -> None:
@@ -204,6 +210,9 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
     # a study's own SLO wins; a max-rate run's latency is not judged against any
     assert rule_latency(frame(lingering), {**STUDY, "sweep": {"slo": {"p99_e2e_ms": 500}}}) == []
     assert rule_latency(frame({**lingering, "rate_mode": "max-rate"}), STUDY) == []
+    # a sweep's ramp goes past its SLO on purpose, and its operating-point runs are the sweep's own search
+    assert rule_latency(frame({**lingering, "sustainable_mb_s": 12.0}), STUDY) == []
+    assert rule_latency(frame({**lingering, "stage": "hold"}), STUDY) == []
 
 
 # ---- live rules -----------------------------------------------------------------------------------------------

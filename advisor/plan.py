@@ -58,8 +58,9 @@ class Plan:
         return d
 
 
-def _not_client_bound(trials: pd.DataFrame) -> pd.DataFrame:
-    """Complete acks=all trials whose load generator was not the limit: only they say what the cluster does."""
+def _not_client_bound(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Complete acks=all trials whose load generator was not the limit (only they say what the cluster does),
+    and how many were left out as client-bound."""
     done = complete(trials)
     sync = done[strict_mask(done)] if not done.empty else done
     if sync.empty:
@@ -73,16 +74,15 @@ def _not_client_bound(trials: pd.DataFrame) -> pd.DataFrame:
             f"--from: all {len(sync)} complete acks=all trials were client-bound (a load generator loop at a full "
             "core): they measured the client, not the cluster; re-run the study with more client processes"
         )
-    return sync[~client]
+    return sync[~client], int(client.sum())
 
 
 def _study_basis(trials: pd.DataFrame, message_bytes: int, assumptions: list[str]) -> dict[str, Any]:
     """Efficiency from the best trial that was not client-bound; MB/s per producer, consumer and partition
     from the best such trial at the plan's message size (per-record costs make them differ by size)."""
-    eligible = _not_client_bound(trials)
+    eligible, excluded = _not_client_bound(trials)
     best = best_trial(eligible)
     assert best is not None
-    excluded = int(len(complete(trials)[strict_mask(complete(trials))]) - len(eligible))
     sizes = eligible["message_bytes"].fillna(0).astype(int)
     same = eligible[sizes == message_bytes]
     unit = best_trial(same) if not same.empty else best
@@ -161,9 +161,13 @@ def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float
         return f"measured: {b['unit_trial']}'s {b['unit_mb_s']:.2f} MB/s over its {b[what]} {what}"
 
     per_prod, per_cons, per_part = per
+    writable = (
+        f"RF {p.rf} with min.insync.replicas ≤ {p.rf - p.spare_brokers} keeps accepting writes"
+        if p.rf > p.spare_brokers
+        else f"RF {p.rf} leaves some partitions with no replica"
+    )
     spare = (
-        f", plus {p.spare_brokers} so that the target still holds with {p.spare_brokers} broker(s) down "
-        f"(RF {p.rf} with min.insync.replicas 2 keeps accepting writes)"
+        f", plus {p.spare_brokers} so that the target still holds with {p.spare_brokers} broker(s) down ({writable})"
         if p.spare_brokers
         else ""
     )

@@ -451,7 +451,7 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str
     if part == "client_queue_ms":
         linger = num(p.get("linger.ms"))
         queue = num(t.get("client_queue_ms")) or 0
-        if linger is not None and linger >= 1 and queue <= 2 * linger + 5:  # the linger is most of the wait
+        if linger is not None and linger >= 1 and queue <= 2 * linger + diagnose.QUEUE_SLACK_MS:  # the linger's wait
             return {"linger.ms": str(int(linger // 10))}
         return {"producer rate": "lower: records queue behind a full batch pipeline (the sustainable rate)"}
     if part == "produce_queue_ms":

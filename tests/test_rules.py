@@ -215,6 +215,31 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
     assert rule_latency(frame({**lingering, "stage": "hold"}), STUDY) == []
 
 
+def test_recommend_runs_every_study_rule() -> None:
+    """One trial that triggers each rule: recommend() must say every one (a rule left out of the wiring fails)."""
+    ts = [
+        trial("fetch3", params={"acks": "all", "num.replica.fetchers": "3"}),
+        trial("fsync", log_flushes_per_request=3.1, log_flush_ms=6.0, produce_requests_per_s=70.0),
+        trial("isr", isr_shrinks=2.0, replication_ratio=1.2),
+        trial("lag", publish_mb_s=10.0, client_consume_mb_s=3.0, params={"acks": "all", "consumers": "1"}),
+        trial("full", buffer_full_events=40, e2e_p99_ms=14_000.0),
+        trial("lz4", publish_mb_s=30.0, produce_mb_s=3.0),
+        trial(
+            "slo",
+            rate_mode="fixed-rate",
+            e2e_p99_ms=420.0,
+            client_queue_ms=300.0,
+            params={"acks": "all", "linger.ms": "300"},
+        ),
+    ]
+    for t in ts:
+        t.update(bound=diagnose.binding(t, PROFILE).bound)
+    got = {r.rule for r in recommend(frame(*ts), pd.DataFrame(), STUDY)}
+    want = {"binding-resource", "best-config", "replica-fetchers-multiple", "fsync-per-message", "replication-lag",
+            "consumer-lag", "producer-buffer-saturation", "compressible-payload", "latency-slo"}  # fmt: skip
+    assert want <= got, want - got
+
+
 # ---- live rules -----------------------------------------------------------------------------------------------
 def test_live_config_rules_flag_small_replica_fetches_and_forced_flushes() -> None:
     configs: dict[str, dict[str, str | None]] = {

@@ -3,6 +3,7 @@ read a live one's configs and metrics (`live`).
 
 ceiling (the ceiling model), diagnose (which resource bound a trial), analysis (Spark's tables with that
 judgement), trials (which trials a judgement rests on), noise (run-to-run noise and each parameter's effect,
-computed once for the advice and the report), rules (recommendations with evidence), study (everything
-about one study, for advise, plan and report), plan (capacity planning), live (advice on a live cluster).
+computed once for the advice and the report), rules (recommendations with evidence), fixes (the settings that
+move a bound or a latency part), latency (where a record's time goes, and SLO misses), study (everything about
+one study, for advise, plan and report), plan (capacity planning), live (advice on a live cluster).
 """

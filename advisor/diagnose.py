@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.trials import num
 from loadgen.worker import FULL_WAIT_S
 
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
@@ -45,58 +46,15 @@ TIME_PARTS = {
 }
 
 
-# Where a record's latency goes, in the order it happens, and the setting that moves each part (fixes in
-# advisor.rules.latency_fix). Producer side from its own statistics, broker side from the produce request's
-# time split, the consumer side as end-to-end minus publish latency (medians).
-LATENCY_PARTS = {
-    "client_queue_ms": "waiting in the producer's queue for its batch to be sent (linger.ms, batch.size)",
-    **TIME_PARTS,
-    "network_ms": "on the network and in the clients' I/O (the round trip outside the broker)",
-    "consumer_ms": "between the acknowledgement and the consumer's handler (fetch wait, backlog, processing)",
-}
-
-
-def latency_split(row: dict[str, Any]) -> list[tuple[str, float]]:
-    """A record's median latency by part (LATENCY_PARTS), ms, largest first; parts not measured are left out."""
-    parts = {k: _num(row.get(k)) for k in ("client_queue_ms", *TIME_PARTS)}
-    rtt, broker = _num(row.get("client_rtt_ms")), _num(row.get("produce_total_ms"))
-    if rtt is not None and broker is not None:
-        parts["network_ms"] = max(0.0, rtt - broker)
-    e2e, pub = _num(row.get("e2e_p50_ms")), _num(row.get("publish_p50_ms"))
-    if e2e is not None and pub is not None:
-        parts["consumer_ms"] = max(0.0, e2e - pub)
-    return sorted(((k, v) for k, v in parts.items() if v is not None), key=lambda kv: -kv[1])
-
-
-def slo_misses(row: dict[str, Any], slo: dict[str, Any]) -> list[str]:
-    """The SLO's p99s this row's run broke, said with both figures; only a fixed-rate run's latency counts
-    (at the maximum rate records wait in a full buffer by design)."""
-    if row.get("rate_mode") != "fixed-rate":
-        return []
-    out = []
-    for key, col, what in (("p99_e2e_ms", "e2e_p99_ms", "end-to-end"), ("p99_publish_ms", "publish_p99_ms", "publish")):
-        limit, got = _num(slo.get(key)), _num(row.get(col))
-        if limit is not None and got is not None and got > limit:
-            out.append(f"p99 {what} {got:.1f} ms > the SLO's {limit:g} ms")
-    return out
-
-
 @dataclass(frozen=True)
 class Diagnosis:
     bound: str  # one of BOUNDS
     reason: str
 
 
-def _num(v: Any) -> float | None:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
-
-
 def flush_every(broker: dict[str, Any] | None) -> float | None:
     """log.flush.interval.messages as a number, when every broker agrees on it."""
-    return _num((broker or {}).get("log.flush.interval.messages"))
+    return num((broker or {}).get("log.flush.interval.messages"))
 
 
 def flush_settings(row: dict[str, Any]) -> dict[str, str]:
@@ -108,7 +66,7 @@ def flush_settings(row: dict[str, Any]) -> dict[str, str]:
               ("broker", broker, ("log.flush.interval.messages", "log.flush.interval.ms")))  # fmt: skip
     for scope, conf, keys in scopes:
         for k in keys:
-            v = _num(conf.get(k))
+            v = num(conf.get(k))
             if v is not None and v < 2**62:  # Long.MAX_VALUE: never
                 out[f"{scope} {k}"] = str(conf[k])
     return out
@@ -116,13 +74,13 @@ def flush_settings(row: dict[str, Any]) -> dict[str, str]:
 
 def time_split(row: dict[str, Any]) -> list[tuple[str, float]]:
     """A produce request's measured time, ms per request, largest part first."""
-    parts = [(k, _num(row.get(k))) for k in TIME_PARTS]
+    parts = [(k, num(row.get(k))) for k in TIME_PARTS]
     return sorted(((k, v) for k, v in parts if v is not None), key=lambda kv: -kv[1])
 
 
 def where_time_goes(row: dict[str, Any]) -> str:
     split = time_split(row)
-    total = _num(row.get("produce_total_ms"))
+    total = num(row.get("produce_total_ms"))
     if not split or not total:
         return ""
     k, v = split[0]
@@ -130,7 +88,7 @@ def where_time_goes(row: dict[str, Any]) -> str:
 
 
 def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
-    b_in, b_out = _num(row.get("broker_in_max_mb_s")), _num(row.get("broker_out_max_mb_s"))
+    b_in, b_out = num(row.get("broker_in_max_mb_s")), num(row.get("broker_out_max_mb_s"))
     if nic and b_in is not None and b_in >= SATURATED * nic:
         return Diagnosis(
             "network_in", f"busiest broker receives {b_in:.1f} MB/s = {b_in / nic:.0%} of its {nic:g} MB/s link"
@@ -144,7 +102,7 @@ def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
 
 def flush_time_share(row: dict[str, Any], brokers: int = 3) -> float | None:
     """The share of each broker's time spent flushing the log over the window (measured), when known."""
-    fpr, ms, rps = (_num(row.get(k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
+    fpr, ms, rps = (num(row.get(k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
     if fpr is None or ms is None or rps is None:
         return None
     return fpr * rps * ms / 1000 / max(1, brokers)
@@ -152,17 +110,17 @@ def flush_time_share(row: dict[str, Any], brokers: int = 3) -> float | None:
 
 def forced_flush(row: dict[str, Any], brokers: int = 3) -> bool:
     """Flushes for every other produce request or more, taking a material share of the brokers' time."""
-    fpr, share = _num(row.get("log_flushes_per_request")), flush_time_share(row, brokers)
+    fpr, share = num(row.get("log_flushes_per_request")), flush_time_share(row, brokers)
     return fpr is not None and fpr >= FLUSH_PER_REQUEST and (share is None or share >= FLUSH_TIME_SHARE)
 
 
 def _flush(row: dict[str, Any], brokers: int) -> Diagnosis | None:
     if not forced_flush(row, brokers):
         return None
-    fpr = _num(row.get("log_flushes_per_request")) or 0.0
+    fpr = num(row.get("log_flushes_per_request")) or 0.0
     ms, rps, share = (
-        _num(row.get("log_flush_ms")),
-        _num(row.get("produce_requests_per_s")),
+        num(row.get("log_flush_ms")),
+        num(row.get("produce_requests_per_s")),
         flush_time_share(row, brokers),
     )
     each = f", {ms:.2f} ms each" if ms is not None else ""
@@ -174,9 +132,9 @@ def _flush(row: dict[str, Any], brokers: int) -> Diagnosis | None:
 
 
 def _pools(row: dict[str, Any]) -> Diagnosis | None:
-    rh, npi = _num(row.get("request_handler_idle")), _num(row.get("network_processor_idle"))
+    rh, npi = num(row.get("request_handler_idle")), num(row.get("network_processor_idle"))
     if rh is not None and rh < IDLE_LOW:
-        q = _num(row.get("produce_queue_ms"))
+        q = num(row.get("produce_queue_ms"))
         wait = f"; a produce request waits {q:.1f} ms for one" if q is not None else ""
         why = f"request handler pool {rh:.0%} idle over the window (num.io.threads){wait}"
         return Diagnosis("request_handlers", why)
@@ -187,10 +145,10 @@ def _pools(row: dict[str, Any]) -> Diagnosis | None:
 
 def _replication(row: dict[str, Any]) -> Diagnosis | None:
     """Followers that fell out of the ISR or left partitions under-replicated during the window (measured)."""
-    shrinks, ur = _num(row.get("isr_shrinks")) or 0, _num(row.get("under_replicated_seconds")) or 0
+    shrinks, ur = num(row.get("isr_shrinks")) or 0, num(row.get("under_replicated_seconds")) or 0
     if not shrinks and not ur:
         return None
-    ratio = _num(row.get("replication_ratio"))
+    ratio = num(row.get("replication_ratio"))
     rep = f"; followers copied {ratio:.2f}× the produced bytes" if ratio is not None else ""
     return Diagnosis(
         "replication", f"the ISR shrank {shrinks:.0f} times and partitions were under-replicated for {ur:.0f} s{rep}"
@@ -200,22 +158,22 @@ def _replication(row: dict[str, Any]) -> Diagnosis | None:
 def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
     """Consumers behind the producers (the backlog grew over the window), or a cluster whose partitions do not
     give every consumer, or every broker, a share of the work."""
-    pub, con = _num(row.get("publish_mb_s")), _num(row.get("client_consume_mb_s"))
-    idle = int(_num(row.get("consumers_idle")) or 0)
+    pub, con = num(row.get("publish_mb_s")), num(row.get("client_consume_mb_s"))
+    idle = int(num(row.get("consumers_idle")) or 0)
     p = row.get("params") or {}
-    parts, cons = _num(p.get("partitions")), _num(p.get("consumers"))
+    parts, cons = num(p.get("partitions")), num(p.get("consumers"))
     behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
     lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
     if idle and cons:
         why = f"{idle} of {cons:.0f} consumers received nothing: {parts or 1:.0f} partition(s) for {cons:.0f} consumers"
         return Diagnosis("partitions", why + (f"; {lag}" if lag else ""))
-    share = _num(row.get("leader_share"))
+    share = num(row.get("leader_share"))
     if share is not None and parts is not None and parts < brokers and share >= LEADER_HEAVY / brokers:
         why = (f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
                f"bytes (a fair share is {1 / brokers:.0%}); the others only follow")  # fmt: skip
         return Diagnosis("partitions", why)
     if behind:
-        loop = _num(row.get("consumer_loop_cpu_max"))
+        loop = num(row.get("consumer_loop_cpu_max"))
         cpu = f"; their busiest loop used {loop:.0%} of a core" if loop is not None else ""
         return Diagnosis("consumer", lag + cpu)
     return None
@@ -227,9 +185,9 @@ def _never_waited(row: dict[str, Any]) -> str | None:
     whatever share of a core its loop got on a shared machine. None when that is not what was measured."""
     if row.get("rate_mode") != "max-rate":
         return None
-    full, secs = _num(row.get("buffer_full_events")) or 0.0, _num(row.get("measure_seconds")) or 0.0
-    queue = _num(row.get("client_queue_ms"))
-    linger = _num((row.get("params") or {}).get("linger.ms"))
+    full, secs = num(row.get("buffer_full_events")) or 0.0, num(row.get("measure_seconds")) or 0.0
+    queue = num(row.get("client_queue_ms"))
+    linger = num((row.get("params") or {}).get("linger.ms"))
     linger = 5.0 if linger is None else linger  # librdkafka's default
     held = full * FULL_WAIT_S  # at most this long did a full buffer hold the producer
     if queue is None or not secs or held > HELD_SHARE * secs or queue > 2 * linger + QUEUE_SLACK_MS:
@@ -242,10 +200,10 @@ def _never_waited(row: dict[str, Any]) -> str | None:
 
 def _clients(row: dict[str, Any]) -> Diagnosis | None:
     """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
-    bpr, full = _num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
+    bpr, full = num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
     if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
-        recs, rps = _num(row.get("records_per_request")), _num(row.get("produce_requests_per_s"))
-        bb, size = _num(row.get("batch_bytes")), (row.get("params") or {}).get("batch.size")
+        recs, rps = num(row.get("records_per_request")), num(row.get("produce_requests_per_s"))
+        bb, size = num(row.get("batch_bytes")), (row.get("params") or {}).get("batch.size")
         batches = ""
         if bb is not None:
             batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
@@ -254,7 +212,7 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
             f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
             f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate" + batches,
         )
-    loop, cpu = _num(row.get("client_loop_cpu_max")), _num(row.get("machine_cpu_percent"))
+    loop, cpu = num(row.get("client_loop_cpu_max")), num(row.get("machine_cpu_percent"))
     if loop is not None and loop >= LOOP_HOT:
         return Diagnosis("client", f"the load generator's busiest loop used {loop:.0%} of a core: add client processes")
     if (never := _never_waited(row)) is not None:
@@ -264,7 +222,7 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
             "client", f"at the maximum rate the producer never waited for the cluster: {never}{share}{machine}"
         )
     if cpu is not None and cpu >= MACHINE_HOT:
-        bc = _num(row.get("broker_cpu"))
+        bc = num(row.get("broker_cpu"))
         brokers = f"; the brokers' JVMs {bc:.0%} of it each" if bc is not None else ""
         return Diagnosis("cpu", f"the machine's CPU at {cpu:.0f} % (clients and brokers share it){brokers}")
     return None
@@ -273,12 +231,12 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
 def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     net = (profile or {}).get("network") or {}
     disk = (profile or {}).get("disk") or {}
-    nic, disk_mb_s = _num(net.get("nic_mb_s_measured")), _num(disk.get("write_mb_s_measured"))
+    nic, disk_mb_s = num(net.get("nic_mb_s_measured")), num(disk.get("write_mb_s_measured"))
     if row.get("state") != "complete" or row.get("mb_s") is None:
         return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
     brokers = len((profile or {}).get("brokers") or []) or 3
     found = _network(row, nic) or _flush(row, brokers)
-    b_in = _num(row.get("broker_in_max_mb_s"))
+    b_in = num(row.get("broker_in_max_mb_s"))
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
         found = Diagnosis("disk", why)
@@ -288,7 +246,7 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     parts = []
     if nic and b_in is not None:
         parts.append(f"links at {b_in / nic:.0%}")
-    rh = _num(row.get("request_handler_idle"))
+    rh = num(row.get("request_handler_idle"))
     if rh is not None:
         parts.append(f"request handlers {rh:.0%} idle")
     time = where_time_goes(row)

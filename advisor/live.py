@@ -13,8 +13,9 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.fixes import binding_fix
 from advisor.recommendation import Recommendation
-from advisor.rules import binding_fix, fmt, rule_replica_fetchers
+from advisor.rules import fmt, rule_replica_fetchers
 from advisor.trials import num
 from brokerconf.apply import BrokerConfigs
 from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS

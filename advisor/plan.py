@@ -8,6 +8,7 @@ Without a study the plan says which published figures it assumed instead.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -15,8 +16,9 @@ import pandas as pd
 
 from advisor import ceiling as ceiling_model
 from advisor import diagnose
-from advisor.trials import best_trial, complete, strict_mask
+from advisor.trials import best_trial, complete, representative, strict_mask
 from core.errors import UserError
+from core.stats import Interval, mean_interval
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
 # 6 consumers. Used only when no study is given, and named in the plan's assumptions.
@@ -77,15 +79,23 @@ def _not_client_bound(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return sync[~client], int(client.sum())
 
 
-def _study_basis(trials: pd.DataFrame, message_bytes: int, assumptions: list[str]) -> dict[str, Any]:
-    """Efficiency from the best trial that was not client-bound; MB/s per producer, consumer and partition
-    from the best such trial at the plan's message size (per-record costs make them differ by size)."""
+def _study_basis(
+    trials: pd.DataFrame, message_bytes: int, assumptions: list[str], confirmed: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Efficiency from the confirmed configuration's repeats (their mean, with its interval) when the study
+    confirmed one, else from the best trial (one run); only trials that were not client-bound. MB/s per producer,
+    consumer and partition from the best such trial at the plan's message size (per-record costs differ by size)."""
     eligible, excluded = _not_client_bound(trials)
-    best = best_trial(eligible)
+    reps = eligible[eligible["trial_id"].isin(set(confirmed))]
+    best = representative(reps, reps["trial_id"]) if not reps.empty else best_trial(eligible)
     assert best is not None
+    rate = mean_interval([float(x) for x in reps["mb_s"]]) if not reps.empty else mean_interval([best["mb_s"]])
+    if best.get("ceiling_mb_s"):
+        best = {**best, "mb_s": rate.estimate, "fraction_of_ceiling": rate.estimate / best["ceiling_mb_s"]}
+    # per-client rates at the plan's message size: the basis when it ran at that size, else the best trial there
     sizes = eligible["message_bytes"].fillna(0).astype(int)
     same = eligible[sizes == message_bytes]
-    unit = best_trial(same) if not same.empty else best
+    unit = best if int(best.get("message_bytes") or 0) == message_bytes or same.empty else best_trial(same)
     assert unit is not None
     p = unit.get("params") or {}
 
@@ -105,6 +115,8 @@ def _study_basis(trials: pd.DataFrame, message_bytes: int, assumptions: list[str
     return {
         "trial": best["trial_id"],
         "mb_s": best["mb_s"],
+        "mb_s_interval": rate.as_dict(),
+        "trials": list(reps["trial_id"]) if not reps.empty else [best["trial_id"]],
         "ceiling_mb_s": best.get("ceiling_mb_s"),
         "efficiency": min(1.0, best["fraction_of_ceiling"]) if best.get("fraction_of_ceiling") else None,
         "excluded_client_bound": excluded,
@@ -122,7 +134,7 @@ def _study_basis(trials: pd.DataFrame, message_bytes: int, assumptions: list[str
 
 
 def _rates(
-    trials: pd.DataFrame | None, message_bytes: int, assumptions: list[str]
+    trials: pd.DataFrame | None, message_bytes: int, assumptions: list[str], confirmed: Sequence[str] = ()
 ) -> tuple[float, float, float, float, dict[str, Any]]:
     """Efficiency and MB/s per producer, consumer and partition: measured in the study when there is one,
     else the published figures (each assumption said in `assumptions`)."""
@@ -135,7 +147,7 @@ def _rates(
             f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
         ]
         return eff, per_prod, per_cons, per_part, {}
-    basis = _study_basis(trials, message_bytes, assumptions)
+    basis = _study_basis(trials, message_bytes, assumptions, confirmed)
     if basis["efficiency"] is None:
         assumptions.append(
             f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
@@ -151,7 +163,9 @@ def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float
     eff_src = "assumed (see the assumptions)"
     if b and b.get("efficiency") is not None:
         left_out = b.get("excluded_client_bound")
-        eff_src = f"{b['trial']}'s {b['mb_s']:.2f} MB/s over its ceiling of {b['ceiling_mb_s']:.2f} MB/s" + (
+        rate = Interval(**b["mb_s_interval"]).text(unit="MB/s")
+        runs = f"{', '.join(b['trials'])}: {rate}" if len(b["trials"]) > 1 else f"{b['trial']}: {rate}, one run"
+        eff_src = f"{runs}, over the ceiling of {b['ceiling_mb_s']:.2f} MB/s" + (
             f" ({left_out} client-bound trial(s) left out)" if left_out else ""
         )
 
@@ -186,6 +200,22 @@ def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float
     ]
 
 
+def _check(target_mb_s: float, headroom: float, message_bytes: int, rf: int, spare_brokers: int) -> None:
+    """A clear error naming the option and what is allowed, before anything is computed."""
+    if not (isinstance(target_mb_s, int | float) and math.isfinite(target_mb_s) and target_mb_s > 0):
+        raise UserError(f"--target-mb-s must be a positive number (got {target_mb_s!r})")
+    if not 0 < headroom <= 1:
+        raise UserError(f"--headroom must be in (0, 1]: the fraction of the ceiling to plan for (got {headroom})")
+    if message_bytes < 1:
+        raise UserError(f"--message-bytes must be ≥ 1 (got {message_bytes})")
+    if rf < 1:
+        raise UserError(f"--rf must be ≥ 1 (got {rf})")
+    if spare_brokers < 0:
+        raise UserError(
+            f"--spare-brokers must be ≥ 0: brokers that may be down while the target holds (got {spare_brokers})"
+        )
+
+
 def plan(
     target_mb_s: float,
     *,
@@ -199,19 +229,11 @@ def plan(
     spare_brokers: int = 1,
     trials: pd.DataFrame | None = None,
     profile: dict[str, Any] | None = None,
+    confirmed: Sequence[str] = (),
 ) -> Plan:
-    if not (isinstance(target_mb_s, int | float) and math.isfinite(target_mb_s) and target_mb_s > 0):
-        raise UserError(f"--target-mb-s must be a positive number (got {target_mb_s!r})")
-    if not 0 < headroom <= 1:
-        raise UserError(f"--headroom must be in (0, 1]: the fraction of the ceiling to plan for (got {headroom})")
-    if message_bytes < 1:
-        raise UserError(f"--message-bytes must be ≥ 1 (got {message_bytes})")
-    if rf < 1:
-        raise UserError(f"--rf must be ≥ 1 (got {rf})")
-    if spare_brokers < 0:
-        raise UserError(
-            f"--spare-brokers must be ≥ 0: brokers that may be down while the target holds (got {spare_brokers})"
-        )
+    """The plan for `target_mb_s`. With `trials` (a study's), its efficiency and per-client rates are measured:
+    on the `confirmed` trial ids (the recommended configuration's confirmation repeats) when given."""
+    _check(target_mb_s, headroom, message_bytes, rf, spare_brokers)
     assumptions: list[str] = []
     if profile:
         nic_mb_s = nic_mb_s or (profile.get("network") or {}).get("nic_mb_s_measured")
@@ -220,7 +242,7 @@ def plan(
         raise UserError(
             "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"
         )
-    eff, per_prod, per_cons, per_part, basis = _rates(trials, message_bytes, assumptions)
+    eff, per_prod, per_cons, per_part, basis = _rates(trials, message_bytes, assumptions, confirmed)
     if not disk_mb_s:
         assumptions.append("no disk bandwidth given: the disk is assumed not to bind")
     # One broker's worth of ceiling (the model is linear in N); find the smallest N ≥ rf that carries it.

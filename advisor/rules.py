@@ -13,6 +13,8 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix
+from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.trials import best_trial, complete, defaults_trial, num
@@ -109,84 +111,6 @@ def _round_trips(study: dict[str, Any]) -> str:
         + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
         + (f" ({', '.join(sorted(without))}: measured without effect here)" if without else "")
     )
-
-
-def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
-    """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
-    doubles, Kafka's largest legal step; a batch grows to 128 KiB and waits up to 5 ms to fill)."""
-    p = t.get("params") or {}
-    if bound == "replication":
-        return replication_fix(p, brokers)
-    if bound in ("partitions", "consumer"):
-        return consumer_fix(bound, p, brokers)
-    if bound == "client":
-        hot_consumer = (num(t.get("consumer_loop_cpu_max")) or 0) >= diagnose.LOOP_HOT
-        key = "consumers" if hot_consumer else "producers"
-        return {key: str(2 * int(num(p.get(key)) or 1))}
-    if bound in ("request_handlers", "network_threads"):
-        key = "num.io.threads" if bound == "request_handlers" else "num.network.threads"
-        cur = num(p.get(key)) or catalogue.get(key).default
-        return {key: str(int(cur) * 2)} if isinstance(cur, int | float) else {}
-    if bound == "small_batches":
-        size = max(131072, int(num(p.get("batch.size")) or 0))
-        out = {"batch.size": str(size), "linger.ms": str(max(5, int(num(p.get("linger.ms")) or 0)))}
-        memory = num(p.get("buffer.memory"))
-        if memory is not None and memory < size:  # buffer.memory ≥ batch.size (catalogue.RULES)
-            out["buffer.memory"] = str(size)
-        return out
-    if bound == "forced_flush":
-        out = {}
-        for scoped in diagnose.flush_settings(t):
-            scope, key = scoped.split(" ", 1)
-            default = catalogue.get(key).default if scope == "broker" else None
-            out[key] = "(delete the topic override)" if scope == "topic" else str(default or "(unset: Kafka's default)")
-        return out
-    return {}
-
-
-def _fetchers_above(cur: int, brokers: int) -> int:
-    """The next fetcher count above `cur` that is not a multiple of the broker count (docs/reference.md §1)."""
-    nxt = cur + 1
-    while brokers > 1 and nxt % brokers == 0:
-        nxt += 1
-    return nxt
-
-
-def replication_fix(p: dict[str, Any], brokers: int) -> dict[str, str]:
-    """More fetcher threads than now (never fewer, never a multiple of the brokers), and replica fetches of at
-    least two producer batches, with the response limit raised when the fetch would no longer fit in it
-    (catalogue.RULES: replica.fetch.response.max.bytes ≥ replica.fetch.max.bytes)."""
-
-    def cur(key: str) -> int:
-        d = catalogue.get(key).default
-        return int(num(p.get(key)) or (d if isinstance(d, int) else 0))
-
-    fetch = max(2 * cur("replica.fetch.max.bytes"), 2 * int(num(p.get("batch.size")) or 16384))
-    fetch = min(fetch, catalogue.INT_MAX)
-    out = {
-        "num.replica.fetchers": str(_fetchers_above(cur("num.replica.fetchers"), brokers)),
-        "replica.fetch.max.bytes": str(fetch),
-    }
-    if cur("replica.fetch.response.max.bytes") < fetch:
-        out["replica.fetch.response.max.bytes"] = str(min(catalogue.INT_MAX, 4 * fetch))
-    return out
-
-
-def consumer_fix(bound: str, p: dict[str, Any], brokers: int) -> dict[str, str]:
-    """Partitions for every consumer and broker (a multiple of the brokers, so leaders stay balanced), then
-    twice the consumers, up to the partitions."""
-
-    def count(key: str) -> int:
-        return max(1, int(num(p.get(key)) or 1))
-
-    parts, cons, prods = count("partitions"), count("consumers"), count("producers")
-    want_cons = cons if bound == "partitions" else 2 * cons
-    want_parts = max(parts, brokers, want_cons, prods)
-    want_parts = -(-want_parts // brokers) * brokers
-    out = {"partitions": str(want_parts)} if want_parts > parts else {}
-    if want_cons > cons:
-        out["consumers"] = str(want_cons)
-    return out
 
 
 def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommendation]:
@@ -305,19 +229,9 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     ]
 
 
-def _behind(t: dict[str, Any]) -> tuple[float, float] | None:
-    """(produced, consumed) MB/s of a trial whose consumers fell behind: as the load generator counted them
-    (acknowledged vs received), else as the brokers did (bytes in vs bytes out to consumers)."""
-    for a, b in (("publish_mb_s", "client_consume_mb_s"), ("produce_mb_s", "consume_mb_s")):
-        pub, con = num(t.get(a)), num(t.get(b))
-        if pub and con is not None:
-            return (pub, con) if con < diagnose.CONSUMER_BEHIND * pub else None
-    return None
-
-
 def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """Trials whose consumers fell behind what the producers had acknowledged."""
-    lag = [(t, b) for t in rows(complete(trials)) if (b := _behind(t))]
+    lag = [(t, b) for t in rows(complete(trials)) if (b := behind(t))]
     if not lag:
         return []
     t, (pub, con) = max(lag, key=lambda x: x[1][0] - x[1][1])
@@ -440,64 +354,6 @@ def rule_compression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
             severity="medium",
         )
     ]
-
-
-DEFAULT_SLO = {"p99_e2e_ms": 100.0}  # the product's default SLO (sweeps.settings.Slo) when a study names none
-
-
-def latency_fix(part: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
-    """The setting that moves the latency part `part` (diagnose.LATENCY_PARTS) down, with a legal value."""
-    p = t.get("params") or {}
-    if part == "client_queue_ms":
-        linger = num(p.get("linger.ms"))
-        queue = num(t.get("client_queue_ms")) or 0
-        if linger is not None and linger >= 1 and queue <= 2 * linger + diagnose.QUEUE_SLACK_MS:  # the linger's wait
-            return {"linger.ms": str(int(linger // 10))}
-        return {"producer rate": "lower: records queue behind a full batch pipeline (the sustainable rate)"}
-    if part == "produce_queue_ms":
-        return binding_fix("request_handlers", t)
-    if part == "produce_response_queue_ms":
-        return binding_fix("network_threads", t)
-    if part == "produce_local_ms":
-        return binding_fix("forced_flush", t) or {"log dirs": "faster disks (the leader's append is slow)"}
-    if part == "produce_remote_ms":
-        return {"num.replica.fetchers": replication_fix(p, brokers)["num.replica.fetchers"]}
-    if part == "consumer_ms":
-        return consumer_fix("consumer", p, brokers) if _behind(t) else {"fetch.wait.max.ms": "100"}
-    return {}
-
-
-def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    """Fixed-rate runs that broke the latency SLO: where the time went, and the setting that moves the largest
-    part. The parts are medians (the split of a typical record), the miss is the p99."""
-    slo = (study.get("sweep") or {}).get("slo") or study.get("slo") or DEFAULT_SLO
-    out = []
-    for t in rows(complete(trials)):
-        # a sustainable-rate trial's record is its ramp, whose steps above the sustainable rate miss the SLO by
-        # design; the operating point's runs are the sweep's own search for a rate that holds it
-        if t.get("sustainable_mb_s") is not None or str(t.get("stage") or "").startswith("hold"):
-            continue
-        misses = diagnose.slo_misses(t, slo)
-        split = diagnose.latency_split(t) if misses else []
-        if not split:
-            continue
-        part, ms = split[0]
-        total = sum(v for _, v in split)
-        ev = [f"{t['trial_id']}: {'; '.join(misses)}"] + [
-            f"{v:.1f} ms ({v / total:.0%}) {diagnose.LATENCY_PARTS[k]}" for k, v in split if total and v >= 0.05
-        ]
-        out.append(
-            Recommendation(
-                "latency-slo",
-                f"The SLO is missed: most of a record's time ({ms:.1f} ms of {total:.1f}) is spent "
-                f"{diagnose.LATENCY_PARTS[part]}",
-                action=latency_fix(part, t, int(study.get("brokers") or 3)),
-                evidence=ev,
-                trials=[t["trial_id"]],
-                severity="high",
-            )
-        )
-    return out[:3]
 
 
 STUDY_RULES = (

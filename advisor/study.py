@@ -45,16 +45,21 @@ def context(study: Study) -> dict[str, Any]:
     return {"brokers": study.brokers, "rf": study.rf, "study": study.name}
 
 
+def candidate(sweep: dict[str, Any] | None, label: str | None) -> dict[str, Any] | None:
+    """A confirmation candidate of the sweep's summary (its runs, trial ids, interval): `label`, or the chosen
+    (recommended) one when `label` is None."""
+    conf = (sweep or {}).get("confirmation") or {}
+    want = conf.get("chosen") if label is None else label
+    return next((c for c in conf.get("candidates") or [] if c["label"] == want), None)
+
+
 def advise(root: Path, master: str | None = None, progress: Callable[[str], None] = print) -> StudyAdvice:
     """The study's advice; its analysis runs first when it is missing (Spark at `master`)."""
     study = open_study(root)
     an = analysis.ensure(study.root, master, progress)
     trials, params = load_table(an, "trials"), load_table(an, "params")
     sweep = read_sweep_summary(study.root)
-    conf = (sweep or {}).get("confirmation") or {}
-    by_label = {c["label"]: c for c in conf.get("candidates") or []}
-    chosen = by_label.get(conf.get("chosen") or "")
-    defaults = by_label.get("baseline:kafka-defaults")
+    chosen, defaults = candidate(sweep, None), candidate(sweep, "baseline:kafka-defaults")
     return StudyAdvice(
         study=study,
         analysis=an,
@@ -140,15 +145,21 @@ def durability(trials: pd.DataFrame) -> list[str]:
     return lines
 
 
-def plans(trials: pd.DataFrame, study: Study, best: dict[str, Any] | None) -> list[planner.Plan]:
-    """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape."""
+def plans(
+    trials: pd.DataFrame, study: Study, best: dict[str, Any] | None, sweep: dict[str, Any] | None = None
+) -> list[planner.Plan]:
+    """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape;
+    on the confirmed configuration's repeats when the sweep confirmed one."""
+    confirmed = (candidate(sweep, None) or {}).get("trial_ids") or ()
     if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
         return []
     safe = best["mb_s"] * 0.7
     out = []
     for mult in (1, 2, 10):
         try:
-            out.append(planner.plan(safe * mult, rf=study.rf, trials=trials, profile=study.profile))
+            out.append(
+                planner.plan(safe * mult, rf=study.rf, trials=trials, profile=study.profile, confirmed=confirmed)
+            )
         except Exception:
             continue
     return out

@@ -9,10 +9,12 @@ import click
 
 from advisor import analysis
 from advisor.plan import plan
+from advisor.study import candidate
 from kafkatune import render
 from kafkatune.options import say
 from records.analysis import load_table
 from records.study import open_study
+from records.summary import read_summary
 
 
 @click.command("plan")
@@ -56,9 +58,11 @@ def command(
 ) -> None:
     """Brokers, partitions, producers, consumers, NIC and disk per broker for a target rate."""
     trials = profile = None
+    confirmed: list[str] = []
     if from_dir is not None:
         profile = open_study(from_dir).profile
         trials = load_table(analysis.ensure(from_dir, None, say), "trials")
+        confirmed = (candidate(read_summary(from_dir), None) or {}).get("trial_ids") or []
     p = plan(
         target_mb_s,
         rf=rf,
@@ -70,6 +74,7 @@ def command(
         headroom=headroom,
         spare_brokers=spare_brokers,
         trials=trials,
+        confirmed=confirmed,
         profile=profile,
     )
     if as_json:

@@ -20,9 +20,10 @@ import sys
 import threading
 from typing import Any, TextIO
 
+from loadgen.channel import Channel
 from loadgen.placement import LocalHost
 from loadgen.wire import decode, encode
-from loadgen.worker import Channel, WorkerTask
+from loadgen.worker import WorkerTask
 
 
 def _control(stdin: TextIO, ch: Channel) -> None:

@@ -24,8 +24,9 @@ from cluster.metrics import BrokerMetricsSampler, BrokerSample
 from cluster.target import Placement
 from core.errors import RunFailed
 from drivers import api
+from loadgen.channel import Channel
 from loadgen.placement import Host, Workers, hosts
-from loadgen.worker import Channel, WorkerTask
+from loadgen.worker import WorkerTask
 from loadgen.workload import Workload
 
 START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick

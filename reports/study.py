@@ -67,7 +67,7 @@ def build(
         "recs": a.recommendations,
         "charts": shown,
         "changes": changes,
-        "plans": advice.plans(trials, study, best),
+        "plans": advice.plans(trials, study, best, a.sweep),
         "durability": advice.durability(trials),
         "analysis": a.summary,
         "files": files,

@@ -326,6 +326,13 @@ def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_m
     assert any("measured at 1024-B messages (big), not at the plan's 4096 B" in a for a in q.assumptions)
     with pytest.raises(UserError, match="client-bound"):
         plan(100, nic_mb_s=100, trials=trials[trials["trial_id"] == "client"])
+    # a confirmed configuration: its repeats' mean with the interval, not its luckiest run
+    reps = pd.DataFrame([t("c1", 50.0, 1024), t("c2", 58.0, 1024), t("c3", 54.0, 1024), t("lucky", 66.0, 1024)])
+    c = plan(100, nic_mb_s=100, trials=reps, confirmed=["c1", "c2", "c3"])
+    assert c.efficiency == pytest.approx(0.54) and c.basis["trials"] == ["c1", "c2", "c3"]
+    assert c.basis["per_producer_mb_s"] == pytest.approx(27.0)  # 54 MB/s over 2 producers
+    assert "c1, c2, c3: 54.00 MB/s (95 % CI 44.06–63.94, n=3)" in c.explain[0]
+    assert "one run" in plan(100, nic_mb_s=100, trials=reps).explain[0]  # no confirmation: the best run, n=1
 
 
 def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Path, dict[str, Any]]) -> None:

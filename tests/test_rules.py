@@ -13,12 +13,10 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.fixes import binding_fix, consumer_fix, replication_fix
 from advisor.live import live_config_rules, live_metric_rules
 from advisor.rules import (
-    binding_fix,
-    consumer_fix,
     recommend,
-    replication_fix,
     rule_compression,
     rule_consumers,
     rule_latency,

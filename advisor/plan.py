@@ -90,8 +90,8 @@ def _study_basis(
     best = representative(reps, reps["trial_id"]) if not reps.empty else best_trial(eligible)
     assert best is not None
     rate = mean_interval([float(x) for x in reps["mb_s"]]) if not reps.empty else mean_interval([best["mb_s"]])
-    if best.get("ceiling_mb_s"):
-        best = {**best, "mb_s": rate.estimate, "fraction_of_ceiling": rate.estimate / best["ceiling_mb_s"]}
+    ceiling = best.get("ceiling_mb_s")
+    best = {**best, "mb_s": rate.estimate, "fraction_of_ceiling": rate.estimate / ceiling if ceiling else None}
     # per-client rates at the plan's message size: the basis when it ran at that size, else the best trial there
     sizes = eligible["message_bytes"].fillna(0).astype(int)
     same = eligible[sizes == message_bytes]

@@ -213,9 +213,13 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
             f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate" + batches,
         )
     loop, cpu = num(row.get("client_loop_cpu_max")), num(row.get("machine_cpu_percent"))
+    never = _never_waited(row)
     if loop is not None and loop >= LOOP_HOT:
-        return Diagnosis("client", f"the load generator's busiest loop used {loop:.0%} of a core: add client processes")
-    if (never := _never_waited(row)) is not None:
+        also = f"; at the maximum rate the producer never waited for the cluster: {never}" if never else ""
+        return Diagnosis(
+            "client", f"the load generator's busiest loop used {loop:.0%} of a core{also}: add client processes"
+        )
+    if never is not None:
         share = f"; its send loop got {loop:.0%} of a core" if loop is not None else ""
         machine = f" on a machine at {cpu:.0f} % CPU" if cpu is not None else ""
         return Diagnosis(

@@ -200,8 +200,8 @@ def test_one_producer_of_100_byte_records_is_diagnosed_as_client_bound(
     testbed: Testbed, spark: Any, tmp_path: Path, unique: str
 ) -> None:
     """One producer process at the maximum rate with 100-B records: the brokers take everything it makes (its
-    buffer does not fill, records do not queue beyond the linger), so the client is the limit, even though
-    its loop gets under 85 % of a core on cores it shares with the brokers."""
+    buffer does not fill, records do not queue beyond the linger), so the client is the limit, whether or not
+    its loop reaches 85 % of a core on cores it shares with the brokers (both are named when both hold)."""
     t, recs, _ = _planted(
         testbed,
         spark,

@@ -85,6 +85,8 @@ def test_a_producer_the_cluster_never_pushed_back_on_is_the_limit_at_the_maximum
     assert bound(**{**calm, "buffer_full_events": 400}).bound != "client"  # pushed back: the cluster's limit
     assert bound(**{**calm, "client_queue_ms": 900.0}).bound != "client"  # records queued behind the cluster
     assert bound(**{**calm, "rate_mode": "fixed-rate"}).bound != "client"  # it made only the load it was asked
+    hot = bound(**{**calm, "client_loop_cpu_max": 0.88})  # both pieces of evidence are named
+    assert hot.bound == "client" and "88% of a core" in hot.reason and "never waited for the cluster" in hot.reason
 
 
 def test_a_shared_machine_at_full_cpu_is_named_as_such() -> None:

@@ -148,8 +148,9 @@ def _replication(row: dict[str, Any]) -> Diagnosis | None:
     shrinks, ur = num(row.get("isr_shrinks")) or 0, num(row.get("under_replicated_seconds")) or 0
     if not shrinks and not ur:
         return None
-    ratio = num(row.get("replication_ratio"))
+    ratio, lag = num(row.get("replication_ratio")), num(row.get("replica_lag_max"))
     rep = f"; followers copied {ratio:.2f}× the produced bytes" if ratio is not None else ""
+    rep += f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag is not None else ""
     return Diagnosis(
         "replication", f"the ISR shrank {shrinks:.0f} times and partitions were under-replicated for {ur:.0f} s{rep}"
     )

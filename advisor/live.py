@@ -16,9 +16,10 @@ from advisor import diagnose
 from advisor.fixes import binding_fix
 from advisor.recommendation import Recommendation
 from advisor.rules import fmt, rule_replica_fetchers
+from advisor.setup import rule_durability
 from advisor.trials import num
 from brokerconf.apply import BrokerConfigs
-from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
+from brokerconf.catalogue import READ_BACK_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
 from spark.series import EVIDENCE, evidence
@@ -49,6 +50,7 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
                 severity="high",
             )
         )
+    recs += rule_durability(pd.DataFrame(rows), {"rf": 3})  # the product's replication factor
     small = [r for r in rows if (num(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
     if small:
         recs.append(
@@ -96,11 +98,24 @@ def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> li
         recs.append(
             Recommendation(
                 "live-isr",
-                f"{int(row['under_replicated_max'])} partition(s) under-replicated while sampled: followers are behind",
+                f"{int(row['under_replicated_max'])} partition(s) under-replicated while sampled: followers are behind"
+                + (f" (up to {lag:,.0f} messages)" if (lag := row.get("replica_lag_max")) is not None else ""),
                 action={
                     "replica.fetch.max.bytes": "raise (≥ batch.size)",
                     "num.replica.fetchers": "raise (not a multiple of the broker count)",
                 },
+                evidence=ev,
+                severity="high",
+            )
+        )
+    if (bad := row.get("controller_bad_seconds")) is not None:
+        ev.append(f"active controller: exactly one in {row.get('seconds', 0) - bad} of {row.get('seconds', 0)} s")
+    if bad:
+        recs.append(
+            Recommendation(
+                "live-controller",
+                f"For {bad} s of {row.get('seconds', 0)} the brokers' ActiveControllerCount did not add up to one: "
+                "the KRaft quorum lost its leader (or had two); the controllers' logs say why",
                 evidence=ev,
                 severity="high",
             )
@@ -140,7 +155,16 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
         "request_handler_idle": avg([r["request_handler_idle"] for r in rows if "request_handler_idle" in r]),
         "network_processor_idle": avg([r["network_processor_idle"] for r in rows if "network_processor_idle" in r]),
         "under_replicated_max": max((r.get("under_replicated", 0) for r in rows), default=0),
+        "replica_lag_max": max((r["replica_max_lag"] for r in rows if "replica_max_lag" in r), default=None),
+        "controller_bad_seconds": _controller_bad_seconds(per_s),
     }
+
+
+def _controller_bad_seconds(per_s: list[list[dict[str, Any]]]) -> int | None:
+    """Seconds whose brokers' ActiveControllerCount did not add up to one; None when no scraped node is ever the
+    controller (KRaft controllers of their own are not scraped: nothing can be said)."""
+    sums = [sum(r.get("active_controller", 0.0) for r in s) for s in per_s]
+    return sum(1 for x in sums if x != 1) if any(x >= 1 for x in sums) else None
 
 
 def advise(
@@ -152,7 +176,7 @@ def advise(
         bc = BrokerConfigs.connect(bootstrap, progress=progress)
     except Exception as e:
         raise EnvironmentProblem(f"--bootstrap {bootstrap} is not reachable: {e}") from None
-    configs = bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+    configs = bc.read_back(list(READ_BACK_KEYS))
     recs = live_config_rules(configs, len(bc.broker_ids))
     urls: dict[int, str] = {}
     profile = None

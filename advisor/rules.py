@@ -17,6 +17,7 @@ from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix
 from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
+from advisor.setup import rule_controller, rule_durability, rule_recompression
 from advisor.trials import best_trial, complete, defaults_trial, num
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
@@ -358,6 +359,7 @@ def rule_compression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
 
 STUDY_RULES = (
     rule_binding,
+    rule_durability,
     rule_latency,
     rule_replica_fetchers,
     rule_fsync,
@@ -365,6 +367,8 @@ STUDY_RULES = (
     rule_consumers,
     rule_producer_buffer,
     rule_compression,
+    rule_recompression,
+    rule_controller,
 )
 
 

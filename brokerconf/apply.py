@@ -24,7 +24,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from brokerconf import catalogue
-from brokerconf.catalogue import DYNAMIC_KEYS, RESTART_KEYS
+from brokerconf.catalogue import DYNAMIC_KEYS, READ_BACK_KEYS
 from brokerconf.restarts import LocalRestarts, Progress, Restarts
 from cluster import admin as kadmin
 from core.errors import RunFailed
@@ -172,7 +172,7 @@ class BrokerConfigs:
                     self._await(b, k, t, override=True)
                     out.steps += 1
         # Every catalogue broker key, not only the ones set: the record shows the whole broker state.
-        out.read_back = self.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+        out.read_back = self.read_back(list(READ_BACK_KEYS))
         want = {**dynamic, **restart}
         bad = [
             f"broker {b} {k}={got[k]!r} (set {want[k]!r})"
@@ -221,7 +221,7 @@ def current_configs(
         bc = BrokerConfigs.connect(
             bootstrap, {k: v for k, v in conf.items() if k != "bootstrap.servers"}, progress=progress
         )
-        return bc.read_back([*DYNAMIC_KEYS, *RESTART_KEYS])
+        return bc.read_back(list(READ_BACK_KEYS))
     except Exception as e:
         progress(f"note: broker configs not recorded ({e})")
         return None

@@ -189,6 +189,10 @@ _PARAMS = [
 CATALOGUE: dict[str, Param] = {p.name: p for p in _PARAMS}
 DYNAMIC_KEYS = tuple(p.name for p in _PARAMS if p.apply == "dynamic")
 RESTART_KEYS = tuple(p.name for p in _PARAMS if p.apply == "restart")
+# Broker keys never swept but read back with every run, because they decide what a result means: with RF 3,
+# min.insync.replicas 2 is synchronous replication that survives a broker; 1 is not, 3 stops writes when one is down.
+CONTEXT_KEYS = ("min.insync.replicas",)
+READ_BACK_KEYS = (*DYNAMIC_KEYS, *RESTART_KEYS, *CONTEXT_KEYS)
 
 
 def get(name: str) -> Param:

@@ -24,6 +24,7 @@ EXPORTER_CONFIG = """\
 includeObjectNames:
   - "kafka.server:type=BrokerTopicMetrics,name=*"
   - "kafka.server:type=ReplicaManager,name=*"
+  - "kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica"
   - "kafka.server:type=KafkaRequestHandlerPool,name=*RequestHandlerAvgIdlePercent"
   - "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
   - "kafka.network:type=RequestMetrics,name=*TimeMs,request=Produce"
@@ -41,6 +42,8 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "replication_bytes_out": ("kafka_server_BrokerTopicMetrics_Count", "ReplicationBytesOutPerSec"),
     "messages_in": ("kafka_server_BrokerTopicMetrics_Count", "MessagesInPerSec"),
     "under_replicated": ("kafka_server_ReplicaManager_Value", "UnderReplicatedPartitions"),
+    # the furthest any of this broker's followers is behind its leader, in messages (a gauge)
+    "replica_max_lag": ("kafka_server_ReplicaFetcherManager_Value", "MaxLag"),
     "isr_shrinks": ("kafka_server_ReplicaManager_Count", "IsrShrinksPerSec"),
     "isr_expands": ("kafka_server_ReplicaManager_Count", "IsrExpandsPerSec"),
     # each handler thread marks its idle nanoseconds / the node's handler threads: d(Count)/dt/1e9 = their idle

@@ -62,6 +62,8 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("request_handler_idle_min", "double"),
     ("network_processor_idle", "double"),
     ("under_replicated_seconds", "long"),
+    ("replica_lag_max", "double"),  # the furthest follower behind its leader, messages (ReplicaFetcherManager MaxLag)
+    ("controller_bad_seconds", "long"),  # measured seconds without exactly one active controller
     ("broker_cpu", "double"),
     ("leader_share", "double"),  # the busiest broker's share of the produce bytes (1/N when balanced)
     # the brokers' counters over the measure window (spark.series.evidence)

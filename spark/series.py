@@ -69,6 +69,9 @@ def per_second(spark: Any, study: Study) -> Any:
             F.min("request_handler_idle").alias("request_handler_idle_min"),
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.max("under_replicated").alias("under_replicated"),
+            *([F.max("replica_max_lag").alias("replica_lag_max")] if "replica_max_lag" in b.columns else []),
+            # a healthy KRaft quorum has exactly one active controller each second
+            *([F.sum("active_controller").alias("active_controllers")] if "active_controller" in b.columns else []),
             F.avg("process_cpu_load").alias("broker_cpu"),
             # the busiest broker's share of the produce bytes: 1/N with leaders balanced, 1.0 when one leads all
             F.when(F.sum("bytes_in_per_s") > 0, F.max("bytes_in_per_s") / F.sum("bytes_in_per_s")).alias(
@@ -117,6 +120,18 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
             F.sum(F.when(F.col("under_replicated") > 0, 1).otherwise(0)).alias("under_replicated_seconds"),
             F.avg("broker_cpu").alias("broker_cpu"),
             F.avg("leader_share").alias("leader_share"),
+            *([F.max("replica_lag_max").alias("replica_lag_max")] if "replica_lag_max" in cols else []),
+            # counted only when the controller lives on the scraped nodes (KRaft controllers of their own do not)
+            *(
+                [
+                    F.when(
+                        F.max("active_controllers") >= 1,
+                        F.sum(F.when(F.col("active_controllers") != 1, 1).otherwise(0)),
+                    ).alias("controller_bad_seconds")
+                ]
+                if "active_controllers" in cols
+                else []
+            ),
             *[F.sum(c).alias(f"sum_{c}") for c in EVIDENCE if c in cols],
         ]
     rows = series.filter(F.col("phase") == "measure").groupBy("trial_id").agg(*aggs).collect()

@@ -51,7 +51,7 @@ def trial_table(
         if row["produce_mb_s"] and row["replicate_mb_s"] is not None:
             row["replication_ratio"] = row["replicate_mb_s"] / row["produce_mb_s"]
         row.update(judge(study, row))
-        for k in ("under_replicated_seconds", "measure_seconds"):
+        for k in ("under_replicated_seconds", "controller_bad_seconds", "measure_seconds"):
             row[k] = int(row[k]) if row[k] is not None else None
         out.append(row)
     return out

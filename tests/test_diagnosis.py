@@ -218,13 +218,41 @@ def test_one_producer_of_100_byte_records_is_diagnosed_as_client_bound(
     assert recs[0].action == {"producers": "2"}
 
 
+def test_a_topic_that_acknowledges_on_one_replica_and_recompresses_is_flagged(
+    testbed: Testbed, spark: Any, tmp_path: Path, unique: str
+) -> None:
+    """Topic overrides shape the result as much as the brokers' configs: min.insync.replicas=1 is not synchronous
+    replication, and a topic codec other than the producer's makes the brokers recompress. The run also carries
+    the replica fetchers' lag and the controller's health, read from the exporters."""
+    t, recs, res = _planted(
+        testbed,
+        spark,
+        tmp_path,
+        f"topic-{unique}",
+        partitionsPerTopic=3,
+        topicConfig={"min.insync.replicas": "1", "compression.type": "gzip"},
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
+    # the brokers' value is read back into the record (and the trial's params); the topic's override wins
+    assert {c["min.insync.replicas"] for c in res["brokerConfig"].values()} == {"2"}
+    assert t["params"]["min.insync.replicas"] == "2"
+    assert recs[0].rule == "min-insync-replicas", [(r.rule, r.action) for r in recs]
+    assert recs[0].action == {"min.insync.replicas": "2 (topic config)"}
+    assert "topic min.insync.replicas=1 with RF 3" in recs[0].evidence[0]
+    gz = next(r for r in recs if r.rule == "topic-recompression")
+    assert "topic compression.type=gzip, producer compression.type=none" in gz.evidence[0]
+    assert t["replica_lag_max"] is not None and t["replica_lag_max"] >= 0
+    assert t["controller_bad_seconds"] == 0  # one of the testbed's combined nodes leads the quorum throughout
+
+
 def test_brokers_report_counter_based_idle_and_the_produce_time_split(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
 ) -> None:
     """The exporter publishes what the diagnosis reads; a run's broker rows carry it per second."""
     page = metrics.scrape(healthy.nodes[0].metrics_url)
     keys = ("request_handler_idle_ns", "produce_total_ms", "produce_remote_ms", "produce_requests", "isr_shrinks",
-            "follower_fetch_queue_ms", "follower_fetches", "log_flushes")  # fmt: skip
+            "follower_fetch_queue_ms", "follower_fetches", "log_flushes", "replica_max_lag",
+            "active_controller")  # fmt: skip
     for key in keys:
         assert key in page, (key, sorted(page))
     wl = write_workload(
@@ -265,6 +293,7 @@ def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
     assert "replica-fetchers-multiple" not in {r["rule"] for r in before}  # the default, 1, is fine
     # metrics were sampled from the brokers' JMX exporters (the testbed's), not only configs read
     assert any(r["rule"].startswith("live-") for r in before)
+    assert any("active controller: exactly one in" in e for r in before for e in r["evidence"]), before
     bc.apply({"num.replica.fetchers": "3"}, {}, snap)
     after = _advise_live(testbed, healthy.bootstrap_servers)
     flag = next(r for r in after if r["rule"] == "replica-fetchers-multiple")

@@ -23,6 +23,7 @@ from advisor.rules import (
     rule_producer_buffer,
     rule_replication,
 )
+from advisor.setup import rule_controller, rule_durability, rule_recompression
 from brokerconf import catalogue
 from records.analysis import TRIAL_FIELDS
 
@@ -215,6 +216,32 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
     assert rule_latency(frame({**lingering, "stage": "hold"}), STUDY) == []
 
 
+def test_min_insync_replicas_must_leave_one_broker_to_fail_and_two_copies_of_each_write() -> None:
+    one = trial("one", topic_config={"min.insync.replicas": "1"}, params={"acks": "all", "min.insync.replicas": "2"})
+    (r,) = rule_durability(frame(one), STUDY)
+    assert r.severity == "high" and r.action == {"min.insync.replicas": "2 (topic config)"}
+    assert "topic min.insync.replicas=1 with RF 3" in r.evidence[0]
+    three = trial("three", params={"acks": "all", "min.insync.replicas": "3"})  # the brokers' read-back value
+    (r,) = rule_durability(frame(three), STUDY)
+    assert "NotEnoughReplicas" in r.evidence[0] and r.action == {"min.insync.replicas": "2 (broker config)"}
+    assert rule_durability(frame(trial("ok", params={"acks": "all", "min.insync.replicas": "2"})), STUDY) == []
+    assert rule_durability(frame(trial("unknown")), STUDY) == []  # not read back: nothing is claimed
+
+
+def test_a_topic_codec_other_than_the_producers_is_flagged_as_recompression() -> None:
+    (r,) = rule_recompression(frame(trial("gz", topic_config={"compression.type": "gzip"}, broker_cpu=0.4)), STUDY)
+    assert r.action == {"compression.type": "producer (topic config)"}
+    assert "topic compression.type=gzip, producer compression.type=none" in r.evidence[0] and "40%" in r.evidence[0]
+    same = trial("lz4", topic_config={"compression.type": "lz4"}, params={"acks": "all", "compression.type": "lz4"})
+    assert rule_recompression(frame(same, trial("p", topic_config={"compression.type": "producer"})), STUDY) == []
+
+
+def test_trials_measured_without_exactly_one_active_controller_are_flagged() -> None:
+    (r,) = rule_controller(frame(trial("q", controller_bad_seconds=2, measure_seconds=9), trial("ok")), STUDY)
+    assert r.trials == ["q"] and "2 of 9 measured seconds" in r.evidence[0]
+    assert rule_controller(frame(trial("ok", controller_bad_seconds=0)), STUDY) == []
+
+
 def test_recommend_runs_every_study_rule() -> None:
     """One trial that triggers each rule: recommend() must say every one (a rule left out of the wiring fails)."""
     ts = [
@@ -231,12 +258,16 @@ def test_recommend_runs_every_study_rule() -> None:
             client_queue_ms=300.0,
             params={"acks": "all", "linger.ms": "300"},
         ),
+        trial("isr1", topic_config={"min.insync.replicas": "1"}),
+        trial("gzip", topic_config={"compression.type": "gzip"}),
+        trial("quorum", controller_bad_seconds=3, measure_seconds=9),
     ]
     for t in ts:
         t.update(bound=diagnose.binding(t, PROFILE).bound)
     got = {r.rule for r in recommend(frame(*ts), pd.DataFrame(), STUDY)}
     want = {"binding-resource", "best-config", "replica-fetchers-multiple", "fsync-per-message", "replication-lag",
-            "consumer-lag", "producer-buffer-saturation", "compressible-payload", "latency-slo"}  # fmt: skip
+            "consumer-lag", "producer-buffer-saturation", "compressible-payload", "latency-slo",
+            "min-insync-replicas", "topic-recompression", "controller-unstable"}  # fmt: skip
     assert want <= got, want - got
 
 
@@ -246,9 +277,11 @@ def test_live_config_rules_flag_small_replica_fetches_and_forced_flushes() -> No
         "1": {"replica.fetch.max.bytes": "65536", "log.flush.interval.messages": "1"},
         "2": {"replica.fetch.max.bytes": "1048576", "log.flush.interval.messages": "9223372036854775807"},
     }
+    configs["2"]["min.insync.replicas"] = "1"
     recs = {r.rule: r for r in live_config_rules(configs, 3)}
     assert recs["replica-fetch-small"].trials == ["broker 1"]
     assert recs["fsync-per-message"].trials == ["broker 1"]
+    assert recs["min-insync-replicas"].trials == ["broker 2"]
 
 
 def test_live_metric_rules_name_under_replication_and_say_when_nothing_binds() -> None:
@@ -256,3 +289,7 @@ def test_live_metric_rules_name_under_replication_and_say_when_nothing_binds() -
     assert [r.rule for r in isr] == ["live-isr"] and "2 partition(s)" in isr[0].title
     calm = live_metric_rules({"seconds": 3, "produce_mb_s": 5.0, "request_handler_idle": 0.9}, PROFILE)
     assert [r.rule for r in calm] == ["live-ok"]
+    quorum = live_metric_rules({"seconds": 5, "produce_mb_s": 5.0, "controller_bad_seconds": 2}, PROFILE)
+    assert [r.rule for r in quorum] == ["live-controller"] and "For 2 s of 5" in quorum[0].title
+    lag = live_metric_rules({"seconds": 3, "under_replicated_max": 1, "replica_lag_max": 5200.0}, PROFILE)
+    assert "up to 5,200 messages" in lag[0].title

@@ -17,7 +17,7 @@ from kafkatune.live import LiveView
 from kafkatune.options import inventory_options, say, state_dir_option
 from loadgen import bench
 from loadgen.sustainable import Slo
-from loadgen.workload import load_workload
+from loadgen.workload import load_workload, with_durations
 from records import run as runs
 
 
@@ -57,6 +57,23 @@ def _target(
     show_default=True,
     help="With producerRate 0: the p99 end-to-end latency the discovered rate must hold.",
 )
+@click.option(
+    "--test-minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Override the workload's testDurationMinutes (the file is not changed).",
+)
+@click.option(
+    "--warmup-minutes",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Override the workload's warmupDurationMinutes (the file is not changed).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate the workload (its payload file included) and say what would run; contact no cluster.",
+)
 def command(
     workload: Path,
     bootstrap: str | None,
@@ -68,6 +85,9 @@ def command(
     keep_topics: bool,
     as_json: bool,
     slo_p99_e2e_ms: float,
+    test_minutes: float | None,
+    warmup_minutes: float | None,
+    dry_run: bool,
 ) -> None:
     """Run one workload (OpenMessaging Benchmark field names) and write runs/<name>/.
 
@@ -78,16 +98,22 @@ def command(
     Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
     4 the run did not complete, or acknowledged messages were lost.
     """
-    w = load_workload(workload)
+    w = with_durations(load_workload(workload), test_minutes, warmup_minutes)
     if inventory is not None and bootstrap:
         raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
+    if dry_run:
+        load_driver(w.driver)  # an unknown driver is refused here too
+        where = bootstrap or (f"the inventory {inventory}" if inventory else "the testbed")
+        say(bench.describe(w, f"{where} (not contacted: --dry-run)"))
+        click.echo(f"valid: {workload} (run folder {out or runs_dir / w.slug})")
+        return
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not w.discovers_rate else None
         with LiveView(span) as view:
             rec = bench.measure(w, t, on_tick=view, say=say, keep_topics=keep_topics, slo=slo)
-    d = out or runs.new_run_dir(runs_dir, w.name)
+    d = out or runs.new_run_dir(runs_dir, w.slug)
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     s = rec.summary

@@ -26,7 +26,7 @@ def describe(w: Workload, bootstrap: str) -> str:
     return (
         f"bench {w.name}: {w.topics}×{w.partitionsPerTopic} partitions, {w.messageSize} B, "
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), {rate}, "
-        f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s against {bootstrap}"
+        f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s, {w.payload_mode}, against {bootstrap}"
     )
 
 

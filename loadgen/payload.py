@@ -97,3 +97,14 @@ def bodies(size: int, content: str = "random", seed: int | None = None) -> list[
             length += len(w) + 1
         out.append(b" ".join(words)[:size].ljust(size, b" "))
     return out
+
+
+def omb_bodies(size: int, header: int, file_bytes: bytes | None, random_ratio: float, pool: int) -> list[bytes]:
+    """OMB's payloads, `header` bytes short at the front (where each message's header goes): the payload
+    file's bytes after the header, or `pool` bodies whose first random_ratio × size bytes are random and the
+    rest zeros (OMB's useRandomizedPayloads)."""
+    if file_bytes is not None:
+        return [file_bytes[header:size]]
+    rand = max(0, int(size * random_ratio) - header)
+    zeros = size - header - rand
+    return [os.urandom(rand) + bytes(zeros) for _ in range(max(1, pool))]

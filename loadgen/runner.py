@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -89,7 +90,7 @@ View = Callable[[RawRun, Tick], None]
 
 def _topic_names(w: Workload) -> list[str]:
     tag = uuid.uuid4().hex[:8]
-    return [f"kt-{w.name}-{tag}-{i}" for i in range(w.topics)]
+    return [f"kt-{w.slug}-{tag}-{i}" for i in range(w.topics)]
 
 
 def run(
@@ -168,11 +169,17 @@ class _Run:
                     self._place(WorkerTask("consumer", cid, w.driver, self.common, t, cc, message_size=w.messageSize,
                                            subscription=sub, work_ns=int(w.consumerWorkMicros * 1000)))  # fmt: skip
                     cid += 1
+        omb: dict[str, Any] = {}
+        if w.useRandomizedPayloads:
+            omb = {"random_ratio": w.randomBytesRatio, "payload_pool": w.randomizedPayloadPoolSize}
+        elif w.payloadFile is not None:
+            omb = {"payload_file_hex": Path(w.payloadFile).read_bytes().hex()}
         for t in self.topics:
             for _ in range(w.producersPerTopic):
                 self._place(WorkerTask("producer", pid, w.driver, self.common, t, pc, message_size=w.messageSize,
                                        rate=per_rate, steps=steps, payload_content=w.payloadContent,
-                                       key_mode=w.keyDistributor, partitions=w.partitionsPerTopic))  # fmt: skip
+                                       key_mode=w.keyDistributor, partitions=w.partitionsPerTopic,
+                                       **omb))  # fmt: skip
                 pid += 1
         return pid, cid
 

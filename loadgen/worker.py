@@ -57,6 +57,10 @@ class WorkerTask:
     netns: str | None = None
     message_size: int = 1024  # every payload of a run has this size
     payload_content: str = "random"  # see loadgen.payload.bodies
+    # OMB's payloads (loadgen.payload.omb_bodies): a payload file's bytes (hex), or randomized bodies in a pool
+    payload_file_hex: str | None = None
+    random_ratio: float | None = None
+    payload_pool: int = 0
     # producer
     rate: float = 0.0  # msg/s for this producer, 0 = max
     # A rate schedule instead of one rate: (whole second from t0, msg/s for this producer) from that second
@@ -190,6 +194,15 @@ def run_producer(
         q.put(("error", "producer", task.wid, traceback.format_exc(limit=8)))
 
 
+def _bodies(task: WorkerTask) -> list[bytes]:
+    """The bodies a producer sends in turn (each after its header)."""
+    size, header = task.message_size, payload.header_bytes(task.message_size)
+    if task.payload_file_hex is not None or task.random_ratio is not None:
+        file_bytes = bytes.fromhex(task.payload_file_hex) if task.payload_file_hex is not None else None
+        return payload.omb_bodies(size, header, file_bytes, task.random_ratio or 0.0, task.payload_pool)
+    return payload.bodies(size - header, task.payload_content, seed=task.wid)
+
+
 # The send loop is one function on purpose (93 lines, over the 80 every other function keeps to): every
 # name it uses in the loop is a local bound once before it (send, poll, pack, the ticker), because a method
 # or module lookup per message is a measurable share of the loop at 100 B records; split into helpers, each
@@ -201,9 +214,7 @@ def _produce(
     st = _ProducerState(timing, clock)
     tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
     tick.stats_fn, tick.window = prod.stats, (timing["measure_start_ns"], timing["measure_end_ns"])
-    pool = payload.bodies(
-        task.message_size - payload.header_bytes(task.message_size), task.payload_content, seed=task.wid
-    )
+    pool = _bodies(task)
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
     pack, pid, on_done, send, poll = payload.packer(task.message_size), task.wid, st.on_done, prod.send, prod.poll

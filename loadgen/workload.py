@@ -6,12 +6,13 @@ names the field and what is allowed, raised before anything touches a cluster.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.errors import validated
+from core.errors import UserError, validated
 from core.files import read_yaml
 
 # The smallest payload: an 8-byte header (producer id and sequence); from 16 B it carries the send time,
@@ -19,12 +20,15 @@ from core.files import read_yaml
 MIN_MESSAGE_BYTES = 8
 
 ConfigValue = str | int | float | bool
+# Every producer and consumer is a process: more than this is refused before anything is created.
+MAX_CLIENT_PROCESSES = 1024
 
 
 class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")] = "bench"
+    # free text, as OMB's ("1 topic / 6 partition / 100b"); run folders and topics use its `slug`
+    name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")] = "bench"
     driver: str = "kafka"
     topics: Annotated[int, Field(ge=1, le=1000)] = 1
     partitionsPerTopic: Annotated[int, Field(ge=1, le=10000)] = 1
@@ -32,6 +36,15 @@ class Workload(BaseModel):
     messageSize: Annotated[int, Field(ge=MIN_MESSAGE_BYTES, le=64 * 1024 * 1024)] = 1024
     # random: incompressible bodies; text: word soup that lz4 halves. Never one body repeated.
     payloadContent: Literal["random", "text"] = "random"
+    # OMB's payloads: every message carries the bytes of `payloadFile` (exactly messageSize of them; a relative
+    # path is looked up as OMB does, from the working directory, then beside the workload file and one folder
+    # up, where OMB's payload/ sits), or, with useRandomizedPayloads, one of randomizedPayloadPoolSize bodies
+    # whose first randomBytesRatio of the bytes are random and the rest zeros (compressible by that much). The
+    # first 20 bytes (fewer below 20 B) are kafkatune's header: producer id, sequence, send time (loadgen.payload).
+    payloadFile: str | None = None
+    useRandomizedPayloads: bool = False
+    randomBytesRatio: Annotated[float, Field(ge=0, le=1)] = 0.0
+    randomizedPayloadPoolSize: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     keyDistributor: Literal["NO_KEY", "KEY_ROUND_ROBIN", "RANDOM_NANO"] = "NO_KEY"
     subscriptionsPerTopic: Annotated[int, Field(ge=0, le=100)] = 1
     consumerPerSubscription: Annotated[int, Field(ge=1, le=256)] = 1
@@ -39,7 +52,9 @@ class Workload(BaseModel):
     # msg/s for the whole workload. As OMB: 0 = discover the highest sustainable rate (loadgen.sustainable);
     # "max" = as fast as the producers can (the max-rate throughput, kafkatune's default when left out).
     producerRate: Annotated[float, Field(ge=0)] | Literal["max"] = "max"
-    consumerBacklogSizeGB: Annotated[float, Field(ge=0, le=0)] = 0  # backlog runs: not supported yet
+    # backlog build-and-drain runs (OMB's buildAndDrainBacklog) are not supported yet: > 0 is refused
+    consumerBacklogSizeGB: Annotated[float, Field(ge=0)] = 0
+    backlogDrainRatio: Annotated[float, Field(ge=0, le=1)] = 1.0
     testDurationMinutes: Annotated[float, Field(gt=0, le=24 * 60)] = 1
     warmupDurationMinutes: Annotated[float, Field(ge=0, le=60)] = 0
     drainTimeoutSeconds: Annotated[float, Field(gt=0, le=3600)] = 120
@@ -57,6 +72,40 @@ class Workload(BaseModel):
             if k in ("bootstrap.servers", "group.id"):
                 raise ValueError(f"{k!r} is set by kafkatune (use --bootstrap), not in the workload")
         return v
+
+    @model_validator(mode="after")
+    def _payload_and_backlog(self) -> Workload:
+        if self.consumerBacklogSizeGB > 0:
+            raise ValueError(
+                f"consumerBacklogSizeGB: {self.consumerBacklogSizeGB:g} GB: backlog build-and-drain runs are not "
+                "supported yet (set 0: consumers read as the producers write)"
+            )
+        procs = self.topics * (self.producersPerTopic + self.subscriptionsPerTopic * self.consumerPerSubscription)
+        if procs > MAX_CLIENT_PROCESSES:
+            raise ValueError(
+                f"topics × (producersPerTopic + subscriptionsPerTopic × consumerPerSubscription) = {procs:,} client "
+                f"processes (each producer and consumer is a process of its own): at most {MAX_CLIENT_PROCESSES}"
+            )
+        if self.useRandomizedPayloads and self.randomizedPayloadPoolSize < 1:
+            raise ValueError("randomizedPayloadPoolSize: must be ≥ 1 with useRandomizedPayloads (the bodies to send)")
+        if self.payloadFile is not None and "payloadContent" in self.model_fields_set:
+            raise ValueError("payloadFile and payloadContent: give one (the file's bytes are the payload)")
+        return self
+
+    @property
+    def slug(self) -> str:
+        """The name as a folder and topic name: runs of anything but letters, digits, `.`, `_`, `-` become `-`."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", self.name).strip("-.")[:80] or "bench"
+
+    @property
+    def payload_mode(self) -> str:
+        """What the messages carry, in words."""
+        if self.useRandomizedPayloads:
+            return (f"{self.randomizedPayloadPoolSize} randomized bodies ({self.randomBytesRatio:.0%} random bytes, "
+                    "the rest zeros)")  # fmt: skip
+        if self.payloadFile is not None:
+            return f"the bytes of {self.payloadFile}"
+        return f"{self.payloadContent} bodies"
 
     def str_map(self, which: Literal["producerConfig", "consumerConfig", "topicConfig"]) -> dict[str, str]:
         m: dict[str, ConfigValue] = getattr(self, which)
@@ -92,4 +141,32 @@ def parse_workload(data: object, source: str = "workload") -> Workload:
 
 
 def load_workload(path: Path) -> Workload:
-    return parse_workload(read_yaml(path), str(path))
+    """A workload file, its payloadFile (if any) resolved to an existing file of messageSize bytes."""
+    w = parse_workload(read_yaml(path), str(path))
+    if w.payloadFile is None or w.useRandomizedPayloads:  # OMB sends the randomized bodies then
+        return w
+    found = payload_path(w.payloadFile, path)
+    size = found.stat().st_size
+    if size != w.messageSize:
+        raise UserError(f"{path}: payloadFile {w.payloadFile!r} has {size} bytes; messageSize is {w.messageSize}")
+    return w.model_copy(update={"payloadFile": str(found)})
+
+
+def payload_path(name: str, workload_file: Path) -> Path:
+    """Where OMB would find `name` (the working directory), else beside the workload file or one folder up."""
+    p = Path(name)
+    tried = [p] if p.is_absolute() else [Path.cwd() / p, workload_file.parent / p, workload_file.parent.parent / p]
+    for c in tried:
+        if c.is_file():
+            return c.resolve()
+    raise UserError(f"{workload_file}: payloadFile {name!r} not found (looked for {', '.join(map(str, tried))})")
+
+
+def with_durations(w: Workload, test_minutes: float | None, warmup_minutes: float | None) -> Workload:
+    """`w` with its test and warm-up durations replaced (command-line overrides), validated as the file is."""
+    data = w.model_dump(exclude_unset=True)
+    if test_minutes is not None:
+        data["testDurationMinutes"] = test_minutes
+    if warmup_minutes is not None:
+        data["warmupDurationMinutes"] = warmup_minutes
+    return parse_workload(data, "--test-minutes/--warmup-minutes")

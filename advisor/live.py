@@ -163,8 +163,10 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
 def _controller_bad_seconds(per_s: list[list[dict[str, Any]]]) -> int | None:
     """Seconds whose brokers' ActiveControllerCount did not add up to one; None when no scraped node is ever the
     controller (KRaft controllers of their own are not scraped: nothing can be said)."""
-    sums = [sum(r.get("active_controller", 0.0) for r in s) for s in per_s]
-    return sum(1 for x in sums if x != 1) if any(x >= 1 for x in sums) else None
+    seen = [[r["active_controllers"] for r in s if "active_controllers" in r] for s in per_s]
+    if not any(x >= 1 for xs in seen for x in xs):
+        return None
+    return sum(1 for xs in seen if any(x != 1 for x in xs))
 
 
 def advise(

@@ -188,6 +188,7 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
     by_broker: dict[int, list[BrokerSample]] = {}
     for s in samples:
         by_broker.setdefault(s.broker_id, []).append(s)
+    controllers = _active_controllers(samples, len(by_broker))
     rows: list[dict[str, Any]] = []
     for bid, ss in sorted(by_broker.items()):
         for prev, cur in itertools.pairwise(ss):
@@ -195,6 +196,8 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
             if dt <= 0:
                 continue
             row: dict[str, Any] = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
+            if (n := controllers.get((bid, cur.t_ns))) is not None:
+                row["active_controllers"] = n
             # A restarted broker resets every counter: its byte and message counters drop. A running sum (Count x
             # Mean, read as two attributes) can also drop a little when a request lands between the two reads;
             # that is a read race to absorb, never a restart (taking the whole lifetime sum as one second's put
@@ -215,3 +218,17 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
             row["request_handler_idle"] = min(1.0, idle / 1e9) if idle is not None else one_min
             rows.append(row)
     return rows
+
+
+def _active_controllers(samples: list[BrokerSample], brokers: int) -> dict[tuple[int, int], float]:
+    """At each sample, the brokers' ActiveControllerCount added up, each broker's latest value (once every
+    broker has reported): 1 for a healthy quorum. Latest values, not one second's rows, because the brokers of
+    one scrape round can straddle a second boundary; a leader that moves shows as a 0 or a 2 between scrapes."""
+    latest: dict[int, float] = {}
+    out: dict[tuple[int, int], float] = {}
+    for s in sorted(samples, key=lambda x: x.t_ns):
+        if "active_controller" in s.values:
+            latest[s.broker_id] = s.values["active_controller"]
+        if len(latest) == brokers:
+            out[(s.broker_id, s.t_ns)] = sum(latest.values())
+    return out

@@ -70,8 +70,15 @@ def per_second(spark: Any, study: Study) -> Any:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.max("under_replicated").alias("under_replicated"),
             *([F.max("replica_max_lag").alias("replica_lag_max")] if "replica_max_lag" in b.columns else []),
-            # a healthy KRaft quorum has exactly one active controller each second
-            *([F.sum("active_controller").alias("active_controllers")] if "active_controller" in b.columns else []),
+            # a healthy KRaft quorum has exactly one active controller at every sample (cluster.metrics)
+            *(
+                [
+                    F.max("active_controllers").alias("active_controllers"),
+                    F.max(F.when(F.col("active_controllers") != 1, 1).otherwise(0)).alias("controller_bad"),
+                ]
+                if "active_controllers" in b.columns
+                else []
+            ),
             F.avg("process_cpu_load").alias("broker_cpu"),
             # the busiest broker's share of the produce bytes: 1/N with leaders balanced, 1.0 when one leads all
             F.when(F.sum("bytes_in_per_s") > 0, F.max("bytes_in_per_s") / F.sum("bytes_in_per_s")).alias(
@@ -126,7 +133,7 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
                 [
                     F.when(
                         F.max("active_controllers") >= 1,
-                        F.sum(F.when(F.col("active_controllers") != 1, 1).otherwise(0)),
+                        F.sum("controller_bad"),
                     ).alias("controller_bad_seconds")
                 ]
                 if "active_controllers" in cols

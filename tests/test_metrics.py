@@ -66,3 +66,23 @@ def test_a_running_sum_that_dips_between_two_reads_is_not_taken_for_a_restart() 
         BrokerSample(1, 3_000_000_000, {"bytes_in": 50.0, "produce_queue_ms": 4.0}),  # restarted
     ]
     assert [r["produce_queue_ms_per_s"] for r in rates(s)] == [0.0, pytest.approx(3.8), 4.0]
+
+
+def test_active_controllers_add_up_each_brokers_latest_value_across_second_boundaries() -> None:
+    """The controller (broker 1) is scraped just before a second boundary, the others just after, every round:
+    each row still sees one active controller. When the leadership moves to broker 3, a row in between sees 0."""
+    s = 1_000_000_000
+    samples = []
+    for k in range(4):
+        lead = 1 if k < 2 else 3
+        samples += [BrokerSample(1, k * s + s - 1_000_000, {"active_controller": float(lead == 1)}),
+                    BrokerSample(2, k * s + s + 1_000_000, {"active_controller": 0.0}),
+                    BrokerSample(3, k * s + s + 2_000_000, {"active_controller": float(lead == 3)})]  # fmt: skip
+    by_t = {(r["broker_id"], r["t_ns"]): r.get("active_controllers") for r in rates(samples)}
+
+    def round_(k: int) -> list[float | None]:
+        return [by_t[(b, k * s + s + d)] for b, d in ((1, -1_000_000), (2, 1_000_000), (3, 2_000_000))]
+
+    assert round_(1) == [1.0, 1.0, 1.0]
+    assert round_(2) == [0.0, 0.0, 1.0]  # broker 1 gave it up before broker 3 was seen to take it
+    assert round_(3) == [1.0, 1.0, 1.0]

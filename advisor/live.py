@@ -50,7 +50,10 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
                 severity="high",
             )
         )
-    recs += rule_durability(pd.DataFrame(rows), {"rf": 3})  # the product's replication factor
+    # judged by the RF the brokers give topics created without one (read back), when they agree on it
+    rfs = {num(c.get("default.replication.factor")) for c in configs.values()}
+    if len(rfs) == 1 and (rf := rfs.pop()) is not None:
+        recs += rule_durability(pd.DataFrame(rows), {"rf": int(rf)})
     small = [r for r in rows if (num(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
     if small:
         recs.append(
@@ -161,10 +164,10 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
 
 
 def _controller_bad_seconds(per_s: list[list[dict[str, Any]]]) -> int | None:
-    """Seconds whose brokers' ActiveControllerCount did not add up to one; None when no scraped node is ever the
-    controller (KRaft controllers of their own are not scraped: nothing can be said)."""
+    """Seconds whose brokers' ActiveControllerCount did not add up to one; None when the samples do not say
+    (cluster.metrics leaves it out when no scraped node is the controller)."""
     seen = [[r["active_controllers"] for r in s if "active_controllers" in r] for s in per_s]
-    if not any(x >= 1 for xs in seen for x in xs):
+    if not any(seen):
         return None
     return sum(1 for xs in seen if any(x != 1 for x in xs))
 

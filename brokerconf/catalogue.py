@@ -191,7 +191,8 @@ DYNAMIC_KEYS = tuple(p.name for p in _PARAMS if p.apply == "dynamic")
 RESTART_KEYS = tuple(p.name for p in _PARAMS if p.apply == "restart")
 # Broker keys never swept but read back with every run, because they decide what a result means: with RF 3,
 # min.insync.replicas 2 is synchronous replication that survives a broker; 1 is not, 3 stops writes when one is down.
-CONTEXT_KEYS = ("min.insync.replicas",)
+# default.replication.factor is the RF of topics created without one (what a live cluster's check is judged by).
+CONTEXT_KEYS = ("min.insync.replicas", "default.replication.factor")
 READ_BACK_KEYS = (*DYNAMIC_KEYS, *RESTART_KEYS, *CONTEXT_KEYS)
 
 

@@ -223,7 +223,9 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
 def _active_controllers(samples: list[BrokerSample], brokers: int) -> dict[tuple[int, int], float]:
     """At each sample, the brokers' ActiveControllerCount added up, each broker's latest value (once every
     broker has reported): 1 for a healthy quorum. Latest values, not one second's rows, because the brokers of
-    one scrape round can straddle a second boundary; a leader that moves shows as a 0 or a 2 between scrapes."""
+    one scrape round can straddle a second boundary; a leader that moves shows as a 0 or a 2 between scrapes.
+    Empty when no scraped node was ever the controller (KRaft controllers of their own are not scraped: nothing
+    can be said of the quorum then)."""
     latest: dict[int, float] = {}
     out: dict[tuple[int, int], float] = {}
     for s in sorted(samples, key=lambda x: x.t_ns):
@@ -231,4 +233,4 @@ def _active_controllers(samples: list[BrokerSample], brokers: int) -> dict[tuple
             latest[s.broker_id] = s.values["active_controller"]
         if len(latest) == brokers:
             out[(s.broker_id, s.t_ns)] = sum(latest.values())
-    return out
+    return out if any(n >= 1 for n in out.values()) else {}

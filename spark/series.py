@@ -72,10 +72,7 @@ def per_second(spark: Any, study: Study) -> Any:
             *([F.max("replica_max_lag").alias("replica_lag_max")] if "replica_max_lag" in b.columns else []),
             # a healthy KRaft quorum has exactly one active controller at every sample (cluster.metrics)
             *(
-                [
-                    F.max("active_controllers").alias("active_controllers"),
-                    F.max(F.when(F.col("active_controllers") != 1, 1).otherwise(0)).alias("controller_bad"),
-                ]
+                [F.max((F.col("active_controllers") != 1).cast("int")).alias("controller_bad")]
                 if "active_controllers" in b.columns
                 else []
             ),
@@ -128,17 +125,8 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
             F.avg("broker_cpu").alias("broker_cpu"),
             F.avg("leader_share").alias("leader_share"),
             *([F.max("replica_lag_max").alias("replica_lag_max")] if "replica_lag_max" in cols else []),
-            # counted only when the controller lives on the scraped nodes (KRaft controllers of their own do not)
-            *(
-                [
-                    F.when(
-                        F.max("active_controllers") >= 1,
-                        F.sum("controller_bad"),
-                    ).alias("controller_bad_seconds")
-                ]
-                if "active_controllers" in cols
-                else []
-            ),
+            # null when the controller is not on the scraped nodes (cluster.metrics leaves the column out then)
+            *([F.sum("controller_bad").alias("controller_bad_seconds")] if "controller_bad" in cols else []),
             *[F.sum(c).alias(f"sum_{c}") for c in EVIDENCE if c in cols],
         ]
     rows = series.filter(F.col("phase") == "measure").groupBy("trial_id").agg(*aggs).collect()

@@ -86,3 +86,6 @@ def test_active_controllers_add_up_each_brokers_latest_value_across_second_bound
     assert round_(1) == [1.0, 1.0, 1.0]
     assert round_(2) == [0.0, 0.0, 1.0]  # broker 1 gave it up before broker 3 was seen to take it
     assert round_(3) == [1.0, 1.0, 1.0]
+    # controllers of their own (not scraped): every broker reads 0, and nothing is said of the quorum
+    quiet = [BrokerSample(b, k * s + b, {"active_controller": 0.0}) for k in range(3) for b in (1, 2, 3)]
+    assert all("active_controllers" not in r for r in rates(quiet))

@@ -278,10 +278,14 @@ def test_live_config_rules_flag_small_replica_fetches_and_forced_flushes() -> No
         "2": {"replica.fetch.max.bytes": "1048576", "log.flush.interval.messages": "9223372036854775807"},
     }
     configs["2"]["min.insync.replicas"] = "1"
+    assert "min-insync-replicas" not in {r.rule for r in live_config_rules(configs, 3)}  # no RF read: no judgement
+    for c in configs.values():
+        c["default.replication.factor"] = "3"
     recs = {r.rule: r for r in live_config_rules(configs, 3)}
     assert recs["replica-fetch-small"].trials == ["broker 1"]
     assert recs["fsync-per-message"].trials == ["broker 1"]
     assert recs["min-insync-replicas"].trials == ["broker 2"]
+    assert "min.insync.replicas=1 with RF 3" in recs["min-insync-replicas"].evidence[0]
 
 
 def test_live_metric_rules_name_under_replication_and_say_when_nothing_binds() -> None:

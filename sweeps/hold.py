@@ -11,8 +11,9 @@ fixed rate for `hold.run_s` seconds (after the ramp's warm-up):
             the headroom already keeps the rate off the edge
     held    the step rules over the whole run, against the SLO times `hold.headroom`: the p99 of one rate
             moves between runs (measured by benchmarks/p99_between_runs.py), and the rate must hold the SLO
-            in the operator's next run too (CI: an operating point that held at 7,238 msg/s gave 102 ms in
-            the test's own run)
+            in the operator's next run too (CI: operating points that held in a 10-s run, 7,238 and
+            7,462 msg/s, gave 102 and 126 ms in the test's own runs); `hold.run_s` is 30 s by default
+            because a 30-s run's p99 moves less between runs (1.2x) than a 10-s run's (1.4-2.5x)
     answer  the first rate that held: the run's rate, what the consumers received, its p99s
 
 Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep resumes without running one twice.

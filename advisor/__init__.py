@@ -5,5 +5,6 @@ ceiling (the ceiling model), diagnose (which resource bound a trial), analysis (
 judgement), trials (which trials a judgement rests on), noise (run-to-run noise and each parameter's effect,
 computed once for the advice and the report), rules (recommendations with evidence), fixes (the settings that
 move a bound or a latency part), latency (where a record's time goes, and SLO misses), study (everything about
-one study, for advise, plan and report), plan (capacity planning), live (advice on a live cluster).
+one study, for advise, plan and report), plan (capacity planning), live (advice on a live cluster), diff
+(baseline vs candidate, each change judged against the noise of repeats).
 """

@@ -34,7 +34,7 @@ CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers ha
 LEADER_HEAVY = 1.5  # the busiest broker takes ≥ 1.5× its fair 1/N of the produce bytes: leaders are not spread
 
 BOUNDS = ("network_in", "network_out", "forced_flush", "disk", "request_handlers", "network_threads", "replication",
-          "partitions", "consumer", "cpu", "small_batches", "client", "none")  # fmt: skip
+          "partitions", "consumer", "cpu", "small_batches", "client", "none", "unknown")  # fmt: skip
 
 # What each part of a produce request's time means (cluster.metrics.PRODUCE_TIMES), and what moves it.
 TIME_PARTS = {
@@ -233,12 +233,24 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
     return None
 
 
+def _unsaturated(row: dict[str, Any]) -> str:
+    if row.get("rate_mode") == "fixed-rate":
+        return "the rate was the workload's fixed rate, held without saturating anything"
+    return "the rate is set by round trips (acks=all waits for the ISR)"
+
+
 def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     net = (profile or {}).get("network") or {}
     disk = (profile or {}).get("disk") or {}
     nic, disk_mb_s = num(net.get("nic_mb_s_measured")), num(disk.get("write_mb_s_measured"))
     if row.get("state") != "complete" or row.get("mb_s") is None:
         return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
+    if row.get("rate_mode") == "omb-import":  # records.omb.imported_result: OMB keeps no evidence to read
+        return Diagnosis(
+            "unknown",
+            "an imported OpenMessaging Benchmark result: it carries no broker metrics or client statistics, so no "
+            "resource can be named (its rate was its workload's producerRate)",
+        )
     brokers = len((profile or {}).get("brokers") or []) or 3
     found = _network(row, nic) or _flush(row, brokers)
     b_in = num(row.get("broker_in_max_mb_s"))
@@ -265,5 +277,5 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
         "no resource saturated"
         + (f" ({', '.join(parts)})" if parts else "")
         + pushed
-        + (f"; {time}" if time else ": the rate is set by round trips (acks=all waits for the ISR)"),
+        + (f"; {time}" if time else f": {_unsaturated(row)}"),
     )

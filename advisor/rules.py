@@ -87,7 +87,11 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         "partitions": "Too few partitions for the clients and brokers: more partitions (a multiple of the brokers)",
         "consumer": "The consumers fall behind: more consumers (and partitions for them)",
         "client": "The load generator was the limit: add producer processes or client hosts",
-        "none": _round_trips(study),
+        "none": _round_trips(study)
+        if best.get("rate_mode") != "fixed-rate"
+        else "No resource is saturated at this fixed rate: a max-rate or sustainable-rate run finds the limit",
+        "unknown": "Nothing can be named without evidence: run the workload with `kafkatune bench` (broker metrics "
+        "and client statistics are recorded) for a diagnosis",
     }[b]
     action = binding_fix(b, best, int(study.get("brokers") or 3))
     return [
@@ -97,7 +101,7 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
             action=action,
             evidence=[f"{best['trial_id']}{at}: bound by {b}: {why}"],
             trials=[best["trial_id"]],
-            severity="info" if b.startswith("network") else "medium",
+            severity="info" if b.startswith("network") or b == "unknown" else "medium",
         )
     ]
 

@@ -91,6 +91,16 @@ class Consumer(abc.ABC):
     def ready(self) -> bool:
         """True once the consumer will receive every message sent to its topic from now on."""
 
+    def pause(self) -> None:
+        """Stop receiving while keeping the subscription, so the system holds a backlog for it (OMB's
+        pauseConsumers); poll() goes on and returns 0. Only drivers whose `holds_backlog` is True have it:
+        a backlog workload on another driver is refused before the run (loadgen.workload)."""
+        raise TypeError(f"{type(self).__name__} cannot pause: its system keeps no backlog for a paused consumer")
+
+    def resume(self) -> None:
+        """Receive again, from where pause() left off."""
+        raise TypeError(f"{type(self).__name__} cannot resume: it never pauses")
+
     @abc.abstractmethod
     def close(self) -> None: ...
 
@@ -141,6 +151,9 @@ class Driver(abc.ABC):
     local_server: ClassVar[str] = "none"
     # Whether its topics have partitions (OMB's 1/6/16-partition runs apply to these only).
     partitioned: ClassVar[bool] = False
+    # Whether a paused consumer finds what was sent meanwhile when it resumes (Consumer.pause): backlog runs
+    # (OMB's consumerBacklogSizeGB) need it.
+    holds_backlog: ClassVar[bool] = False
 
     def __init__(self, common: Mapping[str, str]) -> None:
         self.common = dict(common)

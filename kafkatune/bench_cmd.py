@@ -16,8 +16,9 @@ from kafkatune import render
 from kafkatune.live import LiveView
 from kafkatune.options import inventory_options, say, state_dir_option
 from loadgen import bench
+from loadgen.omb_driver import load_driver_file, with_driver_file
 from loadgen.sustainable import Slo
-from loadgen.workload import load_workload, with_durations
+from loadgen.workload import load_workload, with_overrides
 from records import run as runs
 
 
@@ -34,6 +35,14 @@ def _target(
 
 @click.command("bench")
 @click.argument("workload", type=click.Path(path_type=Path))
+@click.option(
+    "--driver",
+    "driver_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="An OpenMessaging Benchmark driver file (driver-kafka/kafka-throughput.yaml, driver-pulsar/pulsar.yaml…): "
+    "its driverClass picks the driver, its configs go to the clients and topics.",
+)
 @click.option("--bootstrap", default=None, help="Bootstrap servers of any cluster (default: the testbed).")
 @state_dir_option
 @inventory_options(
@@ -70,12 +79,19 @@ def _target(
     help="Override the workload's warmupDurationMinutes (the file is not changed).",
 )
 @click.option(
+    "--backlog-gb",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Override the workload's consumerBacklogSizeGB (GiB the consumers owe before they drain; 0: none).",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Validate the workload (its payload file included) and say what would run; contact no cluster.",
 )
 def command(
     workload: Path,
+    driver_file: Path | None,
     bootstrap: str | None,
     state_dir: Path | None,
     inventory: Path | None,
@@ -87,22 +103,35 @@ def command(
     slo_p99_e2e_ms: float,
     test_minutes: float | None,
     warmup_minutes: float | None,
+    backlog_gb: float | None,
     dry_run: bool,
 ) -> None:
-    """Run one workload (OpenMessaging Benchmark field names) and write runs/<name>/.
+    """Run one workload (OpenMessaging Benchmark's workload files run unchanged) and write runs/<name>/:
+    result.json, OMB's own result document omb-result.json, and per-second Parquet files.
 
     \b
     producerRate: max blasts (the max-rate throughput); a number is a fixed rate (msg/s, publish delay
     recorded); 0 discovers the highest rate held within --slo-p99-e2e-ms (as OMB's producerRate 0): a short
     max-rate probe, then one run stepping through rates below and just above it.
+    consumerBacklogSizeGB > 0 (Kafka): after the warm-up the consumers pause until they owe that many GiB,
+    then drain it to (1 - backlogDrainRatio) of it; the run goes on for testDurationMinutes after that.
+    --driver FILE applies an OMB driver file: each setting it has that kafkatune cannot apply is named.
     Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
     4 the run did not complete, or acknowledged messages were lost.
     """
-    w = with_durations(load_workload(workload), test_minutes, warmup_minutes)
+    w = with_overrides(load_workload(workload), test_minutes, warmup_minutes, backlog_gb)
+    df = load_driver_file(driver_file) if driver_file is not None else None
+    notes: list[str] = []
+    if df is not None:
+        w, notes = with_driver_file(w, df)
+        for n in notes:
+            say(f"driver file: {n}")
     if inventory is not None and bootstrap:
         raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
-    if dry_run:
-        load_driver(w.driver)  # an unknown driver is refused here too
+    testbed_logs = None if bootstrap or inventory else (state_dir or paths.state_dir())
+    bench.refuse_what_cannot_run(w, testbed_logs)  # an unknown driver is refused here too
+    if dry_run:  # the client configs are checked by the client library itself, which needs no server for it
+        load_driver(w.driver)({}).validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
         where = bootstrap or (f"the inventory {inventory}" if inventory else "the testbed")
         say(bench.describe(w, f"{where} (not contacted: --dry-run)"))
         click.echo(f"valid: {workload} (run folder {out or runs_dir / w.slug})")
@@ -110,10 +139,14 @@ def command(
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
-        span = w.warmup_seconds + w.test_seconds if not w.discovers_rate else None
+        span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
             rec = bench.measure(w, t, on_tick=view, say=say, keep_topics=keep_topics, slo=slo)
     d = out or runs.new_run_dir(runs_dir, w.slug)
+    if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
+        if rec.omb is not None:
+            rec.omb["driver"] = df.name
+        rec.result["driver_file"] = {"path": df.path, "name": df.name, "notes": notes}
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     s = rec.summary

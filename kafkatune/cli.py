@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("kafkatune.report_cmd", "A study's report: HTML, Markdown and recommended .properties."),
     "compare": ("kafkatune.compare_cmd", "The same workloads on Kafka, MQTT, Zenoh, DDS, Pulsar and raw TCP."),
     "hosts": ("kafkatune.hosts_cmd", "Check the hosts of an inventory over SSH."),
+    "import-omb": ("kafkatune.import_omb_cmd", "Bring an OpenMessaging Benchmark result file into runs/."),
+    "diff": ("kafkatune.diff_cmd", "Baseline vs candidate (runs, studies, OMB results): changes beyond noise."),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import defaultdict
@@ -61,7 +62,8 @@ class LiveView:
     def _line(self, raw: RawRun, s: int) -> str:
         r = self._rows[s]
         w = raw.workload
-        phase = phase_of(s, w.warmup_seconds, w.test_seconds)
+        # a backlog run measures until its producers stop (loadgen.backlog): not on the workload's time line
+        phase = phase_of(s, w.warmup_seconds, math.inf if w.builds_backlog else w.test_seconds)
         of = f"/{self.total_s:.0f}" if self.total_s else ""
         rate = f" at {_rate_at(raw, s):,.0f} msg/s" if raw.schedule else ""
         return (

@@ -12,7 +12,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from advisor import diff as diff_mod
 from advisor.ceiling import Ceiling
+from advisor.diff import Row, Side
 from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core import fmt
@@ -141,3 +143,27 @@ def ceiling(c: Ceiling) -> None:
     click.echo(f"each broker at the ceiling: in {pb['in']:,.1f}, out {pb['out']:,.1f}, disk {pb['disk']:,.1f} MB/s")
     for n in c.notes:
         click.echo(f"note: {n}")
+
+
+def diff(base: Side, cand: Side, table: list[Row]) -> None:
+    """Both sides, then one line per metric: baseline, candidate, change and the verdict."""
+    for name, s in (("baseline ", base), ("candidate", cand)):
+        click.echo(f"{name} {s.given}: {s.measures}, {len(s.sources)} run(s)")
+        for n in s.notes:
+            click.echo(f"          {n}")
+    t = Table()
+    for col in ("metric", "baseline", "candidate", "change", "verdict"):
+        t.add_column(col)
+    for r in table:
+        spec = "{:,.0f}" if r.unit == "msg/s" else "{:.2f}"
+        pct = f" ({r.change_pct:+.1f} %)" if r.change_pct is not None else ""
+        t.add_row(
+            f"{r.label} ({r.unit})",
+            r.baseline.text(spec),
+            r.candidate.text(spec),
+            (r.change.text("{:+,.2f}") if r.change.has_interval else f"{r.change.estimate:+,.2f}") + pct,
+            r.verdict,
+        )
+    Console(width=200).print(t)
+    if any(r.verdict.startswith("not judged") for r in table):
+        click.echo(f"not judged: {diff_mod.NOT_JUDGED}")

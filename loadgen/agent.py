@@ -3,7 +3,8 @@ workers placed there and relays what they report, as JSON lines (loadgen.wire) o
 
 - coordinator -> agent: the tasks first (client configs travel here, never on a command line, so a SASL
   password is not visible in `ps`), then `go` with the run's time line, `stop_producers`,
-  `stop_consumers`. End of input (the coordinator died or closed the channel) stops every worker.
+  `stop_consumers`, and for a backlog run `pause_consumers` / `resume_consumers`. End of input (the
+  coordinator died or closed the channel) stops every worker.
 - agent -> coordinator: `hello` (the address it was reached at), every message its workers put on their
   queue (ticks with encoded HdrHistograms, `done` records with the sequence maps) and, last, `exit` with
   the workers' exit codes.
@@ -38,6 +39,10 @@ def _control(stdin: TextIO, ch: Channel) -> None:
             ch.stop_producers.set()
         elif cmd.get("cmd") == "stop_consumers":
             ch.stop_consumers.set()
+        elif cmd.get("cmd") == "pause_consumers":
+            ch.pause_consumers.set()
+        elif cmd.get("cmd") == "resume_consumers":
+            ch.pause_consumers.clear()
     ch.stop_producers.set()
     ch.stop_consumers.set()
     ch.go.set()

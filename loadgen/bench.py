@@ -6,13 +6,18 @@ library, and the broker configs the run ran with (read back from every broker wh
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 import confluent_kafka
 
 from brokerconf.apply import current_configs
 from cluster.target import Target
+from core.errors import UserError
+from drivers.api import load_driver
 from loadgen import result, runner, sustainable
+from loadgen.backlog import GIB
 from loadgen.sustainable import Ramp, Slo
 from loadgen.workload import Workload
 from records.run import RunRecord
@@ -28,6 +33,30 @@ def describe(w: Workload, bootstrap: str) -> str:
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s), {rate}, "
         f"{w.warmup_seconds:g} s warm-up + {w.test_seconds:g} s, {w.payload_mode}, against {bootstrap}"
     )
+
+
+def refuse_what_cannot_run(w: Workload, log_disk: Path | None = None) -> None:
+    """A UserError, before anything is created, for a backlog the driver's system cannot hold or that does not fit
+    the disk of the brokers' logs (`log_disk`: a folder on it, when kafkatune knows it: the testbed's)."""
+    drv = load_driver(w.driver)  # an unknown driver is refused here
+    if not w.builds_backlog:
+        return
+    if not drv.holds_backlog:
+        raise UserError(
+            f"consumerBacklogSizeGB: the {w.driver} driver's system keeps no backlog for a paused consumer "
+            "(backlog runs need one that does: kafka)"
+        )
+    if log_disk is not None:
+        where = next((p for p in (log_disk, *log_disk.parents) if p.exists()), Path("/"))
+        free = shutil.disk_usage(where).free
+        rf = w.replicationFactor or 3
+        need = w.consumerBacklogSizeGB * GIB * rf
+        if need > 0.8 * free:
+            raise UserError(
+                f"consumerBacklogSizeGB: {w.consumerBacklogSizeGB:g} GiB × replication factor {rf} = "
+                f"{need / 1e9:,.0f} GB of log, more than 80 % of the {free / 1e9:,.0f} GB free under {where} "
+                "(the testbed's brokers write there)"
+            )
 
 
 def measure(
@@ -63,6 +92,8 @@ def measure(
     }
     rec = result.build(raw, t.profile, client)
     rec.result["brokerConfig"] = brokers
+    if raw.backlog is not None:
+        rec.result["backlog"] = raw.backlog
     if found is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]

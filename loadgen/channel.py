@@ -1,5 +1,5 @@
 """What a coordinator shares with the worker processes it starts: one queue they report on (the tuples of
-`loadgen.worker`'s docstring), the run's time line, and the go / stop events.
+`loadgen.worker`'s docstring), the run's time line, and the go / stop / pause events.
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ class Channel:
     go: Any
     stop_producers: Any
     stop_consumers: Any
+    # set: consumers stop receiving and keep their subscription (a backlog builds, OMB's pauseConsumers);
+    # cleared: they receive again
+    pause_consumers: Any
 
     @classmethod
     def new(cls) -> Channel:
         ctx = mp.get_context("spawn")
         timing = ctx.Array("q", len(TIMING_FIELDS), lock=False)
-        return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event())
+        return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event())
 
     def set_timing(self, values: Mapping[str, int]) -> None:
         for i, k in enumerate(TIMING_FIELDS):

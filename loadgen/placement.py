@@ -73,7 +73,8 @@ class LocalHost(Host):
         return [
             ch.ctx.Process(
                 target=run_producer if t.role == "producer" else run_consumer,
-                args=(t, ch.q, ch.timing, ch.go, ch.stop(t.role)),
+                args=(t, ch.q, ch.timing, ch.go, ch.stop(t.role))
+                + ((ch.pause_consumers,) if t.role == "consumer" else ()),
                 name=f"{t.role}-{t.wid}",
                 daemon=True,
             )
@@ -138,10 +139,14 @@ class RemoteWorkers:
             (self.ch.stop_producers, lambda: {"cmd": "stop_producers"}),
             (self.ch.stop_consumers, lambda: {"cmd": "stop_consumers"}),
         ]
+        paused = False
         while steps and not self._closed.is_set():
             for step in [s for s in steps if s[0].is_set()]:
                 self._send(step[1]())
                 steps.remove(step)
+            if self.ch.pause_consumers.is_set() != paused:  # a backlog run pauses, then resumes, its consumers
+                paused = not paused
+                self._send({"cmd": "pause_consumers" if paused else "resume_consumers"})
             self._closed.wait(0.02)
 
     def _stderr(self) -> None:

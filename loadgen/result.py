@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from cluster import metrics
-from loadgen import payload, recorder
+from loadgen import omb, payload, recorder
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
@@ -51,7 +51,7 @@ def _per_host(raw: RawRun) -> dict[str, dict[str, int]]:
 
 
 def _phase(raw: RawRun, second: int) -> str:
-    return phase_of(second, raw.workload.warmup_seconds, raw.workload.test_seconds)
+    return phase_of(second, raw.workload.warmup_seconds, raw.test_s)
 
 
 def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, Any]:
@@ -170,13 +170,15 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
         "driver_info": driver_info or {},
     }
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
-    return RunRecord(result, _samples(raw, timed), brokers)
+    measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
+    doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
+    return RunRecord(result, _samples(raw, timed), brokers, doc)
 
 
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
     """The measure window's publish, publish-delay and end-to-end histograms, merged over the workers."""
     pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
-    delay = recorder.merge(p.get("delay_hist") for p in raw.producers.values())
+    delay = recorder.merge(t.delay for t in raw.ticks if t.role == "producer" and _phase(raw, t.second) == "measure")
     e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
     if not timed:  # no send time in the payload: the workers recorded 0s as placeholders, not latencies
         pub, e2e = recorder.new_histogram(), recorder.new_histogram()
@@ -206,7 +208,7 @@ def _summary(
 ) -> dict[str, Any]:
     """What kafkatune reads of a run: rates over the measure window, counts, losses, latencies, warnings."""
     w = raw.workload
-    window_s = max(1, measured_seconds(w.warmup_seconds, w.test_seconds))
+    window_s = max(1, measured_seconds(w.warmup_seconds, raw.test_s))
     meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
 
     def total(role: str, field: str) -> int:

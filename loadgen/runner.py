@@ -25,6 +25,7 @@ from cluster.metrics import BrokerMetricsSampler, BrokerSample
 from cluster.target import Placement
 from core.errors import RunFailed
 from drivers import api
+from loadgen.backlog import Backlog
 from loadgen.channel import Channel
 from loadgen.placement import Host, Workers, hosts
 from loadgen.worker import WorkerTask
@@ -59,6 +60,7 @@ class Tick:
     process_cpu_s: float
     buffer_full: int
     sent: int
+    delay: bytes | None = None  # the second's publish-delay histogram (a producer with a rate schedule)
 
 
 @dataclass
@@ -83,6 +85,14 @@ class RawRun:
     # `stop_when` ended it early (None: it ran its course)
     schedule: tuple[tuple[int, float], ...] = ()
     stopped_early_at: int | None = None
+    # a backlog run (loadgen.backlog) decides its measured phase's length as it goes; its parts are in `backlog`
+    measured_s: float | None = None
+    backlog: dict[str, Any] | None = None
+
+    @property
+    def test_s(self) -> float:
+        """The measured phase's length: the workload's, or what a backlog run took."""
+        return self.measured_s if self.measured_s is not None else self.workload.test_seconds
 
 
 View = Callable[[RawRun, Tick], None]
@@ -194,12 +204,17 @@ class _Run:
         _await_ready(self.ch.q, n_prod, n_cons, self.procs, timeout_s=90)
         self.raw.consumer_assignment_wait_s = time.monotonic() - t_wait
         values = self._timeline()
+        backlog = Backlog(self.w, self.ch, values["measure_start_ns"], self.say) if self.w.builds_backlog else None
         if self.sampler:
             self.sampler.start()
         psutil.cpu_percent(None)
         self.ch.go.set()
-        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when)
-        self.raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - values["produce_end_ns"] / 1e9
+        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog)
+        produce_end = values["produce_end_ns"]
+        if backlog is not None:
+            self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values["t0_ns"])
+            produce_end = backlog.at_ns.get("done", produce_end)
+        self.raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - produce_end / 1e9
         self.raw.machine_cpu_percent = psutil.cpu_percent(None)
         return self.raw
 
@@ -208,7 +223,9 @@ class _Run:
         w = self.w
         t0 = time.time_ns() + int(START_DELAY_S * 1e9)
         ms = t0 + int(w.warmup_seconds * 1e9)
-        me = ms + int(w.test_seconds * 1e9)
+        # a backlog run's producers stop when build, drain and test are done (loadgen.backlog): this is its cap
+        span = w.test_seconds + (2 * w.drainTimeoutSeconds + 10 if w.builds_backlog else 0)
+        me = ms + int(span * 1e9)
         values = {
             "t0_ns": t0,
             "measure_start_ns": ms,
@@ -277,6 +294,7 @@ def _collect(
     counts: tuple[int, int],
     on_tick: View | None,
     stop_when: Callable[[RawRun], bool] | None,
+    backlog: Backlog | None = None,
 ) -> None:
     w, q, stop_consumers = raw.workload, ch.q, ch.stop_consumers
     n_prod, n_cons = counts
@@ -299,6 +317,8 @@ def _collect(
                 if tk.role == "consumer" and tk.msgs:
                     received += tk.msgs
                     last_change = time.monotonic()
+                if backlog is not None:
+                    backlog.count(tk.role, tk.msgs)
                 if on_tick:
                     on_tick(raw, tk)
                 if stop_when and raw.stopped_early_at is None and stop_when(raw):
@@ -306,6 +326,8 @@ def _collect(
                     ch.stop_producers.set()
             elif kind == "done":
                 (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
+        if backlog is not None:
+            backlog.step()
         if len(raw.consumers) == n_cons and len(raw.producers) == n_prod:
             return
         if time.time_ns() > produce_end + 120e9 + w.drainTimeoutSeconds * 1e9 and len(raw.producers) < n_prod:

@@ -5,13 +5,14 @@ queue. Every message the workers put on it is a plain tuple:
 
     ("ready", role, wid)
     ("tick", role, wid, second, msgs, bytes, errors, hist, thread_cpu_s, process_cpu_s,
-     buffer_full, sent)
+     buffer_full, sent, delay)
     ("done", role, wid, report_dict)
     ("error", role, wid, text)
 
 `second` counts from the run's start (t0); `msgs`/`bytes` are acknowledged (producers) or received
 (consumers) in that second, `sent` what producers handed to the driver; `hist` is the encoded
-HdrHistogram of that second (publish latency for producers, end-to-end latency for consumers).
+HdrHistogram of that second (publish latency for producers, end-to-end latency for consumers), `delay`
+the encoded publish-delay histogram of that second's sends (a producer with a rate schedule; else None).
 Clocks: `time.time_ns` for timestamps that cross processes (the payload's send time), injected so tests
 can replace it.
 """
@@ -22,7 +23,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
@@ -32,6 +33,7 @@ from drivers import api
 from loadgen import payload
 from loadgen.channel import read_timing
 from loadgen.recorder import LatencyBuffer, new_histogram, record_ns
+from loadgen.ticker import Ticker
 from testbed import netns
 
 Clock = Callable[[], int]
@@ -92,59 +94,6 @@ def _enter(task: WorkerTask) -> api.Driver:
     return api.load_driver(task.driver)(task.common)
 
 
-class _Ticker:
-    """Emits one tick per second of the run from a `LatencyBuffer` (messages = latencies recorded)."""
-
-    def __init__(self, q: Queue[Any], role: str, wid: int, t0: int, buf: LatencyBuffer, size: int) -> None:
-        self.q, self.role, self.wid, self.t0, self.buf, self.size = q, role, wid, t0, buf, size
-        self.sec = 0
-        self.next_at = t0 + 1_000_000_000
-        self.errors = 0
-        self.buffer_full = 0
-        self.seq = self._seq_at_last = 0  # producers set seq before a tick: sends counted off the hot path
-        # a producer's client statistics (api.Producer.stats), kept for the seconds of the measure window
-        self.stats_fn: Callable[[], Mapping[str, float] | None] | None = None
-        self.window = (0, 0)
-        self.stats: list[dict[str, float]] = []
-
-    def _client_stats(self) -> None:
-        assert self.stats_fn is not None
-        s = self.stats_fn()
-        if s and self.window[0] <= self.t0 + self.sec * 1_000_000_000 < self.window[1]:
-            self.stats.append(dict(s))
-
-    def emit(self) -> None:
-        if self.stats_fn is not None:
-            self._client_stats()
-        msgs, hist = self.buf.fold()
-        enc = hist.encode() if msgs else None
-        sent = self.seq - self._seq_at_last
-        self.q.put(
-            (
-                "tick",
-                self.role,
-                self.wid,
-                self.sec,
-                msgs,
-                msgs * self.size,
-                self.errors,
-                enc,
-                time.thread_time(),
-                time.process_time(),
-                self.buffer_full,
-                sent,
-            )
-        )
-        self._seq_at_last = self.seq
-        self.errors = self.buffer_full = 0
-        self.sec += 1
-        self.next_at = self.t0 + (self.sec + 1) * 1_000_000_000
-
-    def catch_up(self, now: int) -> None:
-        while now >= self.next_at:
-            self.emit()
-
-
 class _ProducerState:
     """Delivery callbacks: mark the sequence acknowledged, buffer (latency, send time). Nothing more."""
 
@@ -156,7 +105,7 @@ class _ProducerState:
         self.n_errors = 0
         self.n_dropped = 0
         self.error_samples: list[str] = []
-        self.ticker: _Ticker | None = None
+        self.ticker: Ticker | None = None
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
         self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
 
@@ -212,7 +161,7 @@ def _produce(
 ) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
-    tick = st.ticker = _Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
+    tick = st.ticker = Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
     tick.stats_fn, tick.window = prod.stats, (timing["measure_start_ns"], timing["measure_end_ns"])
     pool = _bodies(task)
     n_pool = len(pool)
@@ -221,10 +170,10 @@ def _produce(
     steps = sorted((int(s), float(r)) for s, r in task.steps)
     interval = 1e9 / (steps[0][1] if steps else task.rate) if (steps or task.rate > 0) else 0.0
     base_t, base_seq, step_i = t0, 0, 0  # the current step's start and first sequence number
-    m_start, m_end = st.buf.m_start, st.buf.m_end
     key_mode, parts = task.key_mode, max(1, task.partitions)
     acked = st.acked
     delay = new_histogram()
+    tick.delay = delay if interval else None  # publish delay exists only against a schedule
     seq = 0
     last_poll = 0
     while clock() < t0:
@@ -256,8 +205,7 @@ def _produce(
                 else:
                     time.sleep(wait_s)
                 continue
-            if m_start <= now < m_end:  # publish delay exists only against a schedule
-                record_ns(delay, now - intended)
+            record_ns(delay, now - intended)
         if seq >= len(acked):
             acked.extend(bytes(len(acked)))
         key = (
@@ -299,7 +247,6 @@ def _produce(
                 "error_samples": st.error_samples,
                 "acked_map": bytes(acked[:seq]),
                 "publish_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
-                "delay_hist": delay.encode() if delay.get_total_count() else None,
                 "client_stats": tick.stats,
             },
         )
@@ -357,7 +304,13 @@ class _Working:
 
 
 def run_consumer(
-    task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
+    task: WorkerTask,
+    q: Queue[Any],
+    timing: Any,
+    go: Event,
+    stop: Event,
+    pause: Event | None = None,
+    clock: Clock = time.time_ns,
 ) -> None:
     try:
         drv = _enter(task)
@@ -372,9 +325,13 @@ def run_consumer(
                 announced = True
         tl = read_timing(timing)
         st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
-        tick = _Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
+        tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
         received = 0
+        paused = False
         while not stop.is_set():
+            if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)
+                paused = not paused
+                cons.pause() if paused else cons.resume()
             received += cons.poll(0.1)
             tick.catch_up(clock())
         tick.emit()

@@ -6,12 +6,12 @@ names the field and what is allowed, raised before anything touches a cluster.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from core import paths
 from core.errors import UserError, validated
 from core.files import read_yaml
 
@@ -52,7 +52,8 @@ class Workload(BaseModel):
     # msg/s for the whole workload. As OMB: 0 = discover the highest sustainable rate (loadgen.sustainable);
     # "max" = as fast as the producers can (the max-rate throughput, kafkatune's default when left out).
     producerRate: Annotated[float, Field(ge=0)] | Literal["max"] = "max"
-    # backlog build-and-drain runs (OMB's buildAndDrainBacklog) are not supported yet: > 0 is refused
+    # > 0: a backlog run (OMB's buildAndDrainBacklog, loadgen.backlog): consumers pause after the warm-up until
+    # the subscriptions owe this many GiB, then drain it to (1 − backlogDrainRatio) of it
     consumerBacklogSizeGB: Annotated[float, Field(ge=0)] = 0
     backlogDrainRatio: Annotated[float, Field(ge=0, le=1)] = 1.0
     testDurationMinutes: Annotated[float, Field(gt=0, le=24 * 60)] = 1
@@ -75,11 +76,12 @@ class Workload(BaseModel):
 
     @model_validator(mode="after")
     def _payload_and_backlog(self) -> Workload:
-        if self.consumerBacklogSizeGB > 0:
+        if self.builds_backlog and self.producerRate == 0:  # OMB refuses it too
             raise ValueError(
-                f"consumerBacklogSizeGB: {self.consumerBacklogSizeGB:g} GB: backlog build-and-drain runs are not "
-                "supported yet (set 0: consumers read as the producers write)"
+                "consumerBacklogSizeGB with producerRate 0: a rate cannot be discovered while a backlog builds"
             )
+        if self.builds_backlog and self.subscriptionsPerTopic == 0:
+            raise ValueError("consumerBacklogSizeGB needs subscriptionsPerTopic ≥ 1 (a backlog is owed to consumers)")
         procs = self.topics * (self.producersPerTopic + self.subscriptionsPerTopic * self.consumerPerSubscription)
         if procs > MAX_CLIENT_PROCESSES:
             raise ValueError(
@@ -94,8 +96,12 @@ class Workload(BaseModel):
 
     @property
     def slug(self) -> str:
-        """The name as a folder and topic name: runs of anything but letters, digits, `.`, `_`, `-` become `-`."""
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", self.name).strip("-.")[:80] or "bench"
+        """The name as a folder and topic name (core.paths.slug)."""
+        return paths.slug(self.name)
+
+    @property
+    def builds_backlog(self) -> bool:
+        return self.consumerBacklogSizeGB > 0
 
     @property
     def payload_mode(self) -> str:
@@ -162,11 +168,14 @@ def payload_path(name: str, workload_file: Path) -> Path:
     raise UserError(f"{workload_file}: payloadFile {name!r} not found (looked for {', '.join(map(str, tried))})")
 
 
-def with_durations(w: Workload, test_minutes: float | None, warmup_minutes: float | None) -> Workload:
-    """`w` with its test and warm-up durations replaced (command-line overrides), validated as the file is."""
+def with_overrides(
+    w: Workload, test_minutes: float | None = None, warmup_minutes: float | None = None, backlog_gb: float | None = None
+) -> Workload:
+    """`w` with its test and warm-up durations and its backlog size replaced (command-line overrides: a published
+    workload scaled to the machine, the file unchanged), validated as the file is."""
     data = w.model_dump(exclude_unset=True)
-    if test_minutes is not None:
-        data["testDurationMinutes"] = test_minutes
-    if warmup_minutes is not None:
-        data["warmupDurationMinutes"] = warmup_minutes
-    return parse_workload(data, "--test-minutes/--warmup-minutes")
+    for key, v in (("testDurationMinutes", test_minutes), ("warmupDurationMinutes", warmup_minutes),
+                   ("consumerBacklogSizeGB", backlog_gb)):  # fmt: skip
+        if v is not None:
+            data[key] = v
+    return parse_workload(data, "--test-minutes/--warmup-minutes/--backlog-gb")

@@ -1,7 +1,8 @@
 """The files kafkatune keeps for later and for other code: one reader and one writer each, the only code that
 touches them.
 
-Under `runs/`: a run (`result.json`, `samples.parquet`, `broker_metrics.parquet`: run.py), a trial
+Under `runs/`: a run (`result.json`, `samples.parquet`, `broker_metrics.parquet`: run.py; OMB's
+`omb-result.json`, written and imported: omb.py), a trial
 (`trial.json`: trial.py), a study (its folder, the spec and inventory copies, `summary.json`, the broker
 snapshot: study.py, summary.py, snapshot.py), the analysis tables (analysis.py) and a comparison
 (comparison.py). Beside them: a cluster's profile (profile.py, one writer for the testbed and for

@@ -1,5 +1,6 @@
 """One measured run: `result.json` (OMB's TestResult fields and kafkatune's `summary`), one row per worker
-per second (`samples.parquet`) and per broker per second (`broker_metrics.parquet`).
+per second (`samples.parquet`) and per broker per second (`broker_metrics.parquet`), and OMB's own result
+document (`omb-result.json`, records.omb).
 
 A bench run's folder also holds the workload it ran (`workload.yaml`); a sweep's trial folder holds its
 `trial.json` beside these (records.trial).
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import files
+from records.omb import imported_result, write_omb
 
 SCHEMA_VERSION = 1
 RESULT = "result.json"
@@ -29,6 +31,7 @@ class RunRecord(NamedTuple):
     result: dict[str, Any]
     samples: pa.Table
     brokers: pa.Table
+    omb: dict[str, Any] | None = None  # OMB's TestResult of the run (records.omb), written as omb-result.json
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -43,6 +46,8 @@ def write_run(out_dir: Path, rec: RunRecord) -> None:
         tmp = out_dir / f".{name}.tmp"
         pq.write_table(table, tmp)
         tmp.replace(out_dir / name)
+    if rec.omb is not None:
+        write_omb(out_dir, rec.omb)
     files.write_json(out_dir / RESULT, rec.result)
 
 
@@ -81,3 +86,11 @@ def copy_workload(run_dir: Path, workload_file: Path) -> None:
     """The workload file a bench run ran, kept beside its record."""
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(workload_file, run_dir / WORKLOAD)
+
+
+def import_omb(run_dir: Path, doc: dict[str, Any], source: str) -> None:
+    """An OMB result (records.omb.read_omb) as a run folder: omb-result.json as it came, and a result.json
+    whose summary kafkatune reads (no per-second Parquet files: OMB keeps 10-s windows only)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_omb(run_dir, doc)
+    files.write_json(run_dir / RESULT, {"schema_version": SCHEMA_VERSION, **imported_result(doc, source)})

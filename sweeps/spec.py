@@ -6,7 +6,7 @@ catalogue's legal ranges and the cross-key rules.
 
     name: staged-sync                  # study name: runs/<name>/
     cluster: {testbed: true}           # or {bootstrap: "h1:9092,h2:9092", admin: {...}} or {inventory: hosts.yaml}
-    workload: {...}                    # the bench workload (OMB field names)
+    workload: {...}                    # the bench workload (OMB field names), or an OMB workload file's path
     plan: staged                       # or joint (then `params:` at the top level)
     fixed: {partitions: 6}             # every trial, baselines included for workload/topic keys
     stages:
@@ -40,7 +40,7 @@ from brokerconf import catalogue
 from core import secrets
 from core.errors import UserError
 from core.files import read_yaml
-from loadgen.workload import Workload, parse_workload
+from loadgen.workload import Workload, load_workload, parse_workload
 from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, RampSpec, Slo
 
 Scalar = str | int
@@ -280,6 +280,8 @@ def _bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
 
 def _semantic_checks(spec: Spec, source: str) -> None:
     w = parse_workload({"name": spec.name, **spec.workload}, f"{source}: workload")
+    if w.builds_backlog:
+        raise UserError(f"{source}: workload.consumerBacklogSizeGB: backlog runs are bench runs, not sweeps")
     if w.subscriptionsPerTopic != 1:
         raise UserError(f"{source}: workload.subscriptionsPerTopic: sweeps measure one consumer group (set 1)")
     if w.producerRate != "max":
@@ -322,9 +324,27 @@ def format_error(source: str, e: ValidationError) -> str:
     return lines[0] if lines else f"{source}: invalid"
 
 
-def parse_spec(data: object, source: str = "spec") -> Spec:
+# An OMB workload file's run-control fields: a sweep's objective sets the rate, its `measurement` the durations.
+OMB_RUN_FIELDS = ("name", "producerRate", "testDurationMinutes", "warmupDurationMinutes")
+
+
+def workload_file(value: str, base: Path) -> dict[str, Any]:
+    """`workload: FILE` (an OMB workload file, relative to the spec's folder) as the mapping a spec holds: the
+    file's fields (payloadFile resolved) without its run-control fields (OMB_RUN_FIELDS)."""
+    path = Path(value) if Path(value).is_absolute() else base / value
+    w = load_workload(path)
+    data = w.model_dump(exclude_unset=True, exclude=set(OMB_RUN_FIELDS))
+    if w.payloadFile is not None:
+        data["payloadFile"] = w.payloadFile
+    return data
+
+
+def parse_spec(data: object, source: str = "spec", base: Path | None = None) -> Spec:
+    """A spec from its data; `base`: the folder a `workload: FILE` is relative to (the spec file's)."""
     if not isinstance(data, dict):
         raise UserError(f"{source}: expected a mapping (name, cluster, workload, plan, …), got {type(data).__name__}")
+    if isinstance(data.get("workload"), str):
+        data = {**data, "workload": workload_file(data["workload"], base or Path.cwd())}
     try:
         spec = Spec.model_validate(data)
     except ValidationError as e:
@@ -334,12 +354,15 @@ def parse_spec(data: object, source: str = "spec") -> Spec:
 
 
 def load_spec(path: Path) -> Spec:
-    return parse_spec(read_yaml(path), str(path))
+    return parse_spec(read_yaml(path), str(path), path.parent)
 
 
 def redacted_text(path: Path) -> str:
-    """The spec file as run, for the study folder: secret values and the storage URL's password masked."""
+    """The spec file as run, for the study folder: secret values and the storage URL's password masked, and a
+    `workload: FILE` written out as the mapping it was read as (the study needs no other file)."""
     data = secrets.redact_mapping(yaml.safe_load(path.read_text()))
+    if isinstance(data.get("workload"), str):
+        data["workload"] = workload_file(data["workload"], path.parent)
     if data.get("storage"):
         data["storage"] = secrets.redact_url(data["storage"])
     return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))

@@ -99,7 +99,7 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
         }
     )
     raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
-    res, _, _ = result.build(raw)
+    res = result.build(raw).result
     s = res["summary"]
     assert s["mode"] == "fixed-rate"
     # The limiter's own rate: what was handed to the client per second of the window. (Acks per second
@@ -138,7 +138,7 @@ def test_kill_9_of_a_broker_mid_run_loses_no_acknowledged_message(
     raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
     t.join()
     assert killed, "the broker was not killed during the run"
-    res, _, _ = result.build(raw)
+    res = result.build(raw).result
     s = res["summary"]
     assert s["acknowledged"] > 10000
     assert s["lost"] == 0, s["per_producer"]

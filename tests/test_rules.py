@@ -47,6 +47,17 @@ def bound(**kw: Any) -> diagnose.Diagnosis:
 
 
 # ---- bounds ---------------------------------------------------------------------------------------------
+def test_an_imported_omb_result_names_no_bound_and_a_fixed_rate_is_not_called_round_trips() -> None:
+    d = bound(rate_mode="omb-import", broker_in_max_mb_s=99.0)  # whatever it holds, OMB recorded no evidence
+    assert d.bound == "unknown" and "imported OpenMessaging Benchmark result" in d.reason
+    recs = recommend(frame(trial(rate_mode="omb-import", bound="unknown", bound_reason=d.reason)), pd.DataFrame(),
+                     STUDY)  # fmt: skip
+    r = next(r for r in recs if r.rule == "binding-resource")
+    assert "Nothing can be named" in r.title and r.severity == "info" and not r.action
+    assert "the workload's fixed rate" in bound(rate_mode="fixed-rate").reason
+    assert "round trips" in bound(rate_mode="max-rate").reason
+
+
 def test_a_link_at_its_measured_rate_is_network_bound_either_way() -> None:
     assert bound(broker_in_max_mb_s=95.0).bound == "network_in"
     assert bound(broker_out_max_mb_s=92.0).bound == "network_out"

@@ -153,3 +153,33 @@ def test_bad_specs_leave_the_cluster_untouched(testbed: Testbed, tmp_path: Path)
     assert "cluster.bootstrap: no broker at 127.0.0.1:9 answered" in p.stderr
     after = bc.snapshot()
     assert before["brokers"] == after["brokers"] and before["restart_overrides"] == after["restart_overrides"]
+
+
+def test_an_omb_workload_file_is_a_sweeps_workload(tmp_path: Path) -> None:
+    """`workload: FILE` (relative to the spec) takes an OMB workload file as it is: its topology and payload;
+    its rate and durations are the sweep's to set. The study's spec copy holds the workload it read."""
+    from sweeps.spec import load_spec, redacted_text
+    from tests.helpers import REPO
+
+    omb = REPO / "tests" / "fixtures" / "omb" / "workloads"
+    (tmp_path / "specs").mkdir()
+    f = tmp_path / "specs" / "s.yaml"
+    rel = Path("..") / "omb" / "1-topic-16-partitions-1kb.yaml"
+    (tmp_path / "omb").mkdir()
+    (tmp_path / "omb" / rel.name).write_bytes((omb / rel.name).read_bytes())
+    (tmp_path / "payload").mkdir()
+    (tmp_path / "payload" / "payload-1Kb.data").write_bytes((omb.parent / "payload" / "payload-1Kb.data").read_bytes())
+    f.write_text(yaml.safe_dump({**VALID, "workload": str(rel)}))
+    s = load_spec(f)
+    assert s.base_workload().partitionsPerTopic == 16 and s.base_workload().messageSize == 1024
+    assert Path(s.workload["payloadFile"]) == (tmp_path / "payload" / "payload-1Kb.data").resolve()
+    assert "producerRate" not in s.workload and "testDurationMinutes" not in s.workload  # the sweep's to set
+    copy_text = yaml.safe_load(redacted_text(f))
+    assert copy_text["workload"]["partitionsPerTopic"] == 16
+    p = kafkatune("sweep", str(f), "--dry-run", timeout=60)
+    assert p.returncode == 0, p.stderr
+    backlog = tmp_path / "specs" / "b.yaml"
+    back = omb / "1-topic-100-partitions-1kb-4p-4c-200k-backlog.yaml"
+    backlog.write_text(yaml.safe_dump({**VALID, "workload": str(back)}))
+    p = kafkatune("sweep", str(backlog), "--dry-run", timeout=60)
+    assert p.returncode == 2 and "backlog runs are bench runs" in p.stderr, p.stderr

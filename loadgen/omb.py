@@ -85,13 +85,12 @@ def omb_result(
         "consumersPerTopic": w.consumerPerSubscription,  # OMB's: consumers per subscription
     }
     series: dict[str, list[Any]] = {k: [] for k, kind in FIELDS.items() if kind.startswith("list")}
-    last = max(measured) if measured else -1
-    acked_before = {s: 0 for s in range(last + 1)}
+    owed: dict[int, int] = {}  # second -> the backlog at its end: subscriptions × acknowledged − received
     acked = received = 0
-    for s in range(last + 1):
+    for s in range(max(measured, default=-1) + 1):
         acked += sum(t.msgs for t in by.get(("producer", s), []))
         received += sum(t.msgs for t in by.get(("consumer", s), []))
-        acked_before[s] = subs * acked - received
+        owed[s] = subs * acked - received
     for i in range(0, len(measured), WINDOW_S):
         secs = list(measured[i : i + WINDOW_S])
         prod = [t for s in secs for t in by.get(("producer", s), [])]
@@ -100,7 +99,7 @@ def omb_result(
         series["publishRate"].append(sum(t.msgs for t in prod) / n)
         series["publishErrorRate"].append(sum(t.errors for t in prod) / n)
         series["consumeRate"].append(sum(t.msgs for t in cons) / n)
-        series["backlog"].append(max(0, acked_before[secs[-1]]))
+        series["backlog"].append(max(0, owed[secs[-1]]))
         rows = (
             ("publishLatency", _merge(t.hist for t in prod) if timed else None, 1e-3, False),
             ("publishDelayLatency", _merge(t.delay for t in prod), 1.0, True),

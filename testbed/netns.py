@@ -11,11 +11,13 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from core import procs
 from core.errors import EnvironmentProblem
@@ -46,10 +48,25 @@ class ShapedNetwork:
         raise KeyError(name)
 
 
+# Bits of the effective capability set (linux/capability.h) a shaped network needs: veth pairs, bridges and
+# tc qdiscs need CAP_NET_ADMIN; `ip netns add` mounts a namespace file (CAP_SYS_ADMIN).
+CAPABILITIES = {"CAP_NET_ADMIN": 12, "CAP_SYS_ADMIN": 21}
+
+
+def missing_capabilities(status: str | None = None) -> list[str]:
+    """The capabilities of CAPABILITIES this process lacks, read from the CapEff line of /proc/self/status."""
+    text = status if status is not None else Path("/proc/self/status").read_text()
+    m = re.search(r"^CapEff:\s*([0-9a-fA-F]+)$", text, re.M)
+    eff = int(m.group(1), 16) if m else 0
+    return [name for name, bit in CAPABILITIES.items() if not eff >> bit & 1]
+
+
 def can_shape() -> tuple[bool, str]:
-    """Whether this process can build a shaped network, and if not, why."""
-    if os.geteuid() != 0:
-        return False, "not root"
+    """Whether this process can build a shaped network, and if not, why (a preflight: nothing is created)."""
+    missing = missing_capabilities()
+    if missing:
+        who = "not root" if os.geteuid() != 0 else "root, but the effective capability set lacks it"
+        return False, f"needs {' and '.join(missing)}: {who}"
     if shutil.which("ip") is None or shutil.which("tc") is None:
         return False, "iproute2 (ip, tc) not installed"
     return True, ""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core import procs
+from core import procs, reaper
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
@@ -17,6 +17,12 @@ from testbed.lifecycle import Testbed
 # Below Linux's ephemeral range (32768-60999): at 39090 an outgoing connection's local port once took 39092
 # while the testbed started, and node 2 failed with "Address already in use" (every Kafka test then errored).
 TEST_BASE_PORT = int(os.environ.get("KAFKATUNE_TEST_BASE_PORT", "24090"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every server this run starts (brokers, Mosquitto, Zenoh, Pulsar, PostgreSQL, sshd) dies with it, even
+    when the run is killed and no fixture teardown runs (core.reaper)."""
+    reaper.watch()
 
 
 @pytest.fixture(scope="session")

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from cluster import admin, metrics
 from records.testbed import TestbedState
+from testbed import netns
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_status_json_lists_three_live_nodes(healthy: TestbedState, testbed: Testbed) -> None:
@@ -82,3 +88,35 @@ def test_restart_waits_for_full_isr(healthy: TestbedState, testbed: Testbed) -> 
     st = testbed.status()
     assert st["nodes"][1]["alive"] and st["nodes"][1]["pid"] != old
     assert admin.under_replicated(admin.admin_client(healthy.bootstrap_servers)) == []
+
+
+def test_shaped_tests_skip_with_the_reason_where_cap_net_admin_is_missing(tmp_path: Path) -> None:
+    # The same suite, run with CAP_NET_ADMIN dropped from the bounding set (as a container would): every shaped
+    # test is skipped with the missing capability named, before any namespace or testbed is touched.
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) not installed")
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--bounding-set",
+            "-net_admin",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_shaped.py",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert " passed" not in proc.stdout and " failed" not in proc.stdout and " error" not in proc.stdout
+    assert re.search(r"\d+ skipped", proc.stdout), proc.stdout[-2000:]
+    assert "shaped mode: needs CAP_NET_ADMIN" in proc.stdout, proc.stdout[-2000:]
+    assert netns.missing_capabilities("CapEff:\t000001fffeffefff\n") == ["CAP_NET_ADMIN"]
+    assert netns.missing_capabilities("CapEff:\t0000000000000000\n") == ["CAP_NET_ADMIN", "CAP_SYS_ADMIN"]

@@ -40,13 +40,14 @@ def _echo(
         def ignore(err: str | None, payload: bytes) -> None:
             return None
 
-        while not stop.is_set():
-            c.poll(0.05)
-            if inbox:
-                for m in inbox:
-                    api.send_waiting(p, None, m, ignore)
-                inbox.clear()
+        while True:
+            if not c.poll_one(0.05):  # idle: the pinger may be done (checked only then, off the hot path)
+                if stop.is_set():
+                    break
                 p.poll(0)
+            for m in inbox:
+                p.send_now(m, ignore)
+            inbox.clear()
         p.close()
         c.close()
         drv.close()
@@ -103,37 +104,41 @@ def pingpong_once(t: SystemTarget, spec: CompareSpec) -> tuple[list[float], int]
         drv.close()
 
 
-def _one(p: api.Producer, c: api.Consumer, replies: list[bytes], i: int, msg: bytes, timeout_s: float) -> bool:
-    """Send ping `i`; True once its reply came back within `timeout_s`."""
+def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[bytes], q: Any) -> tuple[list[float], int]:
+    """The pings, one at a time: round trips (µs) after the warm-up, and how many replies never came.
+
+    Between the two clock reads there is only the driver: the ping is built before, one `send_now`, then
+    `poll_one` until the reply with this ping's number is in (a driver with a direct path makes that one
+    write and one read); completions are served only while a reply is still awaited."""
+    pad = bytes(max(0, cfg.size - SEQ.size))
+    timeout_s = cfg.replyTimeoutSeconds
+    rtts: list[float] = []
+    missing = 0
     errors: list[str] = []
 
     def done(err: str | None, payload: bytes) -> None:
         if err is not None:
             errors.append(err)
 
-    api.send_waiting(p, None, msg, done, timeout_s)
-    p.poll(0)
-    end = time.monotonic() + timeout_s
-    got = False
-    while time.monotonic() < end and not got:
-        c.poll(0.05)
-        p.poll(0)
-        while replies:
-            got = SEQ.unpack_from(replies.pop())[0] == i or got
-    if errors:
-        raise EnvironmentProblem(f"ping-pong: send failed: {errors[0]}")
-    return got
-
-
-def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[bytes], q: Any) -> tuple[list[float], int]:
-    """The pings, one at a time: round trips (µs) after the warm-up, and how many replies never came."""
-    pad = bytes(max(0, cfg.size - SEQ.size))
-    rtts: list[float] = []
-    missing = 0
+    clock, unpack = time.perf_counter_ns, SEQ.unpack_from
     for i in range(cfg.warmupMessages + cfg.messages):
-        t0 = time.perf_counter_ns()
-        got = _one(p, c, replies, i, SEQ.pack(i) + pad, cfg.replyTimeoutSeconds)
-        t1 = time.perf_counter_ns()
+        msg = SEQ.pack(i) + pad
+        end = time.monotonic() + timeout_s
+        got = False
+        t0 = clock()
+        p.send_now(msg, done, timeout_s)
+        while True:
+            c.poll_one(0.05)
+            while replies:
+                got = unpack(replies.pop())[0] == i or got
+            if got:
+                break
+            p.poll(0)
+            if time.monotonic() > end:
+                break
+        t1 = clock()
+        if errors:
+            raise EnvironmentProblem(f"ping-pong: send failed: {errors[0]}")
         if not got:
             missing += 1
             if missing >= 3:
@@ -142,7 +147,7 @@ def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[byt
                     kind, detail = q.get_nowait()
                     echo_error = f"; the echo side failed:\n{detail}" if kind == "error" else ""
                 raise EnvironmentProblem(
-                    f"ping-pong: {missing} replies not received within {cfg.replyTimeoutSeconds:g} s{echo_error}"
+                    f"ping-pong: {missing} replies not received within {timeout_s:g} s{echo_error}"
                 )
             continue
         if i >= cfg.warmupMessages:

@@ -75,6 +75,13 @@ class Producer(abc.ABC):
         """
         return None
 
+    def send_now(self, payload: bytes, on_done: DeliveryCallback, timeout_s: float = 30.0) -> None:
+        """One message on its way at once, for a caller that waits for each (the ping-pong). The default sends
+        (waiting out a full buffer) and serves completions; a driver with a direct path (a socket write)
+        overrides it, so the harness adds as little as the language allows to a round trip."""
+        send_waiting(self, None, payload, on_done, timeout_s)
+        self.poll(0)
+
     @abc.abstractmethod
     def close(self) -> None: ...
 
@@ -86,6 +93,11 @@ class Consumer(abc.ABC):
         anything was received: the timeout bounds the wait for the first message, never adds to it. With a
         backlog, a call hands over about POLL_BUDGET_S worth of messages (or one client batch) and leaves
         the rest for the next: the caller's per-second accounting runs between calls."""
+
+    def poll_one(self, timeout_s: float) -> int:
+        """`poll` for a caller that waits for one message at a time (the ping-pong): a driver with a direct
+        path (one blocking read) overrides it; the default is `poll`."""
+        return self.poll(timeout_s)
 
     @abc.abstractmethod
     def ready(self) -> bool:

@@ -32,6 +32,7 @@ from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
 
 FRAME = struct.Struct("<I")
+RCVTIMEO = struct.Struct("@ll")  # struct timeval
 PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}
 CONNECT_WAIT_S = 10.0
 SCRATCH_BYTES = 256 * 1024
@@ -46,6 +47,7 @@ class _Conn:
         self.big = bytearray()
         self.size = 0  # of the large frame being read into `big` (0: none)
         self.filled = 0
+        self.rcvtimeo = -1.0  # SO_RCVTIMEO last set on the socket (poll_one's blocking read)
 
 
 def _complete(c: _Conn) -> bool:
@@ -100,6 +102,18 @@ class TcpProducer(api.Producer):
             if len(buf) >= self.limit:
                 self._write(g)
         self.acks.sent(on_done, payload)
+
+    def send_now(self, payload: bytes, on_done: api.DeliveryCallback, timeout_s: float = 30.0) -> None:
+        """The ping-pong's path: one write per subscription, no batch buffer, no deferred callback."""
+        if self.nowhere:
+            on_done("no consumer is listening on this topic", payload)
+            return
+        frame = FRAME.pack(len(payload)) + payload
+        for g, socks in enumerate(self.groups):
+            self._write(g)  # anything batched before goes first
+            socks[self.turn % len(socks)].sendall(frame)
+        self.turn += 1
+        on_done(None, payload)
 
     def _write(self, g: int) -> None:
         """Write subscription g's batch to its next consumer (members take whole batches in turn)."""
@@ -160,7 +174,8 @@ class TcpConsumer(api.Consumer):
             assert isinstance(s, socket.socket)
             if s is self.listener:
                 conn, _addr = s.accept()
-                conn.setblocking(False)
+                # blocking, so poll_one's read is one syscall; poll's reads pass MSG_DONTWAIT
+                conn.setblocking(True)
                 self.sel.register(conn, selectors.EVENT_READ, None)
                 self.conns[conn] = _Conn()
                 continue
@@ -169,6 +184,28 @@ class TcpConsumer(api.Consumer):
                 n += self._read(s, c, end)
         return n
 
+    def poll_one(self, timeout_s: float) -> int:
+        """With exactly one producer connected and nothing left in hand, one blocking read (SO_RCVTIMEO bounds
+        it): the ping-pong's receive is a single syscall. Otherwise (connections still to accept, frames in
+        hand, a large frame half read) it is `poll`."""
+        if len(self.conns) != 1 or timeout_s < 1e-6:  # SO_RCVTIMEO 0 would block for ever
+            return self.poll(timeout_s)
+        ((s, c),) = self.conns.items()
+        if c.size or _complete(c):
+            return self.poll(timeout_s)
+        if c.rcvtimeo != timeout_s:
+            sec = int(timeout_s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, RCVTIMEO.pack(sec, int((timeout_s - sec) * 1e6)))
+            c.rcvtimeo = timeout_s
+        try:
+            got = s.recv_into(self.scratch)
+        except (BlockingIOError, TimeoutError):
+            return 0
+        if not got:
+            return self._closed(s)
+        c.buf += self.view[:got]
+        return self._frames(c, time.monotonic() + api.POLL_BUDGET_S)
+
     def _read(self, s: socket.socket, c: _Conn, end: float) -> int:
         """Reads until the socket is empty or the poll's time budget is spent: a producer that never
         pauses must not keep poll from returning."""
@@ -176,7 +213,7 @@ class TcpConsumer(api.Consumer):
         while True:
             if c.size:  # the rest of a large frame goes straight into the connection's large-frame buffer
                 try:
-                    got = s.recv_into(memoryview(c.big)[c.filled : c.size])
+                    got = s.recv_into(memoryview(c.big)[c.filled : c.size], 0, socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     return n
                 if not got:
@@ -188,7 +225,7 @@ class TcpConsumer(api.Consumer):
                     n += 1
             else:
                 try:
-                    got = s.recv_into(self.scratch)
+                    got = s.recv_into(self.scratch, 0, socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     return n
                 if not got:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from advisor.analysis import analyze
+from advisor.rules import recommend
 from records.analysis import load_table, rows
 from testbed import dist, netns
 from testbed.lifecycle import Testbed
@@ -108,6 +109,13 @@ def test_a_saturated_link_is_diagnosed_as_network_bound(shaped: Testbed, spark: 
     assert t["fraction_of_ceiling"] > 0.8
     prof = json.loads(shaped.profile_file.read_text())
     assert t["ceiling_mb_s"] == pytest.approx(prof["network"]["nic_mb_s_measured"])
+    recs = recommend(
+        load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
+    )
+    print(f"shaped-net: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
+    print("  top recommendation:", recs[0].rule, recs[0].title)
+    # the fix for a saturated link is hardware: more brokers or faster NICs, the advice that comes first
+    assert recs[0].rule == "binding-resource" and "more brokers or faster NICs" in recs[0].title, recs[0]
 
 
 SECRET = f"kt-secret-{uuid.uuid4().hex}"

@@ -22,6 +22,8 @@ from core.errors import EnvironmentProblem, UserError
 
 # on_done(error, payload): error is None when the system acknowledged the message.
 DeliveryCallback = Callable[[str | None, bytes], None]
+# (payload, key): queue one message; Producer.sender binds its delivery callback once
+Sender = Callable[[bytes, bytes | None], None]
 # on_message(payload) for every message a consumer receives.
 MessageCallback = Callable[[bytes], None]
 
@@ -74,6 +76,17 @@ class Producer(abc.ABC):
         default: nothing is dropped and `flush` waits for everything.
         """
         return None
+
+    def sender(self, on_done: DeliveryCallback) -> tuple[Sender, tuple[type[BaseException], ...]]:
+        """The send loop's path: a callable `(payload, key)` that queues one message with `on_done` as its
+        callback, and the exceptions that mean a full buffer (the loop serves completions and tries again).
+        The default wraps `send`; a driver returns its client's own call bound once, so the loop pays no
+        Python frame of ours per message."""
+
+        def send(payload: bytes, key: bytes | None) -> None:
+            self.send(key, payload, on_done)
+
+        return send, (BufferFull,)
 
     def send_now(self, payload: bytes, on_done: DeliveryCallback, timeout_s: float = 30.0) -> None:
         """One message on its way at once, for a caller that waits for each (the ping-pong). The default sends

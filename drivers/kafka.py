@@ -8,6 +8,7 @@ unknown key is an error, never silently ignored.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -90,6 +91,10 @@ class KafkaProducer(api.Producer):
             self._p.produce(self._topic, payload, key, on_delivery=self._adapter(on_done))
         except BufferError as e:
             raise api.BufferFull(str(e)) from e
+
+    def sender(self, on_done: api.DeliveryCallback) -> tuple[api.Sender, tuple[type[BaseException], ...]]:
+        # confluent-kafka's produce(topic, value, key, ...) itself: a full queue raises BufferError
+        return functools.partial(self._p.produce, self._topic, on_delivery=self._adapter(on_done)), (BufferError,)
 
     def poll(self, timeout_s: float = 0.0) -> int:
         return int(self._p.poll(timeout_s))

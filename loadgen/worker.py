@@ -109,24 +109,33 @@ class _ProducerState:
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
         self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
 
-    def on_done(self, err: str | None, data: bytes) -> None:
-        now = self.clock()
-        _pid, seq, sent = self.unpack(data)
-        if err is not None:
-            if err == api.DROPPED:
-                self.n_dropped += 1
+    def on_done(self) -> api.DeliveryCallback:
+        """The delivery callback, with everything it touches bound as locals (it runs once per message)."""
+        clock, unpack, acked, lat, sent_at = self.clock, self.unpack, self.acked, self._lat, self._sent
+
+        def on_done(err: str | None, data: bytes) -> None:
+            now = clock()
+            _pid, seq, sent = unpack(data)
+            if err is not None:
+                self.failed(err)
                 return
-            self.n_errors += 1
-            if self.ticker is not None:
-                self.ticker.errors += 1
-            if len(self.error_samples) < 5:
-                self.error_samples.append(err)
+            acked[seq] = 1
+            if not sent:
+                sent = now
+            lat(now - sent)
+            sent_at(sent)
+
+        return on_done
+
+    def failed(self, err: str) -> None:
+        if err == api.DROPPED:
+            self.n_dropped += 1
             return
-        self.acked[seq] = 1
-        if not sent:
-            sent = now
-        self._lat(now - sent)
-        self._sent(sent)
+        self.n_errors += 1
+        if self.ticker is not None:
+            self.ticker.errors += 1
+        if len(self.error_samples) < 5:
+            self.error_samples.append(err)
 
 
 def run_producer(
@@ -166,23 +175,29 @@ def _produce(
     pool = _bodies(task)
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
-    pack, pid, on_done, send, poll = payload.packer(task.message_size), task.wid, st.on_done, prod.send, prod.poll
+    pack, pid, poll = payload.packer(task.message_size), task.wid, prod.poll
+    send, full = prod.sender(st.on_done())
+    poll_every, full_wait = POLL_EVERY_NS, FULL_WAIT_S
     steps = sorted((int(s), float(r)) for s, r in task.steps)
     interval = 1e9 / (steps[0][1] if steps else task.rate) if (steps or task.rate > 0) else 0.0
     base_t, base_seq, step_i = t0, 0, 0  # the current step's start and first sequence number
     key_mode, parts = task.key_mode, max(1, task.partitions)
+    no_key, round_robin = key_mode == "NO_KEY", key_mode == "KEY_ROUND_ROBIN"
     acked = st.acked
+    capacity = len(acked)
     delay = new_histogram()
     tick.delay = delay if interval else None  # publish delay exists only against a schedule
     seq = 0
     last_poll = 0
+    next_tick = tick.next_at
     while clock() < t0:
         time.sleep(0.0005)
     while True:
         now = clock()
-        if now >= tick.next_at:
+        if now >= next_tick:
             tick.seq = seq
             tick.catch_up(now)
+            next_tick = tick.next_at
             if stop.is_set():
                 break
             while step_i + 1 < len(steps) and now >= t0 + steps[step_i + 1][0] * 1_000_000_000:
@@ -206,21 +221,18 @@ def _produce(
                     time.sleep(wait_s)
                 continue
             record_ns(delay, now - intended)
-        if seq >= len(acked):
-            acked.extend(bytes(len(acked)))
-        key = (
-            None
-            if key_mode == "NO_KEY"
-            else (str(seq % parts).encode() if key_mode == "KEY_ROUND_ROBIN" else str(now).encode())
-        )
+        if seq >= capacity:
+            acked.extend(bytes(capacity))
+            capacity = len(acked)
+        key = None if no_key else (str(seq % parts).encode() if round_robin else str(now).encode())
         try:
-            send(key, pack(pid, seq, stamp) + pool[seq % n_pool], on_done)
-        except api.BufferFull:
+            send(pack(pid, seq, stamp) + pool[seq % n_pool], key)
+        except full:
             tick.buffer_full += 1
-            poll(FULL_WAIT_S)  # the same sequence number goes again: its delay keeps growing
+            poll(full_wait)  # the same sequence number goes again: its delay keeps growing
             continue
         seq += 1
-        if now - last_poll >= POLL_EVERY_NS:
+        if now - last_poll >= poll_every:
             poll(0)
             last_poll = now
     if not interval or (stop.is_set() and steps):

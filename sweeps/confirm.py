@@ -15,6 +15,9 @@ probe and ramps under that rate (the probe places the ramp; it is not the figure
 run. A search trial's probe is not reused (it may have run on colder JVMs), nor one whose ramp held to its
 top step (too low a bound).
 
+Within a round, configurations that share their restart-only keys run together, so a round changes
+restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about a minute.
+
 Repeats are Optuna trials of `<study>.confirm` and `<study>.ablate` with the key `<label>@<repeat>`, so a
 killed sweep resumes where it stopped and no repeat runs twice.
 """
@@ -87,18 +90,44 @@ def repeat(
     """Measure each configuration of `todo` `repeats` times, round by round; every repeat measured so far."""
     st = sw._study(phase)
     storage.recover_interrupted(st)
-    for r in range(1, repeats + 1):
-        for label, cfg in todo:
-            key = f"{label}@{r}"
-            if key in storage.done_keys(st) or sw._out_of_time():
-                continue
-            trial = st.ask()
-            if storage.claim(st, trial, key):
-                extra: dict[str, Any] = {"confirms": key, "repeat": r}
-                if (u := sw.known_probe(cfg)) is not None:
-                    extra["probe_msg_s"] = u
-                sw._measure(st, trial, phase, cfg, extra)
+    for r, (label, cfg) in rounds(todo, repeats):
+        key = f"{label}@{r}"
+        if key in storage.done_keys(st) or sw._out_of_time():
+            continue
+        trial = st.ask()
+        if storage.claim(st, trial, key):
+            extra: dict[str, Any] = {"confirms": key, "repeat": r}
+            if (u := sw.known_probe(cfg)) is not None:
+                extra["probe_msg_s"] = u
+            sw._measure(st, trial, phase, cfg, extra)
     return measured(st)
+
+
+def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int, tuple[str, space.Config]]]:
+    """The order of the repeats: round by round, every configuration once per round (interleaved), but
+    within a round the configurations that share their restart-only keys run together, and a round starts
+    with the group the round before ended with (another member of it first): a rolling restart costs a
+    minute with its warm-up, so the rounds change restart-only values as few times as they can. No
+    configuration runs twice in a row unless it is the only one."""
+    groups: dict[tuple[tuple[str, str], ...], list[tuple[str, space.Config]]] = {}
+    for item in todo:
+        groups.setdefault(canonical(space.split(item[1])["restart"]), []).append(item)
+    order = list(groups)
+    out: list[tuple[int, tuple[str, space.Config]]] = []
+    last: tuple[str, space.Config] | None = None
+    for r in range(1, repeats + 1):
+        if last is not None:
+            g = canonical(space.split(last[1])["restart"])
+            if len(groups[g]) > 1:  # stay in the restart group, starting with another member of it
+                order = [g, *(o for o in order if o != g)]
+                i = groups[g].index(last)
+                groups[g] = groups[g][i + 1 :] + groups[g][: i + 1]
+            elif order[0] == g:  # a lone configuration would run twice in a row: start elsewhere
+                order = [*order[1:], g]
+        for g in order:
+            out.extend((r, item) for item in groups[g])
+        last = out[-1][1]
+    return out
 
 
 def measured(st: Any) -> dict[str, list[dict[str, Any]]]:

@@ -23,6 +23,7 @@ from loadgen.sustainable import (
     schedule,
 )
 from loadgen.workload import parse_workload
+from sweeps import confirm, space
 from sweeps.hold import start_rate
 
 
@@ -143,3 +144,19 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     assert "6,800 msg/s: p99 end-to-end 117.0 ms > 100 ms" in got[2]
     missed = operating_lines({"operating_point": {**op, "held": False, "rate_msg_s": None, "tries": op["tries"][:1]}})
     assert missed[0].startswith("operating point: no fixed rate held in 1 run(s)")
+
+
+def test_repeats_stay_interleaved_and_change_restart_only_values_once_per_round() -> None:
+    """Two candidates with replica.fetch.max.bytes 5 MB (a rolling restart to change) and two without, listed
+    mixed: every round measures each once, none twice in a row, and the restart-only value changes once per
+    round (the mixed order would change it 11 times in 3 rounds, a minute of restart and warm-up each)."""
+    big = {"replica.fetch.max.bytes": 5242880, "batch.size": 65536}
+    todo = [("A", big), ("C", {"batch.size": 65536}), ("B", {**big, "linger.ms": 5}), ("D", {"linger.ms": 5})]
+    order = confirm.rounds(todo, 3)
+    for r in (1, 2, 3):
+        assert sorted(label for rr, (label, _) in order if rr == r) == ["A", "B", "C", "D"]
+    labels = [label for _, (label, _) in order]
+    assert all(a != b for a, b in zip(labels, labels[1:], strict=False)), labels
+    restart = [confirm.canonical(space.split(cfg)["restart"]) for _, (_, cfg) in order]
+    changes = sum(a != b for a, b in zip(restart, restart[1:], strict=False))
+    assert changes == 3, labels

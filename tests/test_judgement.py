@@ -3,6 +3,7 @@ and what a run says when it has no latency sample. (The same logic on real clust
 
 from __future__ import annotations
 
+import itertools
 import statistics
 
 import pytest
@@ -156,7 +157,7 @@ def test_repeats_stay_interleaved_and_change_restart_only_values_once_per_round(
     for r in (1, 2, 3):
         assert sorted(label for rr, (label, _) in order if rr == r) == ["A", "B", "C", "D"]
     labels = [label for _, (label, _) in order]
-    assert all(a != b for a, b in zip(labels, labels[1:], strict=False)), labels
+    assert all(a != b for a, b in itertools.pairwise(labels)), labels
     restart = [confirm.canonical(space.split(cfg)["restart"]) for _, (_, cfg) in order]
-    changes = sum(a != b for a, b in zip(restart, restart[1:], strict=False))
+    changes = sum(a != b for a, b in itertools.pairwise(restart))
     assert changes == 3, labels

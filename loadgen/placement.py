@@ -50,6 +50,8 @@ class Workers(Protocol):
 
 class Host(abc.ABC):
     label: str | None  # how the run record names where the workers ran (None: this host)
+    # How long `go` may take to reach this host's workers: the run's t0 is set this far ahead of `go`.
+    go_delay_s = 0.25
 
     def __init__(self) -> None:
         self.tasks: list[WorkerTask] = []
@@ -83,6 +85,8 @@ class LocalHost(Host):
 
 
 class RemoteHost(Host):
+    go_delay_s = 1.0  # relayed over SSH (RemoteWorkers._forward polls every 20 ms)
+
     def __init__(self, client: RemoteClient) -> None:
         super().__init__()
         self.client = client

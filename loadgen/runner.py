@@ -31,8 +31,6 @@ from loadgen.placement import Host, Workers, hosts
 from loadgen.worker import WorkerTask
 from loadgen.workload import Workload
 
-START_DELAY_S = 1.0  # between `go` and t0, so every producer starts on the same tick
-
 
 def phase_of(second: int, warmup_s: float, test_s: float) -> str:
     """The phase of whole second `second` of a run: only seconds wholly inside the window are measured."""
@@ -221,7 +219,8 @@ class _Run:
     def _timeline(self) -> dict[str, int]:
         """The run's time line, shared with every worker before `go`: all producers start on the same tick."""
         w = self.w
-        t0 = time.time_ns() + int(START_DELAY_S * 1e9)
+        # between `go` and t0, so every producer starts on the same tick wherever it runs
+        t0 = time.time_ns() + int(max(h.go_delay_s for h in self.hosts) * 1e9)
         ms = t0 + int(w.warmup_seconds * 1e9)
         # a backlog run's producers stop when build, drain and test are done (loadgen.backlog): this is its cap
         span = w.test_seconds + (2 * w.drainTimeoutSeconds + 10 if w.builds_backlog else 0)

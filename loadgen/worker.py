@@ -1,6 +1,6 @@
 """Load worker processes: one producer or one consumer each, timed by the framework.
 
-The parent (`loadgen.runner`) starts workers with the `spawn` method and talks to them through one
+The parent (`loadgen.runner`) starts workers from a fork server (`loadgen.channel`) and talks to them through one
 queue. Every message the workers put on it is a plain tuple:
 
     ("ready", role, wid)

@@ -13,6 +13,7 @@ import collections
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -27,13 +28,19 @@ BUFFER_MEMORY = 32 * 1024 * 1024  # the Kafka Java client's buffer.memory defaul
 _ids = itertools.count()
 
 
+def _client_id(tag: str) -> str:
+    """Unique per connection: a broker drops the older session of a reused id, and with it its messages. Not
+    from id() or a counter alone: workers forked from one fork server share both (loadgen.channel)."""
+    return f"kt-{tag}-{next(_ids)}-{uuid.uuid4().hex[:12]}"
+
+
 def _check(conf: Mapping[str, str], where: str) -> None:
     api.check_keys(conf, where, "MQTT", KEYS)
 
 
 def _client(addr: str, tag: str, inflight: int = MAX_INFLIGHT, queued: int = 0) -> mqtt.Client:
     host, _, port = addr.rpartition(":")
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"kt-{tag}-{next(_ids)}-{id(object())}")
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=_client_id(tag))
     c.max_inflight_messages_set(inflight)  # paho allows these only before the connection
     c.max_queued_messages_set(queued)
     try:

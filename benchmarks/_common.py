@@ -1,9 +1,12 @@
-"""Shared pieces of the benchmarks: a private testbed, a kafkatune run, medians."""
+"""Shared pieces of the benchmarks: a private testbed, a kafkatune sweep on it, medians."""
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testbed import dist
 from testbed.lifecycle import Testbed
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def log(msg: str) -> None:
@@ -36,3 +41,19 @@ def testbed(state_dir: Path, *, base_port: int = 49090, warm_up_s: float = 60, *
 
 def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
+
+
+def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path, float]:
+    """`kafkatune sweep SPEC --json` against `tb`: its summary, its study folder and its wall clock (s).
+    Exits the benchmark when the sweep fails."""
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
+    cmd += ["--runs-dir", str(runs_dir), "--json"]
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        sys.exit(f"sweep failed with exit code {proc.returncode}")
+    s: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    study = runs_dir / s["study"]
+    log(f"study folder: {study}")
+    return s, study, wall

@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
-from _common import log, testbed
+from _common import REPO, sweep, testbed
 
-REPO = Path(__file__).resolve().parent.parent
 PARTS = ("windows", "run warm-up", "worker start", "ready wait", "drain / stop", "record", "apply",
          "restart warm-up", "between trials")  # fmt: skip
 
@@ -97,16 +93,7 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="kt-overhead-bench-"))
     with testbed(work / "tb", warm_up_s=90) as tb:
-        t0 = time.monotonic()
-        cmd = [sys.executable, "-m", "kafkatune", "sweep", str(a.spec), "--state-dir", str(tb.state_dir)]
-        cmd += ["--runs-dir", str(work / "runs"), "--json"]
-        proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
-        wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        sys.exit(f"sweep failed with exit code {proc.returncode}")
-    s = json.loads(proc.stdout.strip().splitlines()[-1])
-    study = work / "runs" / s["study"]
-    log(f"study folder: {study}")
+        _, study, wall = sweep(tb, a.spec, work / "runs")
     report(breakdown(study, wall, warmup), wall)
 
 

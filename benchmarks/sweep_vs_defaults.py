@@ -21,16 +21,12 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _common import log, testbed
+from _common import REPO, sweep, testbed
 
 from advisor import verdict  # importable: _common puts the repository on the path
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def costs(study: Path) -> dict[str, list[float]]:
@@ -63,18 +59,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="kt-sweep-bench-"))
     # 120 s of warm-up: the first trials (the baselines) should not measure the JIT compiler.
     with testbed(work / "tb", network="shaped", nic_mb_s=a.nic_mbps, subnet="198.18.3", warm_up_s=120) as tb:
-        t0 = time.monotonic()
-        cmd = [sys.executable, "-m", "kafkatune", "sweep", str(a.spec), "--state-dir", str(tb.state_dir)]
-        cmd += ["--runs-dir", str(work / "runs"), "--json"]
-        proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
-        wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        sys.exit(f"sweep failed with exit code {proc.returncode}")
-    s = json.loads(proc.stdout.strip().splitlines()[-1])
-    study = work / "runs" / s["study"]
+        s, study, wall = sweep(tb, a.spec, work / "runs")
     if a.keep:
         subprocess.run(["cp", "-r", str(study), str(a.keep)], check=True)
-    log(f"study folder: {study}")
     report(study, s, a.nic_mbps, wall)
 
 

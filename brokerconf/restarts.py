@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
-from brokerconf.catalogue import RESTART_KEYS
+from brokerconf.catalogue import RESTART_KEYS, defaults
 from brokerconf.properties import parse_text, set_keys, without_keys
 from cluster import admin as kadmin
 from cluster.inventory import Broker, Inventory
@@ -64,7 +64,15 @@ class LocalRestarts:
         return dict(self.testbed.state().overrides)
 
     def apply(self, snap: Any, restart: Mapping[str, str], progress: Progress) -> int:
-        return int(self.testbed.set_overrides({**(snap or {}), **restart}, progress=progress))
+        """A key set to Kafka's default is left unset rather than written: the brokers run the same either way,
+        and the overrides then compare equal, so no rolling restart happens just to spell a default."""
+        want, kafka = dict(snap or {}), defaults()
+        for k, v in restart.items():
+            if k in kafka and str(kafka[k]) == str(v):
+                want.pop(k, None)
+            else:
+                want[k] = v
+        return int(self.testbed.set_overrides(want, progress=progress))
 
     def restore(self, snap: Any, progress: Progress) -> list[str]:
         want = dict(snap or {})

@@ -372,3 +372,13 @@ def test_restore_waits_until_an_override_equal_to_the_default_is_gone(healthy: T
         bc.settle_timeout_s = settle
         bc.restore(before)
     assert same_configs(bc.snapshot(), before)
+
+
+def test_a_restart_only_key_set_to_its_default_restarts_nothing(healthy: TestbedState, testbed: Testbed) -> None:
+    """replica.fetch.max.bytes=1048576 is Kafka's default: the brokers already run it, so setting it is not worth
+    a rolling restart (a confirmation moving between a stage's explicit default and Kafka's defaults did 2)."""
+    from brokerconf.restarts import LocalRestarts
+
+    assert testbed.state().overrides == {}
+    assert LocalRestarts(testbed).apply({}, {"replica.fetch.max.bytes": "1048576"}, print) == 0
+    assert testbed.state().overrides == {}

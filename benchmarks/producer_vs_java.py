@@ -42,7 +42,7 @@ def java_run(
 ) -> tuple[float, float | None]:
     """ProducerPerformance sends a fixed count: size it to ~`seconds` from the last measured rate. Returns MB/s
     and the process's CPU µs per record in its steady windows (None: too few windows)."""
-    n = max(50_000, int(est_rate * seconds))
+    n = max(50_000, int(est_rate * seconds * 1.5))  # rates climb as the JVMs warm: a run too short has no CPU figure
     log4j = Path(tempfile.gettempdir()) / "kt-bench-log4j2.xml"
     log4j.write_text(
         '<Configuration status="WARN"><Appenders><Console name="o" target="SYSTEM_ERR">'
@@ -152,7 +152,7 @@ def main() -> None:
                         drv.create_topics([api.TopicSpec(topic, PARTITIONS)])
                         time.sleep(2)
                         mb, us = java_run(d, boot, topic, size, a.seconds, est)
-                        est = mb * 1e6 / size
+                        est = max(est, mb * 1e6 / size)  # sized up, never down: ≥ 3 report windows
                         drv.delete_topics([topic])
                     else:
                         mb, us = kafkatune_run(boot, size, a.seconds, 1 if name.endswith("1proc") else 2)

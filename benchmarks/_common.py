@@ -25,7 +25,7 @@ def log(msg: str) -> None:
 
 
 @contextmanager
-def testbed(state_dir: Path, *, base_port: int = 49090, warm_up_s: float = 60, **up: Any) -> Iterator[Testbed]:
+def testbed(state_dir: Path, *, base_port: int = 27090, warm_up_s: float = 60, **up: Any) -> Iterator[Testbed]:
     tb = Testbed(state_dir, dist.install(), base_port=base_port, prefix="ktb")
     tb.down(wipe=True, progress=lambda m: None)
     try:

@@ -32,7 +32,7 @@ JAVA_DEFAULTS = {"acks": "all", "batch.size": "16384", "linger.ms": "5", "compre
 def startup_times(reps: int) -> list[float]:
     out = []
     for _ in range(reps):
-        tb = Testbed(Path(tempfile.mkdtemp(prefix="kt-start-")), dist.install(), base_port=49590)
+        tb = Testbed(Path(tempfile.mkdtemp(prefix="kt-start-")), dist.install(), base_port=27590)
         t0 = time.monotonic()
         tb.up(progress=lambda m: None)
         out.append(time.monotonic() - t0)

@@ -109,15 +109,16 @@ def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int
     with the group the round before ended with (another member of it first): a rolling restart costs a
     minute with its warm-up, so the rounds change restart-only values as few times as they can. No
     configuration runs twice in a row unless it is the only one."""
+    group_of = {label: canonical(space.split(cfg)["restart"]) for label, cfg in todo}
     groups: dict[tuple[tuple[str, str], ...], list[tuple[str, space.Config]]] = {}
     for item in todo:
-        groups.setdefault(canonical(space.split(item[1])["restart"]), []).append(item)
+        groups.setdefault(group_of[item[0]], []).append(item)
     order = list(groups)
     out: list[tuple[int, tuple[str, space.Config]]] = []
-    last: tuple[str, space.Config] | None = None
     for r in range(1, repeats + 1):
-        if last is not None:
-            g = canonical(space.split(last[1])["restart"])
+        if out:
+            last = out[-1][1]
+            g = group_of[last[0]]
             if len(groups[g]) > 1:  # stay in the restart group, starting with another member of it
                 order = [g, *(o for o in order if o != g)]
                 i = groups[g].index(last)
@@ -126,7 +127,6 @@ def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int
                 order = [*order[1:], g]
         for g in order:
             out.extend((r, item) for item in groups[g])
-        last = out[-1][1]
     return out
 
 

@@ -15,9 +15,7 @@ from cluster import admin, metrics
 from records.testbed import TestbedState
 from testbed import netns
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO, kafkatune
 
 
 def test_status_json_lists_three_live_nodes(healthy: TestbedState, testbed: Testbed) -> None:

@@ -39,6 +39,9 @@ class TopicSpec:
 # The error a delivery callback gets for a message `drop_unsent` removed: never sent, so neither
 # acknowledged nor lost, and not a publish error.
 DROPPED = "dropped unsent at the end of the run"
+# The error a counting producer's callback gets for a message `give_up` abandoned: sent, but its
+# acknowledgement never came before the run ended (neither acknowledged nor a publish error).
+ABANDONED = "abandoned in flight at the end of the run"
 # What a producer's `stats()` may report (each a mean over its last interval), for the diagnosis:
 CLIENT_STATS = {
     "queue_ms": "time a record waited in the client's queue before its request was sent (linger, batching)",
@@ -76,6 +79,17 @@ class Producer(abc.ABC):
         default: nothing is dropped and `flush` waits for everything.
         """
         return None
+
+    def unresolved(self) -> int:
+        """A counting producer (`Driver.create_counting_producer`): how many messages it was handed are neither
+        acknowledged nor reported failed yet, after serving what completed. The load worker counts the
+        acknowledged as sent − unresolved − failed, exactly, with no Python call per message."""
+        raise TypeError(f"{type(self).__name__} reports every message; it keeps no count of unresolved ones")
+
+    def give_up(self) -> None:
+        """A counting producer at the end of a run whose flush timed out: abandon what is still in flight, so
+        every such message's callback runs (with `ABANDONED`) and the acknowledged set is known exactly."""
+        raise TypeError(f"{type(self).__name__} reports every message; nothing is left to give up")
 
     def sender(self, on_done: DeliveryCallback) -> tuple[Sender, tuple[type[BaseException], ...]]:
         """The send loop's path: a callable `(payload, key)` that queues one message with `on_done` as its
@@ -195,6 +209,13 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> Producer: ...
+
+    def create_counting_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> Producer | None:
+        """A producer whose delivery callback runs for failed messages only and that counts the acknowledged
+        ones instead (`Producer.unresolved`): the max-rate path, where a Python call per message costs more client
+        CPU than the client library's whole send path at small records. None (the default): the system's
+        client has no such mode, and every message is reported."""
+        return None
 
     @abc.abstractmethod
     def create_consumer(

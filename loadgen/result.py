@@ -269,6 +269,11 @@ def _why_empty(raw: RawRun, timed: bool, verb: str) -> str:
     done = sum(p.get("acked", 0) for p in raw.producers.values()) if verb == "acknowledged" else None
     if done == 0:
         return "nothing was acknowledged"
+    if done and any(p.get("acks_counted") for p in raw.producers.values()):
+        return (
+            "max rate: acknowledgements were counted, not timed one by one (at max rate a message's publish latency "
+            "is its wait in the client's full queue); publishLatencyAtMaxRate: true times them"
+        )
     return (
         f"no message sent inside the measure window was {verb} before the run ended: every one waited longer "
         "than the window (lengthen the window, or lower the rate)"

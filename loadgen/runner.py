@@ -170,6 +170,7 @@ class _Run:
         n = w.topics * w.producersPerTopic
         per_rate = w.fixed_rate / n
         steps = tuple((s, v / n) for s, v in self.raw.schedule)
+        count_acks = not (per_rate or steps or w.publishLatencyAtMaxRate)
         for t in self.topics:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
@@ -187,7 +188,7 @@ class _Run:
                 self._place(WorkerTask("producer", pid, w.driver, self.common, t, pc, message_size=w.messageSize,
                                        rate=per_rate, steps=steps, payload_content=w.payloadContent,
                                        key_mode=w.keyDistributor, partitions=w.partitionsPerTopic,
-                                       **omb))  # fmt: skip
+                                       count_acks=count_acks, **omb))  # fmt: skip
                 pid += 1
         return pid, cid
 

@@ -14,7 +14,8 @@ from loadgen.recorder import LatencyBuffer
 
 
 class Ticker:
-    """Emits one tick per second of the run from a `LatencyBuffer` (messages = latencies recorded)."""
+    """Emits one tick per second of the run from a `LatencyBuffer` (messages = latencies recorded), or for a
+    counting producer from its running count (`acked_fn`)."""
 
     def __init__(self, q: Queue[Any], role: str, wid: int, t0: int, buf: LatencyBuffer, size: int) -> None:
         self.q, self.role, self.wid, self.t0, self.buf, self.size = q, role, wid, t0, buf, size
@@ -27,6 +28,9 @@ class Ticker:
         self.stats_fn: Callable[[], Mapping[str, float] | None] | None = None
         self.window = (0, 0)
         self.stats: list[dict[str, float]] = []
+        # a counting producer's running count of acknowledged messages (its `buf` then holds no latencies)
+        self.acked_fn: Callable[[], int] | None = None
+        self._acked_at_last = 0
         # a scheduled producer's publish delay (how late each send was), folded every second like `buf`
         self.delay: HdrHistogram | None = None
 
@@ -41,6 +45,9 @@ class Ticker:
             self._client_stats()
         msgs, hist = self.buf.fold()
         enc = hist.encode() if msgs else None
+        if self.acked_fn is not None:
+            acked = self.acked_fn()
+            msgs, self._acked_at_last = acked - self._acked_at_last, acked
         sent = self.seq - self._seq_at_last
         d, delay = self.delay, None
         if d is not None and d.get_total_count():

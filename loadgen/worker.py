@@ -70,6 +70,9 @@ class WorkerTask:
     steps: tuple[tuple[int, float], ...] = ()
     key_mode: str = "NO_KEY"
     partitions: int = 1
+    # Count acknowledgements instead of timing each (api.Driver.create_counting_producer), where the driver
+    # can: the runner asks for it at max rate, unless the workload wants publish latency there.
+    count_acks: bool = False
     # consumer
     subscription: str = ""
     work_ns: int = 0  # the application's processing time per message (workload consumerWorkMicros)
@@ -106,6 +109,8 @@ class _ProducerState:
         self.n_dropped = 0
         self.error_samples: list[str] = []
         self.ticker: Ticker | None = None
+        self.failed_seqs: list[int] = []  # a counting producer's: every message reported not acknowledged
+        self.n_abandoned = 0
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
         self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
 
@@ -127,9 +132,29 @@ class _ProducerState:
 
         return on_done
 
+    def on_failure(self) -> api.DeliveryCallback:
+        """A counting producer's callback: it runs for the messages not acknowledged, and only for those."""
+        unpack, failed_seqs = self.unpack, self.failed_seqs
+
+        def on_failure(err: str | None, data: bytes) -> None:
+            failed_seqs.append(unpack(data)[1])
+            self.failed(err or "reported without an error")
+
+        return on_failure
+
+    def acked_map(self, sent: int) -> bytearray:
+        """A counting producer's acknowledged map once every message it sent is resolved: all but the failed."""
+        m = bytearray(b"\x01") * sent
+        for s in self.failed_seqs:
+            m[s] = 0
+        return m
+
     def failed(self, err: str) -> None:
         if err == api.DROPPED:
             self.n_dropped += 1
+            return
+        if err == api.ABANDONED:
+            self.n_abandoned += 1
             return
         self.n_errors += 1
         if self.ticker is not None:
@@ -143,10 +168,12 @@ def run_producer(
 ) -> None:
     try:
         drv = _enter(task)
-        prod = drv.create_producer(task.topic, task.overrides)
+        prod = drv.create_counting_producer(task.topic, task.overrides) if task.count_acks else None
+        counting = prod is not None
+        prod = prod or drv.create_producer(task.topic, task.overrides)
         q.put(("ready", "producer", task.wid))
         go.wait()
-        _produce(task, read_timing(timing), prod, q, stop, clock)
+        _produce(task, read_timing(timing), prod, q, stop, clock, counting)
         drv.close()
     except BaseException:
         q.put(("error", "producer", task.wid, traceback.format_exc(limit=8)))
@@ -166,7 +193,13 @@ def _bodies(task: WorkerTask) -> list[bytes]:
 # or module lookup per message is a measurable share of the loop at 100 B records; split into helpers, each
 # call would add one back.
 def _produce(
-    task: WorkerTask, timing: dict[str, int], prod: api.Producer, q: Queue[Any], stop: Event, clock: Clock
+    task: WorkerTask,
+    timing: dict[str, int],
+    prod: api.Producer,
+    q: Queue[Any],
+    stop: Event,
+    clock: Clock,
+    counting: bool = False,
 ) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = _ProducerState(timing, clock)
@@ -176,7 +209,14 @@ def _produce(
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
     pack, pid, poll = payload.packer(task.message_size), task.wid, prod.poll
-    send, full = prod.sender(st.on_done())
+    send, full = prod.sender(st.on_failure() if counting else st.on_done())
+    if counting:
+
+        def acked_so_far() -> int:
+            unresolved = prod.unresolved()  # serves the failure reports first: they are counted below, not twice
+            return tick.seq - unresolved - len(st.failed_seqs)
+
+        tick.acked_fn = acked_so_far
     poll_every, full_wait = POLL_EVERY_NS, FULL_WAIT_S
     steps = sorted((int(s), float(r)) for s, r in task.steps)
     interval = 1e9 / (steps[0][1] if steps else task.rate) if (steps or task.rate > 0) else 0.0
@@ -241,6 +281,10 @@ def _produce(
         # every run.
         prod.drop_unsent()
     outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
+    if counting:
+        if outstanding:
+            prod.give_up()  # each abandoned message is reported: the acknowledged set is then exact
+        acked = st.acked_map(seq)
     tick.seq = seq
     tick.catch_up(clock())
     tick.emit()
@@ -259,6 +303,7 @@ def _produce(
                 "error_samples": st.error_samples,
                 "acked_map": bytes(acked[:seq]),
                 "publish_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
+                "acks_counted": counting,  # True: acknowledgements counted, not timed (no publish latency)
                 "client_stats": tick.stats,
             },
         )

@@ -31,7 +31,8 @@ from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
-from sweeps import confirm, hold, space, storage
+from records.trial import read_trial
+from sweeps import confirm, hold, space, storage, timing
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
 from sweeps.trial import Outcome, run_trial
@@ -106,6 +107,7 @@ class Sweep:
         self.started = time.monotonic()
         self.measured_s = 0.0
         self.trials_run = 0
+        self.trial_dirs: list[Path] = []  # this invocation's, for the breakdown of its wall clock (sweeps.timing)
         self.restarts = 0
         self._probes: dict[tuple[tuple[str, str], ...], float] = {}  # configuration -> its max rate (msg/s)
 
@@ -146,6 +148,7 @@ class Sweep:
                 st.enqueue_trial(dict(trial.params))
             raise
         self.trials_run += 1
+        self.trial_dirs.append(rec)
         self.restarts += out.restarts
         self._remember_probe(trial, cfg, out, extra)
         self.measured_s += out.measure_s if out.ok else 0.0
@@ -362,6 +365,7 @@ class Sweep:
                 "wall_s": wall,
                 "measured_s": self.measured_s,
                 "overhead_fraction": (1 - self.measured_s / wall) if wall and self.trials_run else None,
+                "breakdown": timing.breakdown((d for p in self.trial_dirs if (d := read_trial(p))), wall),
             },
         }
 

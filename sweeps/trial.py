@@ -241,7 +241,8 @@ class _Trial:
         self.record["phases_s"] = {
             **raw.phases_s,
             "run": t_build - t_run,
-            "warmup_and_windows": m.warmup_s + m.window_s * m.windows,
+            "warmup": m.warmup_s,
+            "windows": m.window_s * m.windows,
             "record": time.monotonic() - t_build,
         }
         self._judge(rec.summary, window_rates(raw, m.window_s, m.windows))
@@ -285,7 +286,8 @@ class _Trial:
             )
             out.violations.append(f"ramp run: lost {lost} > {self.spec.constraints.max_lost}")
         self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
-        self.record["phases_s"]["ramp"] = found.ramp_s
+        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=r.warmup_s,
+                                       ramp_windows=len(found.steps) * r.step_s)  # fmt: skip
         out.measure_s += r.warmup_s + len(found.steps) * r.step_s
 
     def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
@@ -318,7 +320,8 @@ class _Trial:
         hold = {"rate_msg_s": rate, "held": not why, "why": why, "run_s": sm["window_s"], "warmup_s": sm["warmup_s"],
                 "consume_msg_s": sm["consume_msg_s"], "consume_mb_s": sm["consume_mb_s"], "p99_e2e_ms": e2e,
                 "p99_publish_ms": pub, "lost": lost}  # fmt: skip
-        self.record["phases_s"] = {**raw.phases_s, "run": time.monotonic() - t_run}
+        self.record["phases_s"] = {**raw.phases_s, "run": time.monotonic() - t_run, "warmup": float(s.ramp.warmup_s),
+                                   "windows": float(s.hold.run_s)}  # fmt: skip
         self.record["measured"] = {"sustainable_mb_s": None if why else sm["consume_mb_s"], "throughput_mb_s": None,
                                    "windows_mb_s": [], "hold": hold}  # fmt: skip
 

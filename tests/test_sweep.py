@@ -123,6 +123,11 @@ def test_sweep_applies_reads_back_and_restores(
     assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
     assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
     assert summary["best"]["from"] == "confirmation"
+    # where the wall clock went (sweeps.timing), from the trial records: the parts add up to the wall clock
+    b = summary["this_invocation"]["breakdown"]
+    assert b["trials"] == 7 and b["seconds"]["windows"] > 0 and b["seconds"]["run warm-up"] > 0
+    assert sum(b["seconds"].values()) == pytest.approx(b["wall_s"], rel=0.05)
+    assert 0 < b["not_measuring"] < 1
     bc = configs(testbed)  # a new client: every broker was restarted since the first one connected
     dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
     assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2
@@ -156,7 +161,7 @@ def test_sweep_applies_reads_back_and_restores(
             "--host",
             "127.0.0.1",
             "--port",
-            "38917",
+            "28917",
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -167,7 +172,7 @@ def test_sweep_applies_reads_back_and_restores(
         def up() -> bool:
             nonlocal body
             try:
-                with urllib.request.urlopen("http://127.0.0.1:38917/api/studies", timeout=2) as r:
+                with urllib.request.urlopen("http://127.0.0.1:28917/api/studies", timeout=2) as r:
                     body = json.loads(r.read())
                 return True
             except OSError:

@@ -203,6 +203,7 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
             # that is a read race to absorb, never a restart (taking the whole lifetime sum as one second's put
             # 390 ms of queue time on 1.7-ms produce requests, measured).
             restarted = any(cur.values.get(c, 0.0) < prev.values.get(c, 0.0) for c in RESET_WITNESSES)
+            row["restarted"] = restarted  # the broker's process started again since the previous sample
             for k in COUNTERS:
                 if k in cur.values and k in prev.values:
                     delta = cur.values[k] - prev.values[k]

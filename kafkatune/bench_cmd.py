@@ -4,22 +4,61 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
-from core.errors import RunFailed
+from core.errors import RunFailed, UserError
 from drivers.api import load_driver
+from faults.inject import Injector
+from faults.spec import Fault, check_schedule
+from faults.spec import parse as parse_fault
 from kafkatune import render
 from kafkatune.live import LiveView
 from kafkatune.options import inventory_options, say, state_dir_option
+from kafkatune.options import testbed as open_testbed
 from loadgen import bench
 from loadgen.omb_driver import load_driver_file, with_driver_file
+from loadgen.runner import RawRun, Tick, View
 from loadgen.sustainable import Slo
-from loadgen.workload import load_workload, with_overrides
+from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
+
+
+def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: Path | None) -> list[Fault]:
+    """The parsed faults, checked against the run and the testbed before anything is created."""
+    faults = [parse_fault(x) for x in specs]
+    if not faults:
+        return []
+    if elsewhere:
+        raise UserError("--fault: faults are injected on the testbed (kafkatune starts and stops its brokers); "
+                        "leave out --bootstrap and --inventory")  # fmt: skip
+    if w.discovers_rate or w.builds_backlog:
+        raise UserError("--fault: with a max-rate or fixed-rate run (not producerRate 0 or a backlog run)")
+    st = open_testbed(state_dir).state()
+    check_schedule(faults, w.test_seconds, bool(st.client_netns), [n.id for n in st.nodes])
+    return faults
+
+
+def _both(a: View, b: View) -> View:
+    def tick(raw: RawRun, t: Tick) -> None:
+        a(raw, t)
+        b(raw, t)
+
+    return tick
+
+
+def _lost_seqs(s: dict[str, Any]) -> str:
+    """Per producer, the ranges of its lost sequence numbers (loadgen.result keeps the first 200)."""
+    out = []
+    for pid, p in s["per_producer"].items():
+        if p.get("lost"):
+            rs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in p.get("lost_seqs", [])[:20])
+            out.append(f"producer {pid}: {p['lost']} lost, sequence numbers {rs}")
+    return "; ".join(out)
 
 
 def _target(
@@ -85,6 +124,17 @@ def _target(
     help="Override the workload's consumerBacklogSizeGB (GiB the consumers owe before they drain; 0: none).",
 )
 @click.option(
+    "--fault",
+    "fault_specs",
+    multiple=True,
+    metavar="SPEC",
+    help="A fault during the measurement window, on the testbed (repeatable): KIND[=VALUE]:TARGET@AT[+FOR], "
+    "KIND clean_shutdown, hard_shutdown, clean_bounce, hard_bounce (TARGET leader, leader.P, controller, brokerN) "
+    "or, on the shaped testbed, loss=5%, delay=20ms (brokerN), partition (brokerA/brokerB); AT and FOR in seconds "
+    "from the window's start. E.g. --fault hard_bounce:leader@5. The record keeps when each took effect and when "
+    "the cluster was whole again; the testbed is healed after the run.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Validate the workload (its payload file included) and say what would run; contact no cluster.",
@@ -104,6 +154,7 @@ def command(
     test_minutes: float | None,
     warmup_minutes: float | None,
     backlog_gb: float | None,
+    fault_specs: tuple[str, ...],
     dry_run: bool,
 ) -> None:
     """Run one workload (OpenMessaging Benchmark's workload files run unchanged) and write runs/<name>/:
@@ -116,8 +167,8 @@ def command(
     consumerBacklogSizeGB > 0 (Kafka): after the warm-up the consumers pause until they owe that many GiB,
     then drain it to (1 - backlogDrainRatio) of it; the run goes on for testDurationMinutes after that.
     --driver FILE applies an OMB driver file: each setting it has that kafkatune cannot apply is named.
-    Exit codes: 0 ok; 2 bad workload (nothing created); 3 cluster not reachable;
-    4 the run did not complete, or acknowledged messages were lost.
+    Exit codes: 0 ok; 2 bad workload or fault (nothing created); 3 cluster not reachable;
+    4 the run did not complete, or acknowledged messages were lost (the lost sequence numbers are listed).
     """
     w = with_overrides(load_workload(workload), test_minutes, warmup_minutes, backlog_gb)
     df = load_driver_file(driver_file) if driver_file is not None else None
@@ -130,6 +181,7 @@ def command(
         raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
     testbed_logs = None if bootstrap or inventory else (state_dir or paths.state_dir())
     bench.refuse_what_cannot_run(w, testbed_logs)  # an unknown driver is refused here too
+    faults = _faults(fault_specs, w, bootstrap or inventory, state_dir)
     if dry_run:  # the client configs are checked by the client library itself, which needs no server for it
         load_driver(w.driver)({}).validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
         where = bootstrap or (f"the inventory {inventory}" if inventory else "the testbed")
@@ -141,7 +193,14 @@ def command(
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
-            rec = bench.measure(w, t, on_tick=view, say=say, keep_topics=keep_topics, slo=slo)
+            inj = Injector(open_testbed(state_dir), faults, say=say) if faults else None
+            on_tick = view if inj is None else _both(view, inj.on_tick)
+            try:
+                rec = bench.measure(w, t, on_tick=on_tick, say=say, keep_topics=keep_topics, slo=slo)
+            finally:
+                events = inj.finish() if inj is not None else None
+            if events is not None:
+                rec.result["faults"] = events
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
         if rec.omb is not None:
@@ -159,6 +218,8 @@ def command(
         else:
             render.bench_summary(s, d)
     if s["lost"]:
-        raise RunFailed(f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json)")
+        raise RunFailed(
+            f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}"
+        )
     if s["acknowledged"] == 0:
         raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")

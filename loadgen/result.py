@@ -72,10 +72,24 @@ def _quantiles(h: Any, scale: float) -> dict[str, float]:
     return {f"{q:g}": v * scale for q, v in zip(qs, recorder.percentiles(h, qs), strict=True)}
 
 
+# At most this many ranges of lost sequence numbers per producer are listed (the count is always exact).
+MAX_LOST_RANGES = 200
+
+
+def seq_ranges(seqs: np.ndarray) -> list[list[int]]:
+    """Sorted sequence numbers as [first, last] ranges (inclusive), the first MAX_LOST_RANGES of them."""
+    if seqs.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(seqs) != 1)
+    starts = np.concatenate(([seqs[0]], seqs[breaks + 1]))
+    ends = np.concatenate((seqs[breaks], [seqs[-1]]))
+    return [[int(a), int(b)] for a, b in zip(starts[:MAX_LOST_RANGES], ends[:MAX_LOST_RANGES], strict=True)]
+
+
 def _loss(raw: RawRun) -> dict[str, Any]:
     """Acknowledged-but-never-consumed and consumed-more-than-once, per producer, per subscription."""
     subs = max(1, raw.workload.subscriptionsPerTopic)
-    per_producer: dict[int, dict[str, int]] = {}
+    per_producer: dict[int, dict[str, Any]] = {}
     lost = dup = unacked_received = 0
     for pid, rep in raw.producers.items():
         acked = np.frombuffer(rep["acked_map"], dtype=np.uint8)
@@ -93,6 +107,8 @@ def _loss(raw: RawRun) -> dict[str, Any]:
         p_dup = int(np.maximum(counts - subs, 0).sum())
         unacked_received += int((counts[acked == 0] > 0).sum())
         per_producer[pid] = {"acked": int(acked.sum()), "lost": p_lost, "duplicated": p_dup}
+        if p_lost:
+            per_producer[pid]["lost_seqs"] = seq_ranges(np.flatnonzero((acked == 1) & (counts < subs)))
         lost += p_lost
         dup += p_dup
     return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received, "per_producer": per_producer}

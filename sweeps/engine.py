@@ -23,7 +23,6 @@ import optuna
 from optuna.trial import TrialState
 
 from brokerconf import catalogue
-from cluster import admin
 from core.errors import EnvironmentProblem
 from loadgen.runner import RawRun, Tick
 from records import study as studies
@@ -35,7 +34,7 @@ from records.trial import read_trial
 from sweeps import confirm, hold, space, storage, timing
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
-from sweeps.trial import Outcome, run_trial
+from sweeps.trial import Outcome, run_trial, wait_whole
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -195,10 +194,7 @@ class Sweep:
     def _heal(self, why: str) -> None:
         self.view.note(f"trial failed ({why}); healing the cluster")
         try:
-            if self.target.configs.restarts is not None:
-                self.target.configs.restarts.heal(self.view.note)
-            else:
-                admin.wait_full_isr(self.target.configs.admin, timeout_s=180, progress=self.view.note)
+            wait_whole(self.target, self.view.note)
         except Exception as e:
             raise EnvironmentProblem(f"the cluster did not recover after a failed trial: {e}") from None
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
+from cluster import admin
+from faults.disturbed import disturbances
 from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick, phase_of
@@ -136,7 +138,18 @@ def run_trial(
     t = _Trial(spec, target, cfg, out_dir, meta, say)
     try:
         t.apply(snapshot, on_applied)
-        t.measure(on_tick)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            t.measure(on_tick)
+            if not t.disturbed:
+                break
+            t.set_aside(attempt)
+            if attempt == MAX_ATTEMPTS:
+                t.outcome.ok = False
+                t.outcome.fail_reason = f"disturbed in all {MAX_ATTEMPTS} attempts: {'; '.join(t.disturbed)}"
+                break
+            say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
+            wait_whole(target, say)
+            t.rerun()
     except KeyboardInterrupt:
         write_trial(out_dir, TrialRecord(**t.record, state="interrupted", total_s=time.monotonic() - t.t_start))
         raise
@@ -149,6 +162,20 @@ def run_trial(
     )
     write_trial(out_dir, out.record)
     return out
+
+
+# A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
+# shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
+# the optimizer. The record keeps each disturbed attempt's events and figures under `disturbed`.
+MAX_ATTEMPTS = 3
+
+
+def wait_whole(target: SweepTarget, say: Callable[[str], None]) -> None:
+    """Every broker up and every partition in full ISR (the testbed or an inventory restarts what is down)."""
+    if target.configs.restarts is not None:
+        target.configs.restarts.heal(say)
+    else:
+        admin.wait_full_isr(target.configs.admin, timeout_s=180, progress=say)
 
 
 class _Trial:
@@ -179,6 +206,21 @@ class _Trial:
             "applied": {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]},
         }
         self.phase = "apply"
+        self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
+
+    def set_aside(self, attempt: int) -> None:
+        """Keep a disturbed attempt's events and figures in the record; they feed nothing else."""
+        self.record.setdefault("disturbed", []).append(
+            {"attempt": attempt, "events": list(self.disturbed), "values": dict(self.outcome.values),
+             "measured": self.record.get("measured")}
+        )  # fmt: skip
+
+    def rerun(self) -> None:
+        restarts = self.outcome.restarts
+        self.outcome = Outcome(False, self.out_dir, restarts=restarts)
+        self.disturbed = []
+        for k in ("measured", "phases_s", "probe_msg_s"):
+            self.record.pop(k, None)
 
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)
@@ -237,6 +279,7 @@ class _Trial:
         )
         t_build = time.monotonic()
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        self.disturbed += disturbances(rec.brokers.to_pylist())
         write_run(self.out_dir, rec)
         self.record["phases_s"] = {
             **raw.phases_s,
@@ -262,6 +305,7 @@ class _Trial:
         )
         found.ramp_s = time.monotonic() - t_ramp
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        self.disturbed += disturbances(rec.brokers.to_pylist())
         write_run(where, rec)
         if self.known_probe is not None:  # no max-rate run: the ramp run alone says whether the trial worked
             out.ok = rec.summary["acknowledged"] > 0
@@ -300,6 +344,7 @@ class _Trial:
         raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
                          metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        self.disturbed += disturbances(rec.brokers.to_pylist())
         write_run(self.out_dir, rec)
         sm = rec.summary
         h = s.hold.headroom

@@ -9,6 +9,7 @@ true at every step, so another kafkatune process (or the next invocation) sees w
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -269,6 +270,37 @@ class Testbed:
             raise UserError(f"node {node_id} is not running")
         procs.kill(pid)
         return pid
+
+    def stop(self, node_id: int, *, hard: bool = False) -> None:
+        """Stop one node and leave it down: SIGTERM, a controlled shutdown that moves its leaderships away
+        first, or with `hard` SIGKILL, a crash. Returns once its process is gone."""
+        st = self.state()
+        node = self._node(st, node_id)
+        if hard:
+            self.kill(node_id)
+        else:
+            self._stop_node(st, node)
+
+    def start(self, node_id: int, progress: Progress = print) -> None:
+        """Start one stopped node with the testbed's config; returns once it serves (not waiting for its ISR)."""
+        st = self.state()
+        node = self._node(st, node_id)
+        if self._alive(st, node) is not None:
+            raise UserError(f"node {node_id} is already running")
+        self._write_node_files(st, node)
+        st = self._start(st, node)
+        self._wait_serving(st, [node_id], progress)
+
+    def active_controller(self) -> int | None:
+        """The node that is the active KRaft controller now (its ActiveControllerCount is 1), or None."""
+        st = self.state()
+        for n in st.nodes:
+            if self._alive(st, n) is None:
+                continue
+            with contextlib.suppress(OSError):
+                if metrics.scrape(n.metrics_url, timeout_s=2).get("active_controller") == 1.0:
+                    return n.id
+        return None
 
     def restart(
         self,

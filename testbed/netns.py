@@ -143,6 +143,38 @@ def destroy(net: ShapedNetwork) -> None:
     _run("ip", "link", "del", net.bridge, check=False)
 
 
+def degrade(net: ShapedNetwork, host: str, *, loss_pct: float = 0.0, delay_ms: float = 0.0) -> None:
+    """Packet loss and delay on `host`'s link, both ways (a netem qdisc in front of each direction's tbf, so the
+    link keeps its rate). `undo_degrade` puts the plain tbf back."""
+    h = net.host(host)
+    netem = [
+        "netem",
+        *(["delay", f"{delay_ms:g}ms"] if delay_ms else []),
+        *(["loss", f"{loss_pct:g}%"] if loss_pct else []),
+    ]
+    rate_bit = str(int(net.rate_mb_s * 8e6))
+    burst = str(max(256 * 1024, int(net.rate_mb_s * 1e6 / 100)))
+    for pre, dev in ((["ip", "netns", "exec", h.netns], "eth0"), ([], f"{net.prefix}{h.name}")):
+        _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", *netem)
+        _run(*pre, "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "tbf", "rate", f"{rate_bit}bit",
+             "burst", burst, "latency", "100ms")  # fmt: skip
+
+
+def undo_degrade(net: ShapedNetwork, host: str) -> None:
+    h = net.host(host)
+    _tbf("eth0", net.rate_mb_s, h.netns)
+    _tbf(f"{net.prefix}{h.name}", net.rate_mb_s)
+
+
+def cut(net: ShapedNetwork, a: str, b: str, *, undo: bool = False) -> None:
+    """A network partition between hosts `a` and `b`: each drops what it sends to the other (a blackhole route);
+    everyone else still reaches both. `undo` heals it."""
+    ha, hb = net.host(a), net.host(b)
+    for src, dst in ((ha, hb), (hb, ha)):
+        _run("ip", "netns", "exec", src.netns, "ip", "route", "del" if undo else "replace", "blackhole",
+             f"{dst.ip}/32", check=not undo)  # fmt: skip
+
+
 def exists(net: ShapedNetwork) -> bool:
     return all(os.path.exists(f"/var/run/netns/{h.netns}") for h in net.hosts)
 

@@ -1,0 +1,41 @@
+"""Faults nobody planned, read from a run's broker metrics (loadgen.result's broker rows, one per broker per
+second): a broker that restarted or could not be scraped, ISR that shrank, partitions under-replicated, the active
+controller moving. A sweep re-runs a trial whose measurement window shows any of them instead of feeding its dip
+to the optimizer (sweeps.trial)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# A broker not scraped for this long (its exporter did not answer: the process was down or stalled).
+GAP_S = 3.0
+
+
+def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure") -> list[str]:
+    """What happened to the cluster in the rows of `phase`, first occurrence of each kind per broker, in words."""
+    found: dict[tuple[str, int], str] = {}
+
+    def note(kind: str, broker: int, text: str) -> None:
+        found.setdefault((kind, broker), text)
+
+    controller: dict[int, int] = {}  # second -> the broker that was the active controller in it
+    for r in sorted((r for r in rows if r.get("phase") == phase), key=lambda r: (r["second"], r["broker_id"])):
+        b, s = int(r["broker_id"]), int(r["second"])
+        if r.get("restarted"):
+            note("restart", b, f"broker {b} restarted (its counters started again) by second {s}")
+        if float(r.get("interval_s") or 0.0) > GAP_S:
+            note("gap", b, f"broker {b} could not be scraped for {r['interval_s']:.0f} s before second {s}")
+        if float(r.get("isr_shrinks_per_s") or 0.0) > 0:
+            note("isr", b, f"broker {b}: ISR shrank in second {s}")
+        if float(r.get("under_replicated") or 0.0) > 0:
+            note("urp", b, f"broker {b}: {r['under_replicated']:.0f} under-replicated partition(s) in second {s}")
+        if r.get("active_controller") == 1.0:
+            controller[s] = b
+    seconds = sorted(controller)
+    for prev, cur in itertools.pairwise(seconds):
+        a, b = controller[prev], controller[cur]
+        if a != b:
+            note("controller", b, f"the active controller moved from broker {a} to {b} in second {cur}")
+    return list(found.values())

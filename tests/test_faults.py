@@ -1,0 +1,163 @@
+"""Faults during measurement (faults/): Kafka's replication test matrix on the testbed, and the fault spec's errors.
+
+Kafka's tests/kafkatest/tests/core/replication_test.py: 3 brokers, RF 3, min.insync.replicas 2, acks=all, under
+load; clean or hard shutdown, or bounce, of a partition's leader or of the active controller, over PLAINTEXT and
+SASL_SSL; it passes when every acknowledged message is consumed. Here each case also records when the fault took
+effect and when the cluster was whole again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cluster.inventory import Security
+from core.errors import UserError
+from faults.inject import Injector
+from faults.spec import NODE_FAULTS, check_schedule, parse
+from loadgen import result, runner
+from loadgen.workload import parse_workload
+from records.testbed import TestbedState
+from testbed.lifecycle import Testbed
+from tests.helpers import kafkatune, write_workload
+from tests.test_sweep import popen_sweep, records, wait_for, write_spec
+
+LOAD = {
+    "partitionsPerTopic": 3,
+    "messageSize": 512,
+    "producersPerTopic": 2,
+    "consumerPerSubscription": 1,
+    "producerRate": 2000,
+    "testDurationMinutes": 10 / 60,
+    "drainTimeoutSeconds": 180,
+    "topicConfig": {"min.insync.replicas": 2},
+    "producerConfig": {"acks": "all", "enable.idempotence": True},
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("bounce:leader@5", "unknown fault 'bounce'; known: clean_shutdown"),
+        ("hard_bounce:leader@5+3", "starts the node again at once"),
+        ("hard_bounce:leaderx@1", "leader, leader.P (partition P's), controller or brokerN"),
+        ("loss:broker2@0+3", "loss needs a value (e.g. loss=5%"),
+        ("loss=5%:broker2@0", "loss needs +FOR"),
+        ("loss=150%:broker2@0+1", "a percentage above 0 and at most 100"),
+        ("delay=20:broker2@0+1", "milliseconds above 0"),
+        ("partition:broker1/broker1@0+1", "two different brokers"),
+        ("hard_bounce:leader@soon", "AT 'soon' is not a number of seconds"),
+        ("hard_bounce leader", "is not a fault: KIND[=VALUE]:TARGET@AT[+FOR]"),
+    ],
+)
+def test_a_fault_spec_that_is_wrong_says_what_is_allowed(text: str, says: str) -> None:
+    with pytest.raises(UserError) as e:
+        parse(text)
+    assert says in str(e.value)
+
+
+def test_a_schedule_the_testbed_cannot_take_is_refused_before_the_run() -> None:
+    with pytest.raises(UserError, match="link faults need the shaped testbed"):
+        check_schedule([parse("delay=20ms:broker2@0+5")], 10, shaped=False, brokers=[1, 2, 3])
+    with pytest.raises(UserError, match="after the 10-s measurement window"):
+        check_schedule([parse("hard_bounce:leader@12")], 10, shaped=False, brokers=[1, 2, 3])
+    with pytest.raises(UserError, match="no broker 4"):
+        check_schedule([parse("clean_bounce:broker4@1")], 10, shaped=False, brokers=[1, 2, 3])
+
+
+def _common(testbed: Testbed, security: str) -> dict[str, str]:
+    st = testbed.state()
+    if security == "PLAINTEXT":
+        return {"bootstrap.servers": st.bootstrap_servers}
+    assert st.sasl_bootstrap_servers
+    sec = Security.model_validate(testbed.client_security("SCRAM-SHA-512"))
+    return {"bootstrap.servers": st.sasl_bootstrap_servers, **sec.client_config()}
+
+
+@pytest.mark.parametrize("security", ["PLAINTEXT", "SASL_SSL"])
+@pytest.mark.parametrize("target", ["leader", "controller"])
+@pytest.mark.parametrize("kind", NODE_FAULTS)
+def test_replication_under_a_fault_loses_no_acknowledged_message(
+    healthy: TestbedState, testbed: Testbed, unique: str, kind: str, target: str, security: str
+) -> None:
+    w = parse_workload({"name": f"{kind}-{target}-{unique}", **LOAD})
+    inj = Injector(testbed, [parse(f"{kind}:{target}@2")], say=print)
+    try:
+        raw = runner.run(w, _common(testbed, security), on_tick=inj.on_tick, say=print)
+    finally:
+        events = inj.finish()
+    s = result.build(raw).result["summary"]
+    assert s["lost"] == 0, s["per_producer"]
+    assert s["acknowledged"] >= 0.9 * 2000 * w.test_seconds and s["consumed"] >= s["acknowledged"]
+    (ev,) = events
+    assert ev["error"] is None, ev
+    assert ev["target"] == (
+        "active controller" if target == "controller" else f"leader of partition 0 of {raw.topics[0]}"
+    )
+    assert len(ev["brokers"]) == 1
+    # took effect inside the window, came back, and the cluster was whole again after that
+    start = w.warmup_seconds
+    assert start + 2 <= ev["issued_s"] <= ev["effect_s"] < start + w.test_seconds + 5, ev
+    assert ev["effect_s"] <= ev["restored_s"] <= ev["healthy_s"], ev
+    assert ev["recovery_s"] == pytest.approx(ev["healthy_s"] - ev["effect_s"])
+    assert testbed.status()["under_replicated_partitions"] == []
+
+
+def test_bench_with_a_fault_at_max_rate_records_it_and_counts_exactly(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
+) -> None:
+    """The CLI's --fault, at max rate: acknowledgements are counted, not timed (drivers/kafka), under a crash."""
+    wl = write_workload(tmp_path / "w.yaml", **{**LOAD, "name": f"fault-cli-{unique}", "producerRate": "max",
+                                                "messageSize": 100})  # fmt: skip
+    out = tmp_path / "run"
+    args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--json")
+    p = kafkatune(*args, "--fault", "hard_bounce:leader@3", timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    res: dict[str, Any] = json.loads((out / "result.json").read_text())
+    s = res["summary"]
+    assert s["lost"] == 0 and s["acknowledged"] > 10000
+    assert s["sent"] == (
+        s["acknowledged"] + s["dropped_unsent_at_end"] + s["publish_errors"] + s["unacknowledged_at_end"]
+    )
+    (ev,) = res["faults"]
+    assert ev["fault"] == "hard_bounce:leader@3" and ev["error"] is None and ev["recovery_s"] > 0
+    # a link fault on the loopback testbed is refused before anything runs (exit 2)
+    bad = kafkatune(*args, "--fault", "loss=5%:broker2@0+5")
+    assert bad.returncode == 2 and "link faults need the shaped testbed" in bad.stderr
+
+
+def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path
+) -> None:
+    """A bounce nobody planned, in trial #1's window: the trial is marked disturbed and measured again, and the
+    dip never reaches the optimizer (faults.disturbed, sweeps.trial)."""
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "disturbed",
+        [{"name": "producer", "params": {"batch.size": {"choices": [65536, 131072]}}, "trials": 3}],
+        measurement={"warmup_s": 3, "window_s": 5, "windows": 2, "restart_warmup_s": 0},
+    )
+    log = tmp_path / "sweep.log"
+    proc = popen_sweep(spec, testbed, tmp_path, log, "--json")
+    victim = 3
+    wait_for(lambda: "producer #1:" in log.read_text(errors="replace"), 300, "trial #1 to start", proc)
+    time.sleep(6)  # inside its measurement window (3-s warm-up after the workers start)
+    testbed.kill(victim)
+    testbed.start(victim, progress=print)
+    assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
+    recs = {r["number"]: r for r in records(tmp_path / "disturbed")}
+    hit = recs[1]
+    assert hit["state"] == "complete", hit.get("fail_reason")
+    (first, *_) = hit["disturbed"]
+    assert first["attempt"] == 1 and any(f"broker {victim}" in e for e in first["events"]), first
+    # the figure the optimizer was told is the clean attempt's; the disturbed attempt's feeds nothing
+    summary = json.loads((tmp_path / "disturbed" / "summary.json").read_text())
+    told = [r["measured"]["throughput_mb_s"] for r in recs.values() if r["state"] == "complete"]
+    assert summary["best"]["mb_s"] == pytest.approx(max(told))
+    dip = first["values"].get("throughput_mb_s")
+    assert dip is not None and all(dip != pytest.approx(v) for v in told)
+    assert all("disturbed" not in r for n, r in recs.items() if n != 1)

@@ -4,7 +4,7 @@ The run's on_tick hook hands the injector the run's time line (loadgen.runner's 
 a thread then applies each fault at its time, from the start of the measurement window. Every event records,
 in seconds from the run's t0 (the per-second series' clock): when the fault was issued, when it took effect (the
 broker process gone, the qdisc or route in place), when it was undone (the node started again, the link back),
-and when the cluster was whole again: every node serving and every partition with its full ISR. `finish()`,
+and when the cluster was whole again: every partition with its full ISR, kept for SETTLE_S. `finish()`,
 after the load, undoes whatever is still applied (a shutdown without +FOR, a fault the load outlived) and waits
 for that health, so a run never leaves the testbed broken.
 """
@@ -24,6 +24,7 @@ from testbed.lifecycle import Testbed
 
 Say = Callable[[str], None]
 HEALTH_TIMEOUT_S = 180.0
+SETTLE_S = 5.0  # the cluster is whole once every partition has kept its full ISR this long
 
 
 @dataclass
@@ -144,9 +145,29 @@ class Injector:
         with self._lock:
             self._down.discard(b)
 
+    def _whole_since(self) -> float:
+        """Wait until every partition has kept its full ISR for SETTLE_S; returns when that stretch began (s from
+        t0). A stretch, not one look: a broker killed and started again at once still shows in the ISRs until
+        the controller fences its old incarnation, and only then do they shrink and grow back (measured)."""
+        deadline = time.monotonic() + HEALTH_TIMEOUT_S
+        since: float | None = None
+        lagging: list[Any] = []
+        while time.monotonic() < deadline:
+            try:
+                lagging = kadmin.under_replicated(self._admin, timeout_s=5)
+            except Exception:  # metadata briefly unavailable while a node starts
+                lagging = ["metadata unavailable"]
+            if lagging:
+                since = None
+            elif since is None:
+                since = self._s()
+            elif self._s() - since >= SETTLE_S:
+                return since
+            time.sleep(0.25)
+        raise TimeoutError(f"the cluster was not whole {HEALTH_TIMEOUT_S:.0f} s after the fault: {lagging[:5]}")
+
     def _healthy(self, ev: Event) -> None:
-        kadmin.wait_full_isr(self._admin, timeout_s=HEALTH_TIMEOUT_S)
-        ev.healthy_s = self._s()
+        ev.healthy_s = self._whole_since()
         if ev.effect_s is not None:
             ev.recovery_s = round(ev.healthy_s - ev.effect_s, 3)
 
@@ -169,8 +190,8 @@ class Injector:
                     ev.restored_s = self._s()
         pending = [e for e in self.events if e.effect_s is not None and e.healthy_s is None]
         if pending or down or links:
-            kadmin.wait_full_isr(self._admin, timeout_s=HEALTH_TIMEOUT_S)
+            whole = self._whole_since()
             for ev in pending:
-                ev.healthy_s = self._s()
-                ev.recovery_s = round(ev.healthy_s - (ev.effect_s or 0.0), 3)
+                ev.healthy_s = whole
+                ev.recovery_s = round(whole - (ev.effect_s or 0.0), 3)
         return [asdict(e) for e in self.events]

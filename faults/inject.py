@@ -130,10 +130,12 @@ class Injector:
         hosts = [f"b{b}" for b in ev.brokers]
         if f.kind == "partition":
             netns.cut(net, hosts[0], hosts[1], undo=undo)
+        elif f.kind == "loss":
+            netns.drop_random(net, hosts[0], f.loss_pct, undo=undo)
         elif undo:
             netns.undo_degrade(net, hosts[0])
         else:
-            netns.degrade(net, hosts[0], loss_pct=f.loss_pct, delay_ms=f.delay_ms)
+            netns.degrade(net, hosts[0], delay_ms=f.delay_ms)
         with self._lock:
             if undo:
                 self._links = [g for g in self._links if g is not f]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from core.errors import UserError
+from core.errors import EnvironmentProblem, UserError
+from testbed import netns
 
 NODE_FAULTS = ("clean_shutdown", "hard_shutdown", "clean_bounce", "hard_bounce")
 LINK_FAULTS = ("loss", "delay", "partition")
@@ -137,6 +138,8 @@ def check_schedule(
             raise UserError(
                 f"{where}: {f.text}: link faults need the shaped testbed (kafkatune testbed up --network shaped)"
             )
+        if f.kind == "delay" and (why := netns.netem_missing()):
+            raise EnvironmentProblem(f"{where}: {f.text}: a delay needs the kernel's netem qdisc: {why}")
         for b in f.brokers:
             if b not in brokers:
                 raise UserError(f"{where}: {f.text}: no broker {b} (the cluster has {', '.join(map(str, brokers))})")

@@ -9,6 +9,7 @@ block (RFC 2544, 198.18.0.0/15) and live only inside the namespaces and on the b
 from __future__ import annotations
 
 import ctypes
+import gzip
 import json
 import os
 import re
@@ -143,21 +144,55 @@ def destroy(net: ShapedNetwork) -> None:
     _run("ip", "link", "del", net.bridge, check=False)
 
 
-def degrade(net: ShapedNetwork, host: str, *, loss_pct: float = 0.0, delay_ms: float = 0.0) -> None:
-    """Packet loss and delay on `host`'s link, both ways (a netem qdisc in front of each direction's tbf, so the
+NFT_TABLE = "ktfault"
+
+
+def drop_random(net: ShapedNetwork, host: str, loss_pct: float, *, undo: bool = False) -> None:
+    """Drop `loss_pct` % of the packets `host` sends and of those it receives, at random (an nftables table in its
+    namespace: numgen random). `undo` removes the table."""
+    h = net.host(host)
+    if undo:
+        _run("ip", "netns", "exec", h.netns, "nft", "delete", "table", "inet", NFT_TABLE, check=False)
+        return
+    per_mille = max(1, round(loss_pct * 10))
+    rule = f"numgen random mod 1000 < {per_mille} drop"
+    chains = "".join(
+        f"  chain {hook} {{\n    type filter hook {hook} priority 0;\n    {rule}\n  }}\n"
+        for hook in ("output", "input")
+    )
+    proc = subprocess.run(
+        ["ip", "netns", "exec", h.netns, "nft", "-f", "-"],
+        input=f"table inet {NFT_TABLE} {{\n{chains}}}\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise EnvironmentProblem(f"nft in {h.netns} failed: {proc.stderr.strip()}")
+
+
+def netem_missing() -> str | None:
+    """Why a delay cannot be added here (the kernel was built without the netem qdisc), or None."""
+    cfg = Path("/proc/config.gz")
+    if not cfg.exists() or Path("/sys/module/sch_netem").exists():
+        return None
+    text = gzip.decompress(cfg.read_bytes()).decode(errors="replace")
+    if re.search(r"^CONFIG_NET_SCH_NETEM=[ym]$", text, re.M):
+        return None
+    return "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM is not set in /proc/config.gz)"
+
+
+def degrade(net: ShapedNetwork, host: str, *, delay_ms: float) -> None:
+    """`delay_ms` more delay on `host`'s link, both ways (a netem qdisc in front of each direction's tbf, so the
     link keeps its rate). `undo_degrade` puts the plain tbf back."""
     h = net.host(host)
-    netem = [
-        "netem",
-        *(["delay", f"{delay_ms:g}ms"] if delay_ms else []),
-        *(["loss", f"{loss_pct:g}%"] if loss_pct else []),
-    ]
+    netem = ["netem", "delay", f"{delay_ms:g}ms"]
     rate_bit = str(int(net.rate_mb_s * 8e6))
     burst = str(max(256 * 1024, int(net.rate_mb_s * 1e6 / 100)))
     for pre, dev in ((["ip", "netns", "exec", h.netns], "eth0"), ([], f"{net.prefix}{h.name}")):
         _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", *netem)
-        _run(*pre, "tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "tbf", "rate", f"{rate_bit}bit",
-             "burst", burst, "latency", "100ms")  # fmt: skip
+        tbf = ["tbf", "rate", f"{rate_bit}bit", "burst", burst, "latency", "100ms"]
+        _run(*pre, "tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *tbf)
 
 
 def undo_degrade(net: ShapedNetwork, host: str) -> None:

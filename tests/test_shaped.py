@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -508,3 +509,37 @@ def test_remote_probes_measure_links_and_disks_over_ssh(
     c = ceiling.from_profile(prof)
     assert c is not None and c.mb_s <= NIC_MB_S * 1.15
     assert not list(Path("/tmp").glob("kafkatune-probe-*.py"))  # the hosts' /tmp is this one
+
+
+def test_packet_loss_on_one_brokers_link_loses_no_acknowledged_message(shaped: Testbed, tmp_path: Path) -> None:
+    """5 % of broker 2's packets dropped each way for the whole window (faults: nftables in its namespace)."""
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name="lossy-link",
+        partitionsPerTopic=6,
+        producersPerTopic=2,
+        consumerPerSubscription=2,
+        producerRate=2000,
+        warmupDurationMinutes=0.05,
+        testDurationMinutes=0.25,
+        topicConfig={"min.insync.replicas": 2},
+        producerConfig={"acks": "all", "enable.idempotence": True, "linger.ms": 5},
+    )
+    out = tmp_path / "run"
+    args = ("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out), "--json")
+    proc = kafkatune(*args, "--fault", "loss=5%:broker2@0+15")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads((out / "result.json").read_text())
+    s = res["summary"]
+    assert s["lost"] == 0 and s["acknowledged"] >= 0.9 * 2000 * 15
+    (ev,) = res["faults"]
+    assert ev["brokers"] == [2] and ev["error"] is None
+    assert ev["restored_s"] - ev["effect_s"] == pytest.approx(15, abs=1.5) and ev["healthy_s"] >= ev["restored_s"]
+    # the rules are gone with the fault
+    listed = subprocess.run(["ip", "netns", "exec", "ktt-b2", "nft", "list", "tables"], capture_output=True, text=True)
+    assert netns.NFT_TABLE not in listed.stdout
+    # a delay needs netem: where the kernel has none, the run is refused before anything starts, saying so
+    why = netns.netem_missing()
+    if why:
+        bad = kafkatune(*args, "--fault", "delay=20ms:broker2@0+5")
+        assert bad.returncode != 0 and "netem" in bad.stderr, bad.stderr[-2000:]

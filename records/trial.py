@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 TRIAL = "trial.json"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
 _OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
-             "restarts", "apply_s", "phases_s", "measured", "constraints", "disturbed")  # fmt: skip
+             "restarts", "apply_s", "phases_s", "measured", "constraints", "disturbed", "faults")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,15 @@ class TrialRecord:
     # attempts set aside because their window showed an event the trial did not plan (faults.disturbed):
     # [{attempt, events, values, measured}], the measurement above is the next attempt's
     disturbed: list[Mapping[str, Any]] | None = None
+    # a robustness study's planned faults in this trial's run (faults.inject's events: effect and recovery times)
+    faults: list[Mapping[str, Any]] | None = None
     schema_version: int = SCHEMA_VERSION
 
     def as_json(self) -> dict[str, Any]:
         order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
                  "repeat", "probe_msg_s", "hold_msg_s", "suggested",
                  "carried", "config", "applied", "broker_read_back", "restarts", "apply_s", "phases_s", "measured",
-                 "constraints", "disturbed", "state", "fail_reason", "total_s"]  # fmt: skip
+                 "constraints", "disturbed", "faults", "state", "fail_reason", "total_s"]  # fmt: skip
         assert set(order) == {f.name for f in fields(self)}
         return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
 

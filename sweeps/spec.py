@@ -26,6 +26,7 @@ catalogue's legal ranges and the cross-key rules.
     constraints: {max_lost: 0, p999_e2e_ms: 5000}
     budget: {trials: 30, minutes: 60}
     measurement: {warmup_s: 5, window_s: 10, windows: 3}
+    faults: [hard_bounce:leader@5]     # a robustness study: in every trial's windows (testbed, throughput_mb_s)
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from brokerconf import catalogue
 from core import secrets
 from core.errors import UserError
 from core.files import read_yaml
+from faults.spec import Fault
+from faults.spec import parse as parse_fault
 from loadgen.workload import Workload, load_workload, parse_workload
 from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, RampSpec, Slo
 
@@ -178,6 +181,8 @@ class Spec(_Params):
     seed: int | None = None
     baselines: list[BaselineName] = list(BASELINES)
     storage: str | None = None
+    # a robustness study: these faults (faults.spec, as `bench --fault` writes them) in every trial's windows
+    faults: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -253,6 +258,9 @@ class Spec(_Params):
             candidates += 1
         return len(self.baselines), search, candidates * self.confirm.repeats
 
+    def fault_list(self, source: str = "spec") -> list[Fault]:
+        return [parse_fault(x, f"{source}: faults") for x in self.faults]
+
     def base_workload(self) -> Workload:
         return parse_workload({"name": self.name, **self.workload}, "workload")
 
@@ -278,7 +286,24 @@ def _bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _fault_checks(spec: Spec, source: str) -> None:
+    """A robustness study's faults: on the testbed, with the max-rate objective, inside the trial's windows."""
+    if not spec.faults:
+        return
+    faults = spec.fault_list(source)
+    if not spec.cluster.is_testbed:
+        raise UserError(f"{source}: faults: injected on the testbed only (kafkatune starts and stops its brokers)")
+    if spec.objective != "throughput_mb_s":
+        raise UserError(f"{source}: faults: with objectives [throughput_mb_s] (a fault inside a ramp's steps "
+                        "would decide which step holds)")  # fmt: skip
+    m = spec.measurement
+    for f in faults:
+        if f.at_s >= m.window_s * m.windows:
+            raise UserError(f"{source}: faults: {f.text} starts after the {m.window_s * m.windows:g} s of windows")
+
+
 def _semantic_checks(spec: Spec, source: str) -> None:
+    _fault_checks(spec, source)
     w = parse_workload({"name": spec.name, **spec.workload}, f"{source}: workload")
     if w.builds_backlog:
         raise UserError(f"{source}: workload.consumerBacklogSizeGB: backlog runs are bench runs, not sweeps")

@@ -39,6 +39,7 @@ class SweepTarget:
     ceiling_mb_s: float | None
     common: dict[str, str] = field(default_factory=dict)  # client security settings (never written out)
     inventory: Inventory | None = None
+    testbed: Testbed | None = None  # the local testbed's nodes (a robustness study's faults stop and start them)
 
     def tag(self) -> str:
         """The cluster's id as a file-name part (the broker snapshot is per cluster)."""
@@ -60,6 +61,7 @@ def resolve(
 ) -> SweepTarget:
     """The spec's cluster; `state_dir` is the testbed's (a spec's own `cluster.state_dir` wins)."""
     c = spec.cluster
+    tb: Testbed | None = None
     if c.inventory:
         p = Path(c.inventory).expanduser()
         inv = load_inventory(p if p.is_absolute() else spec_file.parent / p)
@@ -70,7 +72,8 @@ def resolve(
     elif c.is_testbed:
         sd = Path(c.state_dir) if c.state_dir else state_dir
         t = target.testbed(sd, instead="cluster.bootstrap")
-        configs = BrokerConfigs.connect(t.bootstrap, testbed=Testbed(sd, default_dist()), progress=say)
+        tb = Testbed(sd, default_dist())
+        configs = BrokerConfigs.connect(t.bootstrap, testbed=tb, progress=say)
     else:
         assert c.bootstrap is not None
         t = target.bootstrap(
@@ -90,6 +93,7 @@ def resolve(
         ceiling_of(t.profile, spec.base_workload().replicationFactor or 3),
         common=dict(t.common),
         inventory=t.inventory,
+        testbed=tb if c.is_testbed and not c.inventory else None,
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from brokerconf import catalogue
 from cluster import admin
 from faults.disturbed import disturbances
+from faults.inject import Injector
 from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick, phase_of
@@ -170,6 +171,17 @@ def run_trial(
 MAX_ATTEMPTS = 3
 
 
+def _both(
+    a: Callable[[RawRun, Tick], None] | None, b: Callable[[RawRun, Tick], None]
+) -> Callable[[RawRun, Tick], None]:
+    def tick(raw: RawRun, t: Tick) -> None:
+        if a is not None:
+            a(raw, t)
+        b(raw, t)
+
+    return tick
+
+
 def wait_whole(target: SweepTarget, say: Callable[[str], None]) -> None:
     """Every broker up and every partition in full ISR (the testbed or an inventory restarts what is down)."""
     if target.configs.restarts is not None:
@@ -219,7 +231,7 @@ class _Trial:
         restarts = self.outcome.restarts
         self.outcome = Outcome(False, self.out_dir, restarts=restarts)
         self.disturbed = []
-        for k in ("measured", "phases_s", "probe_msg_s"):
+        for k in ("measured", "phases_s", "probe_msg_s", "faults"):
             self.record.pop(k, None)
 
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
@@ -269,17 +281,26 @@ class _Trial:
         self.phase = "run"
         t, m = self.target, self.spec.measurement
         t_run = time.monotonic()
-        raw = runner.run(
-            self.workload,
-            {"bootstrap.servers": t.bootstrap, **t.common},
-            placements=t.placements,
-            metrics_urls=t.metrics_urls,
-            on_tick=on_tick,
-            say=lambda m: None,
-        )
+        planned = self.spec.fault_list()
+        inj = Injector(t.testbed, planned, say=self.say) if planned and t.testbed is not None else None
+        try:
+            raw = runner.run(
+                self.workload,
+                {"bootstrap.servers": t.bootstrap, **t.common},
+                placements=t.placements,
+                metrics_urls=t.metrics_urls,
+                on_tick=on_tick if inj is None else _both(on_tick, inj.on_tick),
+                say=lambda m: None,
+            )
+        finally:
+            if inj is not None:
+                self.record["faults"] = inj.finish()
         t_build = time.monotonic()
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self.disturbed += disturbances(rec.brokers.to_pylist())
+        if inj is None:  # a robustness study's faults are planned: what they do is its measurement
+            self.disturbed += disturbances(rec.brokers.to_pylist())
+        else:
+            rec.result["faults"] = self.record["faults"]
         write_run(self.out_dir, rec)
         self.record["phases_s"] = {
             **raw.phases_s,

@@ -22,6 +22,7 @@ from faults.spec import NODE_FAULTS, check_schedule, parse
 from loadgen import result, runner
 from loadgen.workload import parse_workload
 from records.testbed import TestbedState
+from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 from tests.test_sweep import popen_sweep, records, wait_for, write_spec
@@ -161,3 +162,38 @@ def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
     dip = first["values"].get("throughput_mb_s")
     assert dip is not None and all(dip != pytest.approx(v) for v in told)
     assert all("disturbed" not in r for n, r in recs.items() if n != 1)
+
+
+def test_a_robustness_studys_faults_are_checked_before_anything_runs() -> None:
+    base = {"name": "robust", "plan": "joint", "params": {"batch.size": {"choices": [16384, 65536]}}, "trials": 2,
+            "objectives": ["throughput_mb_s"], "baselines": []}  # fmt: skip
+    assert [f.kind for f in parse_spec({**base, "faults": ["hard_bounce:leader@3"]}).fault_list()] == ["hard_bounce"]
+    with pytest.raises(UserError, match="faults: unknown fault 'crash'"):
+        parse_spec({**base, "faults": ["crash:leader@3"]})
+    with pytest.raises(UserError, match="with objectives \\[throughput_mb_s\\]"):
+        parse_spec({**base, "objectives": ["sustainable_mb_s"], "faults": ["hard_bounce:leader@3"]})
+    with pytest.raises(UserError, match="injected on the testbed only"):
+        parse_spec({**base, "cluster": {"bootstrap": "h:9092"}, "faults": ["hard_bounce:leader@3"]})
+    with pytest.raises(UserError, match="starts after the 30 s of windows"):
+        parse_spec({**base, "faults": ["clean_bounce:broker1@40"]})
+
+
+def test_a_robustness_study_measures_every_trial_under_its_fault(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path
+) -> None:
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "robust",
+        [{"name": "producer", "params": {"batch.size": {"choices": [65536, 131072]}}, "trials": 2}],
+        measurement={"warmup_s": 2, "window_s": 4, "windows": 2, "restart_warmup_s": 0},
+        faults=["hard_bounce:leader@2"],
+    )
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    recs = records(tmp_path / "robust")
+    assert len(recs) == 2
+    for r in recs:
+        assert r["state"] == "complete", r.get("fail_reason")
+        (ev,) = r["faults"]  # planned: the run is the measurement, never set aside as disturbed
+        assert ev["error"] is None and ev["recovery_s"] > 0 and "disturbed" not in r
+        assert r["measured"]["lost"] == 0

@@ -22,7 +22,7 @@ from kafkatune.options import inventory_options, say, state_dir_option
 from kafkatune.options import testbed as open_testbed
 from loadgen import bench
 from loadgen.omb_driver import load_driver_file, with_driver_file
-from loadgen.runner import RawRun, Tick, View
+from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
@@ -41,14 +41,6 @@ def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: P
     st = open_testbed(state_dir).state()
     check_schedule(faults, w.test_seconds, bool(st.client_netns), [n.id for n in st.nodes])
     return faults
-
-
-def _both(a: View, b: View) -> View:
-    def tick(raw: RawRun, t: Tick) -> None:
-        a(raw, t)
-        b(raw, t)
-
-    return tick
 
 
 def _lost_seqs(s: dict[str, Any]) -> str:
@@ -194,7 +186,7 @@ def command(
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
             inj = Injector(open_testbed(state_dir), faults, say=say) if faults else None
-            on_tick = view if inj is None else _both(view, inj.on_tick)
+            on_tick = view if inj is None else chain(view, inj.on_tick)
             try:
                 rec = bench.measure(w, t, on_tick=on_tick, say=say, keep_topics=keep_topics, slo=slo)
             finally:

@@ -96,6 +96,17 @@ class RawRun:
 View = Callable[[RawRun, Tick], None]
 
 
+def chain(*views: View | None) -> View:
+    """One on_tick hook that calls each of `views` (None ones skipped) in turn."""
+    live = [v for v in views if v is not None]
+
+    def tick(raw: RawRun, t: Tick) -> None:
+        for v in live:
+            v(raw, t)
+
+    return tick
+
+
 def _topic_names(w: Workload) -> list[str]:
     tag = uuid.uuid4().hex[:8]
     return [f"kt-{w.slug}-{tag}-{i}" for i in range(w.topics)]

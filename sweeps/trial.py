@@ -171,17 +171,6 @@ def run_trial(
 MAX_ATTEMPTS = 3
 
 
-def _both(
-    a: Callable[[RawRun, Tick], None] | None, b: Callable[[RawRun, Tick], None]
-) -> Callable[[RawRun, Tick], None]:
-    def tick(raw: RawRun, t: Tick) -> None:
-        if a is not None:
-            a(raw, t)
-        b(raw, t)
-
-    return tick
-
-
 def wait_whole(target: SweepTarget, say: Callable[[str], None]) -> None:
     """Every broker up and every partition in full ISR (the testbed or an inventory restarts what is down)."""
     if target.configs.restarts is not None:
@@ -289,7 +278,7 @@ class _Trial:
                 {"bootstrap.servers": t.bootstrap, **t.common},
                 placements=t.placements,
                 metrics_urls=t.metrics_urls,
-                on_tick=on_tick if inj is None else _both(on_tick, inj.on_tick),
+                on_tick=on_tick if inj is None else runner.chain(on_tick, inj.on_tick),
                 say=lambda m: None,
             )
         finally:

@@ -11,6 +11,7 @@ for that health, so a run never leaves the testbed broken.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from cluster import admin as kadmin
+from cluster import metrics
 from faults.spec import Fault
 from testbed import netns
 from testbed.lifecycle import Testbed
@@ -40,6 +42,15 @@ class Event:
     healthy_s: float | None = None  # every node serving, every partition in full ISR
     recovery_s: float | None = None  # healthy_s − effect_s: how long the cluster was not whole
     error: str | None = None
+
+
+def active_controller(tb: Testbed) -> int | None:
+    """The testbed node that is the active KRaft controller now (its ActiveControllerCount is 1), or None."""
+    for n in tb.state().nodes:
+        with contextlib.suppress(OSError):
+            if metrics.scrape(n.metrics_url, timeout_s=2).get("active_controller") == 1.0:
+                return n.id
+    return None
 
 
 class Injector:
@@ -91,7 +102,7 @@ class Injector:
             ev.target = f"leader of partition {f.partition} of {self.topic}"
             return [int(p.leader)]
         if f.target == "controller":
-            c = self.tb.active_controller()
+            c = active_controller(self.tb)
             if c is None:
                 raise RuntimeError("no node reports itself the active controller")
             ev.target = "active controller"

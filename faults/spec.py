@@ -9,7 +9,7 @@
     delay=20ms:broker2@0+30          20 ms more delay each way on broker 2's link (shaped testbed)
     partition:broker1/broker2@5+10   brokers 1 and 2 cannot reach each other for 10 s (shaped testbed)
 
-Kafka's replication system test (tests/kafkatest/tests/core/replication_test.py) names the four node faults
+Kafka's replication system test (replication_test.py in Kafka's kafkatest suite) names the four node faults
 and their two targets the same way. AT and FOR are seconds (an `s` may follow).
 """
 

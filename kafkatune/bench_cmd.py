@@ -26,6 +26,7 @@ from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
+from records.run import RunRecord
 
 
 def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: Path | None) -> list[Fault]:
@@ -41,6 +42,31 @@ def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: P
     st = open_testbed(state_dir).state()
     check_schedule(faults, w.test_seconds, bool(st.client_netns), [n.id for n in st.nodes])
     return faults
+
+
+def _measure(
+    w: Workload, t: target.Target, view: LiveView, faults: list[Fault], state_dir: Path | None, **kw: Any
+) -> RunRecord:
+    """The run, with its faults injected (and the testbed healed after it) when there are any."""
+    if not faults:
+        return bench.measure(w, t, on_tick=view, say=say, **kw)
+    inj = Injector(open_testbed(state_dir), faults, say=say)
+    try:
+        rec = bench.measure(w, t, on_tick=chain(view, inj.on_tick), say=say, **kw)
+    finally:
+        events = inj.finish()
+    rec.result["faults"] = events
+    return rec
+
+
+def _judge(s: dict[str, Any], d: Path) -> None:
+    """Exit 4 when an acknowledged message was lost (naming their sequence numbers) or nothing was acknowledged."""
+    if s["lost"]:
+        raise RunFailed(
+            f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}"
+        )
+    if s["acknowledged"] == 0:
+        raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
 
 
 def _lost_seqs(s: dict[str, Any]) -> str:
@@ -185,14 +211,7 @@ def command(
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
-            inj = Injector(open_testbed(state_dir), faults, say=say) if faults else None
-            on_tick = view if inj is None else chain(view, inj.on_tick)
-            try:
-                rec = bench.measure(w, t, on_tick=on_tick, say=say, keep_topics=keep_topics, slo=slo)
-            finally:
-                events = inj.finish() if inj is not None else None
-            if events is not None:
-                rec.result["faults"] = events
+            rec = _measure(w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo)
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
         if rec.omb is not None:
@@ -209,9 +228,4 @@ def command(
             render.sustainable(rec.result["sustainable"], s, d)
         else:
             render.bench_summary(s, d)
-    if s["lost"]:
-        raise RunFailed(
-            f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}"
-        )
-    if s["acknowledged"] == 0:
-        raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
+    _judge(s, d)

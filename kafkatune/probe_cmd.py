@@ -13,6 +13,7 @@ from cluster.probe import probe_disk
 from cluster.remote_probe import probe_inventory
 from core.errors import EnvironmentProblem
 from kafkatune.options import inventory_options, say, testbed
+from testbed import profile as profiles
 
 
 def _print_profile(profile: dict[str, Any], as_json: bool) -> None:
@@ -107,8 +108,8 @@ def command(
     tb = testbed(state_dir)
     if not tb.state_file.exists():
         raise EnvironmentProblem(f"no testbed in {tb.state_dir}: `kafkatune testbed up` (or pass --log-dir)")
-    profile = tb.write_profile(
-        tb.state(), progress=say, disk_segment_mb=segment_mb, disk_files=files, measure_network=not no_network
-    )
+    st = tb.state()
+    profile = profiles.measure(tb.state_dir, st, tb.network(st), say, disk_segment_mb=segment_mb, disk_files=files,
+                               measure_network=not no_network)  # fmt: skip
     say(f"profile written: {tb.profile_file}")
     _print_profile(profile, as_json)

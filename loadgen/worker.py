@@ -23,7 +23,6 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
@@ -31,12 +30,11 @@ from typing import Any
 
 from drivers import api
 from loadgen import payload
+from loadgen.accounts import Clock, ConsumerState, ProducerState
 from loadgen.channel import read_timing
-from loadgen.recorder import LatencyBuffer, new_histogram, record_ns
+from loadgen.recorder import new_histogram, record_ns
 from loadgen.ticker import Ticker
 from testbed import netns
-
-Clock = Callable[[], int]
 
 # Serve delivery callbacks at most every 100 µs of sending rather than after every message: at 100 B
 # records the per-message poll was a large share of the send loop. Ack times run late by at most this.
@@ -97,72 +95,6 @@ def _enter(task: WorkerTask) -> api.Driver:
     return api.load_driver(task.driver)(task.common)
 
 
-class _ProducerState:
-    """Delivery callbacks: mark the sequence acknowledged, buffer (latency, send time). Nothing more."""
-
-    def __init__(self, timing: dict[str, int], clock: Clock) -> None:
-        self.clock = clock
-        self.buf = LatencyBuffer()
-        self.buf.m_start, self.buf.m_end = timing["measure_start_ns"], timing["measure_end_ns"]
-        self.acked = bytearray(1 << 16)
-        self.n_errors = 0
-        self.n_dropped = 0
-        self.error_samples: list[str] = []
-        self.ticker: Ticker | None = None
-        self.failed_seqs: list[int] = []  # a counting producer's: every message reported not acknowledged
-        self.n_abandoned = 0
-        self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
-        self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
-
-    def on_done(self) -> api.DeliveryCallback:
-        """The delivery callback, with everything it touches bound as locals (it runs once per message)."""
-        clock, unpack, acked, lat, sent_at = self.clock, self.unpack, self.acked, self._lat, self._sent
-
-        def on_done(err: str | None, data: bytes) -> None:
-            now = clock()
-            _pid, seq, sent = unpack(data)
-            if err is not None:
-                self.failed(err)
-                return
-            acked[seq] = 1
-            if not sent:
-                sent = now
-            lat(now - sent)
-            sent_at(sent)
-
-        return on_done
-
-    def on_failure(self) -> api.DeliveryCallback:
-        """A counting producer's callback: it runs for the messages not acknowledged, and only for those."""
-        unpack, failed_seqs = self.unpack, self.failed_seqs
-
-        def on_failure(err: str | None, data: bytes) -> None:
-            failed_seqs.append(unpack(data)[1])
-            self.failed(err or "reported without an error")
-
-        return on_failure
-
-    def acked_map(self, sent: int) -> bytearray:
-        """A counting producer's acknowledged map once every message it sent is resolved: all but the failed."""
-        m = bytearray(b"\x01") * sent
-        for s in self.failed_seqs:
-            m[s] = 0
-        return m
-
-    def failed(self, err: str) -> None:
-        if err == api.DROPPED:
-            self.n_dropped += 1
-            return
-        if err == api.ABANDONED:
-            self.n_abandoned += 1
-            return
-        self.n_errors += 1
-        if self.ticker is not None:
-            self.ticker.errors += 1
-        if len(self.error_samples) < 5:
-            self.error_samples.append(err)
-
-
 def run_producer(
     task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
 ) -> None:
@@ -202,7 +134,7 @@ def _produce(
     counting: bool = False,
 ) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
-    st = _ProducerState(timing, clock)
+    st = ProducerState(timing, clock)
     tick = st.ticker = Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
     tick.stats_fn, tick.window = prod.stats, (timing["measure_start_ns"], timing["measure_end_ns"])
     pool = _bodies(task)
@@ -317,33 +249,6 @@ def _produce(
     prod.close()
 
 
-class _ConsumerState:
-    """Per message: count it against its producer's sequence map, buffer (latency, send time)."""
-
-    def __init__(self, clock: Clock, size: int) -> None:
-        self.clock = clock
-        self.buf = LatencyBuffer()
-        self.seen: dict[int, bytearray] = {}
-        self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
-        self.unpack = payload.unpacker(size)
-
-    def on_message(self, data: bytes) -> None:
-        now = self.clock()
-        pid, seq, sent = self.unpack(data)
-        m = self.seen.get(pid)
-        if m is None:
-            m = self.seen[pid] = bytearray(1 << 16)
-        if seq >= len(m):
-            m.extend(bytes(max(len(m), seq + 1 - len(m))))
-        c = m[seq]
-        if c < 255:
-            m[seq] = c + 1
-        if not sent:  # a payload too small for a send time: counted in the second it arrived, no latency
-            sent = now
-        self._lat(now - sent)
-        self._sent(sent)
-
-
 class _Working:
     """A consumer application's processing time per message, spent after the framework counted it: sleeps
     taken in slices of at least 1 ms (a sleep's own overhead would inflate shorter ones), so n messages
@@ -372,7 +277,7 @@ def run_consumer(
 ) -> None:
     try:
         drv = _enter(task)
-        st = _ConsumerState(clock, task.message_size)
+        st = ConsumerState(clock, task.message_size)
         handler = _Working(st.on_message, task.work_ns) if task.work_ns else st.on_message
         cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
         announced = False

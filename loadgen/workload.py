@@ -65,8 +65,8 @@ class Workload(BaseModel):
     # kafkatune's own: time every acknowledgement at max rate too. Off (the default), a max-rate producer
     # counts its acknowledgements without a Python call per message (exact counts, failures still reported one
     # by one), and its publish latency, which at max rate is the wait in the client's own full queue, is not
-    # measured. On, it costs about 0.8 µs of client CPU per message (drivers/kafka; benchmarks/producer_vs_java).
-    # Fixed-rate and discovery runs always time every acknowledgement.
+    # measured. On, it costs about 0.8 µs of client CPU per message (drivers/kafka.py,
+    # benchmarks/producer_vs_java.py). Fixed-rate and discovery runs always time every acknowledgement.
     publishLatencyAtMaxRate: bool = False
     producerConfig: dict[str, ConfigValue] = Field(default_factory=dict)
     consumerConfig: dict[str, ConfigValue] = Field(default_factory=dict)

@@ -9,7 +9,6 @@ true at every step, so another kafkatune process (or the next invocation) sees w
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -224,7 +223,7 @@ class Testbed:
             self.security.add_scram_user(st)
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
-        self.write_profile(st, progress)
+        profiles.measure(self.state_dir, st, self.network(st), progress)
         return st
 
     def _existing(
@@ -290,17 +289,6 @@ class Testbed:
         self._write_node_files(st, node)
         st = self._start(st, node)
         self._wait_serving(st, [node_id], progress)
-
-    def active_controller(self) -> int | None:
-        """The node that is the active KRaft controller now (its ActiveControllerCount is 1), or None."""
-        st = self.state()
-        for n in st.nodes:
-            if self._alive(st, n) is None:
-                continue
-            with contextlib.suppress(OSError):
-                if metrics.scrape(n.metrics_url, timeout_s=2).get("active_controller") == 1.0:
-                    return n.id
-        return None
 
     def restart(
         self,
@@ -397,23 +385,3 @@ class Testbed:
             "nodes": rows,
             "profile": str(self.profile_file),
         }
-
-    def write_profile(
-        self,
-        st: TestbedState,
-        progress: Progress = print,
-        *,
-        disk_segment_mb: int = 64,
-        disk_files: int = 2,
-        measure_network: bool = True,
-    ) -> dict[str, Any]:
-        """Measure and write the testbed's cluster profile (testbed.profile)."""
-        return profiles.measure(
-            self.state_dir,
-            st,
-            self.network(st),
-            progress,
-            disk_segment_mb=disk_segment_mb,
-            disk_files=disk_files,
-            measure_network=measure_network,
-        )

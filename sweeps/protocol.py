@@ -1,0 +1,78 @@
+"""The parts of the trial protocol that need no cluster: the workload a trial runs, the rate of each of its
+measurement windows, and its constraint values (sweeps.trial runs the trial)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from brokerconf import catalogue
+from loadgen.runner import RawRun, phase_of
+from loadgen.workload import Workload, parse_workload
+from sweeps.spec import Spec
+
+MB = 1e6
+
+
+def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str, Mapping[str, str]]) -> Workload:
+    w = spec.base_workload()
+    m = spec.measurement
+    d = w.model_dump()
+    d["producerConfig"] = {**d["producerConfig"], **groups["producer"]}
+    d["consumerConfig"] = {**d["consumerConfig"], **groups["consumer"]}
+    for k, v in groups["workload"].items():
+        field_name = catalogue.get(k).workload_field
+        assert field_name
+        d[field_name] = int(v)
+    d["warmupDurationMinutes"] = m.warmup_s / 60
+    d["testDurationMinutes"] = m.window_s * m.windows / 60
+    # a max-rate trial times its acknowledgements only when the study reads publish latency (loadgen.workload)
+    d["publishLatencyAtMaxRate"] = "p99_publish_ms" in spec.objectives or spec.constraints.p99_publish_ms is not None
+    # acks=0 has nothing to verify (see _constraints) and its consumers can trail by minutes: stop soon.
+    d["drainTimeoutSeconds"] = 5 if str(cfg.get("acks", "all")) == "0" else m.drain_timeout_s
+    return parse_workload(d, "trial workload")
+
+
+def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
+    """Consumer-confirmed MB/s in each of the k measurement windows (whole seconds only)."""
+    w = raw.workload
+    by_sec: dict[int, int] = {}
+    for t in raw.ticks:
+        if t.role == "consumer" and phase_of(t.second, w.warmup_seconds, w.test_seconds) == "measure":
+            by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
+    secs = sorted(by_sec)
+    if not secs:
+        return [0.0] * windows
+    first = secs[0]
+    per = max(1, int(window_s))
+    out = []
+    for i in range(windows):
+        span = range(first + i * per, first + (i + 1) * per)
+        got = [by_sec[s] for s in span if s in by_sec]
+        out.append(sum(got) / max(1, len(span)) / MB if got else 0.0)
+    return out
+
+
+def constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dict[str, float], list[str]]:
+    """Constraint values (≤ 0 is feasible, Optuna's convention) and what each violation was.
+
+    With acks=0 nothing is acknowledged by a broker: the client reports a message done when it is
+    written to the socket, so "lost" has no meaning and is not held against the trial.
+    """
+    c = spec.constraints
+    lost = 0 if acks == "0" else summary["lost"]
+    vals: dict[str, float] = {"lost": float(lost - c.max_lost)}
+    why = [f"lost {lost} > {c.max_lost}"] if lost > c.max_lost else []
+    checks = (
+        ("p99_publish_ms", c.p99_publish_ms, summary["publish_latency_ms"].get("p99"), "p99 publish"),
+        ("p99_e2e_ms", c.p99_e2e_ms, summary["end_to_end_latency_ms"].get("p99"), "p99 end-to-end"),
+        ("p999_e2e_ms", c.p999_e2e_ms, summary["end_to_end_latency_ms"].get("p99.9"), "p99.9 end-to-end"),
+    )
+    for name, limit, got, label in checks:
+        if limit is None:
+            continue
+        g = float(got) if got is not None else 1e12  # nothing measured: as bad as it gets
+        vals[name] = g - limit
+        if g > limit:
+            why.append(f"{label} {g:.1f} ms > {limit:g} ms")
+    return vals, why

@@ -33,7 +33,7 @@ LOAD = {
     "producersPerTopic": 2,
     "consumerPerSubscription": 1,
     "producerRate": 2000,
-    "testDurationMinutes": 10 / 60,
+    "testDurationMinutes": 8 / 60,
     "drainTimeoutSeconds": 180,
     "topicConfig": {"min.insync.replicas": 2},
     "producerConfig": {"acks": "all", "enable.idempotence": True},
@@ -106,6 +106,8 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     assert ev["effect_s"] <= ev["restored_s"] <= ev["healthy_s"], ev
     assert ev["recovery_s"] == pytest.approx(ev["healthy_s"] - ev["effect_s"])
     assert testbed.status()["under_replicated_partitions"] == []
+    said = f"fault {kind} {target} {security}: broker {ev['brokers'][0]}, effect at {ev['effect_s']:.1f} s, "
+    print(said + f"whole again {ev['recovery_s']:.1f} s later; acknowledged {s['acknowledged']}, lost {s['lost']}")
 
 
 def test_bench_with_a_fault_at_max_rate_records_it_and_counts_exactly(

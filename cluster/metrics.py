@@ -31,6 +31,7 @@ includeObjectNames:
   - "kafka.network:type=RequestMetrics,name=*TimeMs,request=FetchFollower"
   - "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs"
   - "kafka.controller:type=KafkaController,name=ActiveControllerCount"
+  - "kafka.server:type=KafkaServer,name=BrokerState"
   - "java.lang:type=OperatingSystem"
 """
 
@@ -56,6 +57,8 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "network_processor_idle": ("kafka_network_SocketServer_Value", "NetworkProcessorAvgIdlePercent"),
     "log_flushes": ("kafka_log_LogFlushStats_Count", "LogFlushRateAndTimeMs"),
     "active_controller": ("kafka_controller_KafkaController_Value", "ActiveControllerCount"),
+    # 3 = RUNNING (org.apache.kafka.metadata.BrokerState): the broker serves; a starting one reads 0-2
+    "broker_state": ("kafka_server_KafkaServer_Value", "BrokerState"),
     "process_cpu_load": ("java_lang_OperatingSystem_ProcessCpuLoad", None),
 }
 # A produce request's time, split as Kafka's RequestMetrics split it (request="Produce"): queued for a handler,

@@ -94,6 +94,16 @@ class Injector:
 
     # ---- applying one fault ----------------------------------------------------------------------
     def _resolve(self, f: Fault, ev: Event) -> list[int]:
+        """The broker(s) the fault hits now; a leader or controller being elected is waited for (up to 60 s)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                return self._resolve_once(f, ev)
+            except RuntimeError:
+                if time.monotonic() > deadline or self._end.wait(0.5):
+                    raise
+
+    def _resolve_once(self, f: Fault, ev: Event) -> list[int]:
         if f.target == "leader":
             parts = {p.partition: p for p in kadmin.partitions(self._admin, self.topic)}
             p = parts.get(f.partition)

@@ -9,6 +9,7 @@ true at every step, so another kafkatune process (or the next invocation) sees w
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +29,7 @@ from testbed.dist import KafkaDist
 from testbed.tls import SASL_USER, Security
 
 NODES = 3
+RUNNING = 3.0  # a broker's BrokerState when it serves
 CLIENT_HOSTS = 2
 Progress = Callable[[str], None]
 
@@ -280,8 +282,9 @@ class Testbed:
         else:
             self._stop_node(st, node)
 
-    def start(self, node_id: int, progress: Progress = print) -> None:
-        """Start one stopped node with the testbed's config; returns once it serves (not waiting for its ISR)."""
+    def start(self, node_id: int, progress: Progress = print, timeout_s: float = 180) -> None:
+        """Start one stopped node with the testbed's config; returns once its broker state is RUNNING (not waiting
+        for its ISR). Not the cluster's metadata: a node killed a moment ago is still listed there as live."""
         st = self.state()
         node = self._node(st, node_id)
         if self._alive(st, node) is not None:
@@ -289,6 +292,14 @@ class Testbed:
         self._write_node_files(st, node)
         st = self._start(st, node)
         self._wait_serving(st, [node_id], progress)
+
+        def running() -> bool:
+            with contextlib.suppress(OSError):
+                return metrics.scrape(node.metrics_url, timeout_s=2).get("broker_state") == RUNNING
+            return False
+
+        if not procs.wait_until(running, timeout_s, interval_s=0.2):
+            raise EnvironmentProblem(f"node {node_id} not RUNNING {timeout_s:.0f} s after its start")
 
     def restart(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -140,49 +139,6 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     assert s["acknowledged"] >= 0.95 * 2000 * (w.warmup_seconds + w.test_seconds)
     assert s["publish_delay_ms"]["count"] > 0
     assert s["lost"] == 0
-
-
-def test_kill_9_of_a_broker_mid_run_loses_no_acknowledged_message(
-    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
-) -> None:
-    w = parse_workload(
-        {
-            "name": f"kill-{unique}",
-            "partitionsPerTopic": 6,
-            "messageSize": 512,
-            "producersPerTopic": 2,
-            "consumerPerSubscription": 2,
-            "producerRate": 3000,
-            "testDurationMinutes": 0.4,
-            "drainTimeoutSeconds": 180,
-            "producerConfig": {"acks": "all", "enable.idempotence": True},
-        }
-    )
-    victim = 3
-    killed: list[int] = []
-
-    def kill_later() -> None:
-        time.sleep(10)
-        killed.append(testbed.kill(victim))
-
-    t = threading.Thread(target=kill_later)
-    t.start()
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
-    t.join()
-    assert killed, "the broker was not killed during the run"
-    res = result.build(raw).result
-    s = res["summary"]
-    assert s["acknowledged"] > 10000
-    assert s["lost"] == 0, s["per_producer"]
-    assert s["consumed"] >= s["acknowledged"]
-    # and the node comes back with `testbed up`
-    assert not testbed.status()["nodes"][victim - 1]["alive"]
-    proc = kafkatune(
-        "testbed", "up", "--state-dir", str(testbed.state_dir), "--base-port", str(testbed.base_port), timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert testbed.status()["nodes"][victim - 1]["alive"]
-    admin.wait_full_isr(admin.admin_client(healthy.bootstrap_servers), timeout_s=180)
 
 
 def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:

@@ -86,7 +86,8 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     healthy: TestbedState, testbed: Testbed, unique: str, kind: str, target: str, security: str
 ) -> None:
     w = parse_workload({"name": f"{kind}-{target}-{unique}", **LOAD})
-    inj = Injector(testbed, [parse(f"{kind}:{target}@2")], say=print)
+    # a shutdown lasts 4 s here (Kafka's test leaves the node down): the whole matrix stays within a few minutes
+    inj = Injector(testbed, [parse(f"{kind}:{target}@2" + ("+4" if kind.endswith("shutdown") else ""))], say=print)
     try:
         raw = runner.run(w, _common(testbed, security), on_tick=inj.on_tick, say=print)
     finally:

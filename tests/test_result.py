@@ -48,7 +48,8 @@ def test_lost_and_duplicated_are_counted_per_producer() -> None:
     assert s["lost"] == 1
     assert s["duplicated"] == 1
     assert s["unacked_but_received"] == 1
-    assert s["per_producer"]["0"] == {"acked": 4, "lost": 1, "duplicated": 1}
+    # and which: the lost sequence numbers as [first, last] ranges (the run fails naming them)
+    assert s["per_producer"]["0"] == {"acked": 4, "lost": 1, "duplicated": 1, "lost_seqs": [[2, 2]]}
     assert s["per_producer"]["1"] == {"acked": 2, "lost": 0, "duplicated": 0}
 
 

@@ -41,6 +41,12 @@ def translate(conf: Mapping[str, str]) -> dict[str, str]:
 # What a purge reports for each message it removed, in the driver contract's words.
 _PURGED = {KafkaError._PURGE_QUEUE: api.DROPPED, KafkaError._PURGE_INFLIGHT: api.ABANDONED}
 
+
+def _words(err: Any) -> str:
+    """A failed delivery's error for the driver contract: a purge in its words, anything else as librdkafka says."""
+    return _PURGED.get(err.code()) or str(err)
+
+
 # librdkafka's statistics (its STATISTICS.md) every second unless the config sets an interval: the rolling
 # windows it keeps per broker and topic are what `stats()` reads. Emitted from poll(), so costless when off.
 STATS_INTERVAL_MS = 1000
@@ -92,7 +98,7 @@ class KafkaProducer(api.Producer):
                 if err is None:
                     _cb(None, msg.value())
                 else:
-                    _cb(_PURGED.get(err.code()) or str(err), msg.value())
+                    _cb(_words(err), msg.value())
 
             self._adapters[on_done] = a
         return a
@@ -110,7 +116,7 @@ class KafkaProducer(api.Producer):
         if err is None:
             self._done(None, msg.value())
         else:
-            self._done(_PURGED.get(err.code()) or str(err), msg.value())
+            self._done(_words(err), msg.value())
 
     def sender(self, on_done: api.DeliveryCallback) -> tuple[api.Sender, tuple[type[BaseException], ...]]:
         # confluent-kafka's produce(topic, value, key) itself, no keyword: a full queue raises BufferError

@@ -27,7 +27,6 @@ class ProducerState:
         self.error_samples: list[str] = []
         self.ticker: Ticker | None = None
         self.failed_seqs: list[int] = []  # a counting producer's: every message reported not acknowledged
-        self.n_abandoned = 0
         self._lat, self._sent = self.buf.lat.append, self.buf.sent.append
         self.unpack: Callable[[bytes], tuple[int, int, int]] = payload.unpacker(payload.HEADER_BYTES)
 
@@ -70,8 +69,7 @@ class ProducerState:
         if err == api.DROPPED:
             self.n_dropped += 1
             return
-        if err == api.ABANDONED:
-            self.n_abandoned += 1
+        if err == api.ABANDONED:  # counted as unacknowledged at the end (the flush's outstanding), not an error
             return
         self.n_errors += 1
         if self.ticker is not None:

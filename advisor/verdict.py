@@ -77,6 +77,12 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
             lines.append(f"  NOT distinguishable from Kafka's defaults: {ratio}; difference {d.text(unit='MB/s')}")
     elif conf["chosen"] == "baseline:kafka-defaults":
         lines.append("  Kafka's defaults measured best: no change is recommended")
+    step = (conf.get("resolution") or {}).get("step")
+    if step:
+        lines.append(
+            f"  differences' intervals include the ramp's resolution: a sustainable rate lies within one step "
+            f"({step:.0%}) above the step that held"
+        )
     return lines
 
 

@@ -91,6 +91,18 @@ def difference(a: Sequence[float], b: Sequence[float]) -> Interval:
     return Interval(d, d - half, d + half, len(a) + len(b), se)
 
 
+def quantized_difference(a: Sequence[float], b: Sequence[float], step: float) -> Interval:
+    """mean(a) − mean(b) for values read off a grid of rates `step` apart (relative: 0.12 is 12 %): each one
+    says the true value lies in [v, v·(1 + step)), so Welch's interval is widened by one step of b below and
+    one step of a above. Repeats that land on one grid point have no spread, and their interval alone would
+    call a difference smaller than a step (one grid point apart) an effect."""
+    d = difference(a, b)
+    if not d.has_interval or step <= 0:
+        return d
+    below, above = step * statistics.fmean(b), step * statistics.fmean(a)
+    return Interval(d.estimate, d.low - below, d.high + above, d.n, d.sd)  # type: ignore[operator]
+
+
 def ratio(a: Sequence[float], b: Sequence[float]) -> Interval | None:
     """mean(a) / mean(b) with a 95 % interval (delta method on the log ratio); None when mean(b) is not > 0."""
     ma, mb = statistics.fmean(a), statistics.fmean(b)

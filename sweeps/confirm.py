@@ -10,6 +10,13 @@
               interval; it is recommended only when the interval lies above 0 and the effect is at least
               `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
 
+A sustainable rate is read off its ramp's grid: the highest step that held, the next one (12 % higher by
+default) missed, so the rate lies somewhere in that step. Repeats of one configuration share their probe and
+so their grid, and land on the same step with almost no spread (CI, shaped testbed: buffer.memory 32 -> 64 MiB
+measured +0.71 MB/s, 95 % CI 0.53-0.89, sd 0.04, one step at 5.9 MB/s). Every difference between sustainable
+rates is therefore widened by the ramp's resolution (`resolution`, stats.quantized_difference): a difference
+within one step is no measurable effect.
+
 A sustainable-rate repeat of a configuration whose first repeat measured its max rate skips the max-rate
 probe and ramps under that rate (the probe places the ramp; it is not the figure): such a repeat costs one
 run. A search trial's probe is not reused (it may have run on colder JVMs), nor one whose ramp held to its
@@ -151,9 +158,16 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def resolution(spec: Spec) -> float:
+    """The relative step of the grid the objective's values lie on: the ramp's (sustainable_mb_s), 0 for a
+    max rate (not quantized)."""
+    return spec.ramp.stepped().ratio - 1 if spec.sustainable else 0.0
+
+
+def summary(runs: Mapping[str, list[dict[str, Any]]], step: float = 0.0) -> dict[str, Any]:
     """Per candidate its repeats and interval; the between-run noise; the chosen one, the runner-up, and the
-    tuned/defaults ratio, each with whether it is distinguishable."""
+    tuned/defaults ratio, each with whether it is distinguishable (beyond the noise and, for values on a grid
+    `step` apart, beyond one step)."""
     cands = []
     for label, reps in runs.items():
         vals = [r["value"] for r in reps if r["value"] is not None]
@@ -185,14 +199,21 @@ def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
             "between them)",
         },
         "chosen": ok[0]["label"] if ok else None,
+        "resolution": {
+            "step": step,
+            "how": f"a sustainable rate lies within one ramp step ({step:.0%}) above the step that held: "
+            "differences between configurations are widened by it"
+            if step
+            else "max rates: not quantized",
+        },
     }
     if len(ok) >= 2:
-        d = stats.difference(ok[0]["repeats"], ok[1]["repeats"])
+        d = stats.quantized_difference(ok[0]["repeats"], ok[1]["repeats"], step)
         out["runner_up"] = {"label": ok[1]["label"], "difference": d.as_dict(), "distinguishable": d.excludes(0)}
     dflt = next((c for c in cands if c["label"] == DEFAULTS and c["eligible"]), None)
     if ok and dflt is not None and ok[0] is not dflt:
         r = stats.ratio(ok[0]["repeats"], dflt["repeats"])
-        d = stats.difference(ok[0]["repeats"], dflt["repeats"])
+        d = stats.quantized_difference(ok[0]["repeats"], dflt["repeats"], step)
         out["vs_defaults"] = {
             "ratio": r.as_dict() if r else None,
             "difference": d.as_dict(),
@@ -234,8 +255,10 @@ def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space
 
 
 def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per changed key: recommended − without it, with its interval; beyond noise when the interval excludes 0."""
+    """Per changed key: recommended − without it, with its interval (widened by the objective's resolution);
+    beyond noise when the interval excludes 0."""
     ref = [r["value"] for r in runs.get(RECOMMENDED, []) if r["value"] is not None]
+    step = resolution(spec)
     out = []
     for key, old, new in changed_keys(spec, cfg):
         reps = runs.get(f"without:{key}", [])
@@ -246,11 +269,17 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
         if len(vals) < 2 or len(ref) < 2:
             row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
         else:
-            d = stats.difference(ref, vals)
+            d = stats.quantized_difference(ref, vals, step)
             floor = spec.ablate.min_effect * statistics.fmean(ref)
             row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=d.excludes(0) and d.estimate >= floor)
+            row["resolution"] = step
             if row["beyond_noise"]:
                 row["why"] = ""
+            elif not d.excludes(0) and stats.difference(ref, vals).excludes(0):
+                row["why"] = (
+                    f"within the ramp's resolution (one step, {step:.0%} of the rate): the sustainable rates "
+                    "differ by less than a step can tell, no measurable effect"
+                )
             elif d.excludes(0) and d.estimate < 0:
                 row["why"] = "putting it back measured better: the key costs throughput here"
             elif d.excludes(0):

@@ -274,7 +274,7 @@ class Sweep:
             f"confirmation: {len(todo)} configuration(s) × {spec.confirm.repeats} runs, interleaved: "
             + ", ".join(label for label, _ in todo)
         )
-        judged = confirm.summary(confirm.repeat(self, "confirm", todo, spec.confirm.repeats))
+        judged = confirm.summary(confirm.repeat(self, "confirm", todo, spec.confirm.repeats), confirm.resolution(spec))
         chosen = dict(todo).get(judged["chosen"] or "")
         effects: list[dict[str, Any]] = []
         blocked: list[dict[str, Any]] = []

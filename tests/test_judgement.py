@@ -44,6 +44,43 @@ def test_difference_beyond_and_within_noise() -> None:
     assert not near.excludes(0) and near.low is not None and near.low < 0 < near.high  # type: ignore[operator]
 
 
+def test_a_difference_of_one_ramp_step_is_within_the_resolution() -> None:
+    """Sustainable rates read off one grid (repeats share their probe): one step apart with no spread. Welch
+    alone calls that an effect; widened by the step (12 %), the interval includes 0. Several steps apart
+    stays an effect."""
+    one_step = [5.9, 5.9, 5.95], [6.6, 6.6, 6.65]
+    assert stats.difference(one_step[1], one_step[0]).excludes(0)
+    q = stats.quantized_difference(one_step[1], one_step[0], 0.119)
+    assert not q.excludes(0) and q.estimate == pytest.approx(0.7)
+    assert q.low == pytest.approx(stats.difference(one_step[1], one_step[0]).low - 0.119 * 5.9167, rel=1e-3)
+    assert stats.quantized_difference([6.6, 6.6, 6.65], [1.9, 1.9, 1.95], 0.119).excludes(0)
+    assert stats.quantized_difference(one_step[1], one_step[0], 0.0) == stats.difference(one_step[1], one_step[0])
+
+
+def test_an_ablation_within_one_ramp_step_is_no_effect_and_says_why() -> None:
+    from sweeps.spec import parse_spec
+
+    base = {"name": "res", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
+            "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1}  # fmt: skip
+    cfg = {"partitions": 6, "buffer.memory": 67108864}
+
+    def runs(values: dict[str, list[float]]) -> dict[str, list[dict[str, object]]]:
+        return {label: [{"value": v, "feasible": True, "violations": [], "trial_id": f"{label}-{i}"}
+                        for i, v in enumerate(vs)] for label, vs in values.items()}  # fmt: skip
+
+    measured = runs({confirm.RECOMMENDED: [6.6, 6.6, 6.65], "without:buffer.memory": [5.9, 5.9, 5.95],
+                     "without:partitions": [1.9, 1.9, 1.95]})  # fmt: skip
+    sus = parse_spec({**base, "objectives": ["sustainable_mb_s"]})
+    got = {e["key"]: e for e in confirm.effects(sus, cfg, measured)}
+    assert got["partitions"]["beyond_noise"] and not got["buffer.memory"]["beyond_noise"]
+    mem = got["buffer.memory"]
+    assert "resolution" in mem["why"] and mem["resolution"] == pytest.approx(0.119, abs=1e-3)
+    # a max rate is not read off a grid: the same figures are an effect there
+    mx = parse_spec({**base, "objectives": ["throughput_mb_s"]})
+    beyond = {e["key"] for e in confirm.effects(mx, cfg, measured) if e["beyond_noise"]}
+    assert beyond == {"buffer.memory", "partitions"}
+
+
 def test_ratio_interval_brackets_the_ratio_of_means() -> None:
     r = stats.ratio([40.0, 42.0, 41.0], [10.0, 10.5, 9.5])
     assert r is not None and r.estimate == pytest.approx(41 / 10)

@@ -96,11 +96,12 @@ class Hold(_Model):
     times the SLO: the p99 of one rate moves between runs (benchmarks/p99_between_runs.py), and the rate an
     operator sets must hold the SLO in the next run too, not only in the one that found it. 30 s by default: a
     run's p99 is set by a few seconds of spikes, and on the shaped testbed five 10-s runs of one rate spread
-    1.4-2.5x (largest / smallest p99) where four 30-s runs spread 1.2x."""
+    1.4-2.5x (largest / smallest p99) where four 30-s runs spread 1.2x. 60 % by default: a 30-s run that held
+    at 70 % (68 ms at 7,259 msg/s) gave 91 ms in the next run here and 101 ms in CI (>1.4x)."""
 
     run_s: Annotated[int, Field(ge=2, le=600)] = 30
     tries: Annotated[int, Field(ge=0, le=10)] = 4
-    headroom: Annotated[float, Field(ge=0.3, le=1.0)] = 0.7
+    headroom: Annotated[float, Field(ge=0.3, le=1.0)] = 0.6
     step: Annotated[float, Field(gt=0, le=0.5)] = 0.06
 
 

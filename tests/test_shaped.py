@@ -131,7 +131,7 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
     followers and the consumer: about 3x its produce rate), and buffer.memory 32 -> 64 MiB, none at this load
     (below the sustainable rate the buffer never fills). Kafka's defaults and the tuned configuration are
     confirmed 3 times each, and each key is put back alone 3 times, interleaved; then the recommended
-    configuration runs at one fixed rate (the operating point) until a rate holds 70 % of the SLO for 10 s.
+    configuration runs at one fixed rate (the operating point) until a rate holds 60 % of the SLO for 30 s.
 
     Tried first and measured here, not robust enough for a test with 3 repeats: batch.size 16 KB -> 256 KB has
     no effect on this link's sustainable rate (its latency binds first); compression.type lz4 on text payloads
@@ -214,6 +214,10 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
     op = s["operating_point"]  # the rate the sweep says the recommended configuration holds (sweeps.hold)
     assert op["held"] and op["p99_e2e_ms"] <= op["headroom"] * SLO_MS and op["headroom"] < 1, op
     rate = op["rate_msg_s"]
+    # the sustainable rate: the mean of the rates the confirmation's ramps held (the operating point is below it)
+    chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
+    sustained = sum(chosen["rates_msg_s"]) / len(chosen["rates_msg_s"])
+    assert rate <= max(chosen["rates_msg_s"]), (rate, chosen["rates_msg_s"])
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
     assert f"operating point: {rate:,.0f} msg/s" in (tuned / "report" / "report.md").read_text()
     adv = kafkatune("advise", str(tuned), "--json")
@@ -222,14 +226,15 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
     cfg = s["best"]["config"]
     producer = {"buffer.memory": str(cfg["buffer.memory"])}
     got = {}
-    for name, r in (("at", rate), ("above", 1.2 * rate)):
+    for name, r in (("at", rate), ("above", 1.2 * sustained)):
         wl = write_workload(
             tmp_path / f"{name}.yaml",
             name=f"shaped-{name}",
             partitionsPerTopic=int(cfg["partitions"]),
             producerRate=round(r),
             warmupDurationMinutes=3 / 60,
-            testDurationMinutes=op["run_s"] / 60,  # the operator's next run, as long as the one that found it
+            # "at": the operator's next run, as long as the one that found it; "above" only has to miss
+            testDurationMinutes=(op["run_s"] if name == "at" else 10) / 60,
             producerConfig={"acks": "all", **producer},
         )
         out = tmp_path / name
@@ -237,12 +242,13 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
         assert proc.returncode == 0, proc.stderr[-3000:]
         got[name] = json.loads(proc.stdout)
     at, above = got["at"], got["above"]
-    print(f"rate {rate:,.0f} msg/s: p99 e2e {at['end_to_end_latency_ms']['p99']} ms; 1.2x: "
+    print(f"operating point {rate:,.0f} msg/s held p99 e2e {op['p99_e2e_ms']} ms; its next run "
+          f"{at['end_to_end_latency_ms']['p99']} ms; 1.2x the sustainable {sustained:,.0f} msg/s: "
           f"{above['end_to_end_latency_ms']['p99']} ms, delivered {above['consume_msg_s']:,.0f} msg/s")  # fmt: skip
     assert at["lost"] == 0 and at["consume_msg_s"] >= 0.95 * rate
     assert at["end_to_end_latency_ms"]["p99"] <= SLO_MS
     missed = above["end_to_end_latency_ms"]["p99"] is None or above["end_to_end_latency_ms"]["p99"] > SLO_MS
-    assert missed or above["consume_msg_s"] < 0.95 * 1.2 * rate
+    assert missed or above["consume_msg_s"] < 0.95 * 1.2 * sustained
 
 
 # ---- the shaped hosts as a "remote" cluster: one real sshd per broker namespace ---------------------------

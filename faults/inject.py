@@ -59,7 +59,7 @@ class Injector:
         self.topic = ""  # the run's first topic (a leader target is one of its partitions' leader)
         self.events = [Event(f.text, f.kind, "", [], 0.0) for f in self.faults]
         self._t0 = 0
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []  # one per fault: faults whose times overlap overlap
         self._end = threading.Event()
         self._down: set[int] = set()  # stopped by a fault, not started again yet
         self._links: list[Fault] = []  # link faults in place
@@ -68,29 +68,32 @@ class Injector:
 
     # ---- the run's hook --------------------------------------------------------------------------
     def on_tick(self, raw: Any, tick: Any) -> None:
-        if self._thread is None and raw.timing.get("measure_start_ns"):
+        if not self._threads and raw.timing.get("measure_start_ns"):
             self.topic = raw.topics[0]
             self._t0 = int(raw.timing["t0_ns"])
             start = int(raw.timing["measure_start_ns"])
-            self._thread = threading.Thread(target=self._schedule, args=(start,), name="faults", daemon=True)
-            self._thread.start()
+            for f, ev in zip(self.faults, self.events, strict=True):
+                t = threading.Thread(target=self._at_its_time, args=(f, ev, start), name=f"fault {f.text}", daemon=True)
+                self._threads.append(t)
+                t.start()
 
     def _s(self) -> float:
         """Now, in seconds from the run's t0."""
         return round((time.time_ns() - self._t0) / 1e9, 3)
 
-    def _schedule(self, measure_start_ns: int) -> None:
-        for f, ev in zip(self.faults, self.events, strict=True):
-            ev.planned_s = round((measure_start_ns - self._t0) / 1e9 + f.at_s, 3)
-            wait = (measure_start_ns + f.at_s * 1e9 - time.time_ns()) / 1e9
-            if wait > 0 and self._end.wait(wait):
-                ev.error = "not applied: the load ended first"
-                continue
-            try:
-                self._apply(f, ev)
-            except Exception as e:  # recorded: the run goes on, and finish() restores what it can
-                ev.error = f"{type(e).__name__}: {e}"
-                self.say(f"fault {f.text}: {ev.error}")
+    def _at_its_time(self, f: Fault, ev: Event, measure_start_ns: int) -> None:
+        """Apply `f` at its time from the window's start (and undo it after its duration): each fault in a thread
+        of its own, so a fault is never held back by another still in place."""
+        ev.planned_s = round((measure_start_ns - self._t0) / 1e9 + f.at_s, 3)
+        wait = (measure_start_ns + f.at_s * 1e9 - time.time_ns()) / 1e9
+        if wait > 0 and self._end.wait(wait):
+            ev.error = "not applied: the load ended first"
+            return
+        try:
+            self._apply(f, ev)
+        except Exception as e:  # recorded: the run goes on, and finish() restores what it can
+            ev.error = f"{type(e).__name__}: {e}"
+            self.say(f"fault {f.text}: {ev.error}")
 
     # ---- applying one fault ----------------------------------------------------------------------
     def _resolve(self, f: Fault, ev: Event) -> list[int]:
@@ -198,8 +201,8 @@ class Injector:
     def finish(self) -> list[dict[str, Any]]:
         """Undo what is still applied, wait until the cluster is whole, and return the events (as dicts)."""
         self._end.set()
-        if self._thread is not None:
-            self._thread.join(timeout=HEALTH_TIMEOUT_S + 120)
+        for t in self._threads:
+            t.join(timeout=HEALTH_TIMEOUT_S + 120)
         with self._lock:
             down, links = sorted(self._down), list(self._links)
         for f in links:

@@ -8,7 +8,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 KT := $(VENV)/bin/kafkatune
 STAMPS := .make
-APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 nftables procps postgresql chromium mosquitto sockperf \
+APT_PACKAGES := openjdk-17-jre-headless maven kcat iperf3 iproute2 nftables iptables procps postgresql chromium mosquitto sockperf \
   openssh-server openssh-client
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Shaped network for the demo when root (network namespaces + tc); loopback otherwise.

@@ -138,8 +138,8 @@ def check_schedule(
             raise UserError(
                 f"{where}: {f.text}: link faults need the shaped testbed (kafkatune testbed up --network shaped)"
             )
-        if f.kind == "delay" and (why := netns.netem_missing()):
-            raise EnvironmentProblem(f"{where}: {f.text}: a delay needs the kernel's netem qdisc: {why}")
+        if f.kind == "delay" and (why := netns.delay_missing()):
+            raise EnvironmentProblem(f"{where}: {f.text}: {why}")
         for b in f.brokers:
             if b not in brokers:
                 raise UserError(f"{where}: {f.text}: no broker {b} (the cluster has {', '.join(map(str, brokers))})")

@@ -9,12 +9,12 @@ block (RFC 2544, 198.18.0.0/15) and live only inside the namespaces and on the b
 from __future__ import annotations
 
 import ctypes
-import gzip
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core import procs
 from core.errors import EnvironmentProblem
+from records.testbed import TestbedState
 
 CLONE_NEWNET = 0x40000000
 
@@ -110,6 +111,14 @@ def plan(prefix: str, subnet: str, brokers: int, clients: int, rate_mb_s: float)
     return ShapedNetwork(prefix, subnet, f"{prefix}br0", f"{subnet}.254", tuple(hosts), rate_mb_s)
 
 
+def of_state(st: TestbedState, brokers: int, clients: int) -> ShapedNetwork | None:
+    """A testbed's shaped network (hosts, addresses, rate), None when its brokers share this host's loopback."""
+    if st.network != "shaped":
+        return None
+    assert st.subnet and st.nic_mb_s
+    return plan(st.prefix, st.subnet, brokers, clients, st.nic_mb_s)
+
+
 def create(net: ShapedNetwork) -> None:
     """Build the bridge, namespaces, veths and qdiscs. Tears down a half-built one on failure."""
     ok, why = can_shape()
@@ -171,34 +180,57 @@ def drop_random(net: ShapedNetwork, host: str, loss_pct: float, *, undo: bool = 
         raise EnvironmentProblem(f"nft in {h.netns} failed: {proc.stderr.strip()}")
 
 
-def netem_missing() -> str | None:
-    """Why a delay cannot be added here (the kernel was built without the netem qdisc), or None."""
-    cfg = Path("/proc/config.gz")
-    if not cfg.exists() or Path("/sys/module/sch_netem").exists():
-        return None
-    text = gzip.decompress(cfg.read_bytes()).decode(errors="replace")
-    if re.search(r"^CONFIG_NET_SCH_NETEM=[ym]$", text, re.M):
-        return None
-    return "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM is not set in /proc/config.gz)"
+DELAY_QUEUE = 7  # the NFQUEUE a host's delay line reads (one per namespace: hosts do not share it)
+_delay_lines: dict[str, subprocess.Popen[str]] = {}  # netns -> its delay line (testbed.delayline)
+
+
+def _delay_rules(netns: str, action: str) -> list[subprocess.CompletedProcess[str]]:
+    """Insert (-I) or delete (-D) the two rules that send a host's packets, loopback aside, to its delay line."""
+    rule = ["-j", "NFQUEUE", "--queue-num", str(DELAY_QUEUE), "--queue-bypass"]
+    return [
+        _run("ip", "netns", "exec", netns, "iptables", action, chain, "!", flag, "lo", *rule, check=action == "-I")
+        for chain, flag in (("OUTPUT", "-o"), ("INPUT", "-i"))
+    ]
+
+
+def delay_missing() -> str | None:
+    """Why a delay cannot be added here, or None: it needs iptables (its NFQUEUE target)."""
+    return None if shutil.which("iptables") else "iptables is not installed (apt-get install iptables)"
 
 
 def degrade(net: ShapedNetwork, host: str, *, delay_ms: float) -> None:
-    """`delay_ms` more delay on `host`'s link, both ways (a netem qdisc in front of each direction's tbf, so the
-    link keeps its rate). `undo_degrade` puts the plain tbf back."""
+    """`delay_ms` more delay on `host`'s link, each way: every packet it sends or receives (not its loopback) waits
+    in a delay line (testbed.delayline) run in its namespace. The tbf qdiscs are untouched, so the link keeps its
+    rate. A delay line that dies (its parent gone) lets the packets pass at once. `undo_degrade` removes it."""
     h = net.host(host)
-    netem = ["netem", "delay", f"{delay_ms:g}ms"]
-    rate_bit = str(int(net.rate_mb_s * 8e6))
-    burst = str(max(256 * 1024, int(net.rate_mb_s * 1e6 / 100)))
-    for pre, dev in ((["ip", "netns", "exec", h.netns], "eth0"), ([], f"{net.prefix}{h.name}")):
-        _run(*pre, "tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", *netem)
-        tbf = ["tbf", "rate", f"{rate_bit}bit", "burst", burst, "latency", "100ms"]
-        _run(*pre, "tc", "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:", *tbf)
+    if why := delay_missing():
+        raise EnvironmentProblem(f"a delay on {host}'s link: {why}")
+    undo_degrade(net, host)
+    proc = subprocess.Popen(
+        [*exec_prefix(h.netns), sys.executable, "-m", "testbed.delayline", "--queue", str(DELAY_QUEUE),
+         "--delay-ms", f"{delay_ms:g}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    ready = proc.stdout.readline()  # the line it prints once the queue is bound
+    if not ready.startswith("delay line:"):
+        procs.kill(proc.pid)
+        err = proc.stderr.read() if proc.stderr else ""
+        raise EnvironmentProblem(f"the delay line in {h.netns} did not start: {(ready + err).strip()[-500:]}")
+    _delay_lines[h.netns] = proc
+    _delay_rules(h.netns, "-I")
 
 
 def undo_degrade(net: ShapedNetwork, host: str) -> None:
+    """The delay on `host`'s link gone: its rules deleted, then its delay line stopped (what waits goes on)."""
     h = net.host(host)
-    _tbf("eth0", net.rate_mb_s, h.netns)
-    _tbf(f"{net.prefix}{h.name}", net.rate_mb_s)
+    if shutil.which("iptables"):
+        while all(p.returncode == 0 for p in _delay_rules(h.netns, "-D")):
+            pass  # every copy of the rules, also one left by a run that died
+    proc = _delay_lines.pop(h.netns, None)
+    if proc is not None:
+        procs.stop(proc.pid, timeout_s=5)
+        proc.wait()
 
 
 def cut(net: ShapedNetwork, a: str, b: str, *, undo: bool = False) -> None:

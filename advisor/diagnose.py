@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from advisor import links
 from advisor.trials import num
 from loadgen.worker import FULL_WAIT_S
 
@@ -33,8 +34,8 @@ MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it sat
 CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers had acknowledged: the backlog grows
 LEADER_HEAVY = 1.5  # the busiest broker takes ≥ 1.5× its fair 1/N of the produce bytes: leaders are not spread
 
-BOUNDS = ("network_in", "network_out", "forced_flush", "disk", "request_handlers", "network_threads", "replication",
-          "partitions", "consumer", "cpu", "small_batches", "client", "none", "unknown")  # fmt: skip
+BOUNDS = ("network_in", "network_out", "degraded_link", "forced_flush", "disk", "request_handlers", "network_threads",
+          "replication", "partitions", "consumer", "cpu", "small_batches", "client", "none", "unknown")  # fmt: skip
 
 # What each part of a produce request's time means (cluster.metrics.PRODUCE_TIMES), and what moves it.
 TIME_PARTS = {
@@ -98,6 +99,11 @@ def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
             "network_out", f"busiest broker sends {b_out:.1f} MB/s = {b_out / nic:.0%} of its {nic:g} MB/s link"
         )
     return None
+
+
+def _degraded_link(row: dict[str, Any]) -> Diagnosis | None:
+    why = links.degraded(row)
+    return Diagnosis("degraded_link", why) if why else None
 
 
 def flush_time_share(row: dict[str, Any], brokers: int = 3) -> float | None:
@@ -252,7 +258,7 @@ def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
             "resource can be named (its rate was its workload's producerRate)",
         )
     brokers = len((profile or {}).get("brokers") or []) or 3
-    found = _network(row, nic) or _flush(row, brokers)
+    found = _network(row, nic) or _degraded_link(row) or _flush(row, brokers)
     b_in = num(row.get("broker_in_max_mb_s"))
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"

@@ -76,6 +76,8 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
     advice: str = {
         "network_in": "The network binds: more throughput needs more brokers or faster NICs (`kafkatune plan`)",
         "network_out": "Broker egress binds (replication + consumers): more brokers or faster NICs",
+        "degraded_link": "A link drops packets: repair or replace the named host's NIC, cable or switch port (no "
+        "setting recovers what the link loses)",
         "forced_flush": "Forced log flushes bind: remove the flush settings (RF 3 with min.insync.replicas 2 "
         "makes data durable by replication)",
         "disk": "The disk binds: faster or more log dirs",

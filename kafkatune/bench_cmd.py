@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from advisor import links as links_judge
 from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
@@ -27,6 +28,7 @@ from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
 from records.run import RunRecord
+from records.study import link_maps
 
 
 def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: Path | None) -> list[Fault]:
@@ -57,6 +59,11 @@ def _measure(
         events = inj.finish()
     rec.result["faults"] = events
     return rec
+
+
+def _lossy(links: list[dict[str, Any]] | None) -> str | None:
+    """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
+    return links_judge.degraded(link_maps(links)) if links else None
 
 
 def _judge(s: dict[str, Any], d: Path) -> None:
@@ -220,12 +227,16 @@ def command(
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     s = rec.summary
+    lossy = _lossy(rec.result.get("links"))
     if as_json:
         summary = {k: v for k, v in s.items() if k != "per_producer"}
-        click.echo(json.dumps({"out": str(d), **summary, "sustainable": rec.result.get("sustainable")}))
+        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": lossy}
+        click.echo(json.dumps({"out": str(d), **summary, **extra}))
     else:
         if rec.result.get("sustainable"):  # the ramp run's totals mix its steps: the steps are the result
             render.sustainable(rec.result["sustainable"], s, d)
         else:
             render.bench_summary(s, d)
+        if lossy:
+            say(f"degraded link: {lossy}")
     _judge(s, d)

@@ -21,6 +21,9 @@ from loadgen.backlog import GIB
 from loadgen.sustainable import Ramp, Slo
 from loadgen.workload import Workload
 from records.run import RunRecord
+from records.testbed import load_state, state_path
+from testbed import links, netns
+from testbed.lifecycle import CLIENT_HOSTS, NODES
 
 Say = Callable[[str], None]
 
@@ -59,6 +62,13 @@ def refuse_what_cannot_run(w: Workload, log_disk: Path | None = None) -> None:
             )
 
 
+def _shaped(t: Target) -> netns.ShapedNetwork | None:
+    """The shaped testbed's network when `t` is that testbed."""
+    if t.kind != "testbed" or t.state_dir is None or not state_path(t.state_dir).exists():
+        return None
+    return netns.of_state(load_state(state_path(t.state_dir)), NODES, CLIENT_HOSTS)
+
+
 def measure(
     w: Workload,
     t: Target,
@@ -77,14 +87,19 @@ def measure(
     brokers = current_configs(t.bootstrap, t.common, say)
     common = {**t.common, "bootstrap.servers": t.bootstrap}
     found = None
-    if w.discovers_rate:
-        probe, raw, found = sustainable.discover(
-            w, common, slo or Slo(), ramp or Ramp(), placements=t.placements, metrics_urls=t.metrics_urls,
-            on_tick=on_tick, say=say,
-        )  # fmt: skip
-    else:
-        raw = runner.run(w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=say,
-                         keep_topics=keep_topics)  # fmt: skip
+    net = _shaped(t)
+    sampler = links.Sampler(net).start() if net is not None else None
+    try:
+        if w.discovers_rate:
+            probe, raw, found = sustainable.discover(
+                w, common, slo or Slo(), ramp or Ramp(), placements=t.placements, metrics_urls=t.metrics_urls,
+                on_tick=on_tick, say=say,
+            )  # fmt: skip
+        else:
+            raw = runner.run(w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
+                             say=say, keep_topics=keep_topics)  # fmt: skip
+    finally:  # what each link carried, resent, and how long its round trips took (testbed.links)
+        seen = sampler.stop() if sampler is not None else None
     client = {
         "client": "confluent-kafka",
         "version": confluent_kafka.version()[0],
@@ -92,6 +107,8 @@ def measure(
     }
     rec = result.build(raw, t.profile, client)
     rec.result["brokerConfig"] = brokers
+    if seen is not None:
+        rec.result["links"] = seen
     if raw.backlog is not None:
         rec.result["backlog"] = raw.backlog
     if found is not None:

@@ -221,11 +221,21 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "topic_config": {k: str(v) for k, v in (res.get("topicConfig") or {}).items()},
         "warnings": list(summ.get("warnings") or measured.get("warnings") or []),
         "record_produce_mb_s": rates.get("produce_mb_s"),
+        **link_maps(res.get("links") or []),
     }
     for col, field in LATENCY.items():
         v = res.get(field)
         row[col] = float(v) if isinstance(v, int | float) else None
     return row
+
+
+def link_maps(links: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A run's links (testbed.links.per_link) as the trial row's maps, keyed "b1/b2"."""
+    return {
+        "link_data_segs": {"/".join(x["hosts"]): int(x["data_segs"]) for x in links},
+        "link_retrans": {"/".join(x["hosts"]): int(x["retrans"]) for x in links},
+        "link_rtt_ms": {"/".join(x["hosts"]): x["rtt_ms"] for x in links if x.get("rtt_ms") is not None},
+    }
 
 
 def _float(v: Any) -> float | None:

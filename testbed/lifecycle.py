@@ -70,10 +70,7 @@ class Testbed:
         return node_dir(self.state_dir, node_id)
 
     def network(self, st: TestbedState) -> netns.ShapedNetwork | None:
-        if st.network != "shaped":
-            return None
-        assert st.subnet and st.nic_mb_s
-        return netns.plan(st.prefix, st.subnet, NODES, CLIENT_HOSTS, st.nic_mb_s)
+        return netns.of_state(st, NODES, CLIENT_HOSTS)
 
     def client_netns(self, st: TestbedState) -> list[str | None]:
         """Where load workers run: the client hosts' namespaces when shaped, this host (None) otherwise."""

@@ -200,3 +200,75 @@ def test_a_robustness_study_measures_every_trial_under_its_fault(
         (ev,) = r["faults"]  # planned: the run is the measurement, never set aside as disturbed
         assert ev["error"] is None and ev["recovery_s"] > 0 and "disturbed" not in r
         assert r["measured"]["lost"] == 0
+
+
+# ---- a degraded link, as TCP's counters name it (testbed.links, advisor.links) ----------------------------------
+def test_ss_counters_of_a_real_connection_are_read() -> None:
+    """A real TCP connection on loopback sends 200 segments' worth: `ss` in this namespace lists it with the
+    data segments it sent and no retransmission."""
+    import socket
+    import subprocess
+
+    from testbed.links import host_of, parse_ss
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    cli = socket.create_connection(srv.getsockname())
+    peer, _ = srv.accept()
+    try:
+        cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(200):
+            cli.sendall(b"x" * 100)
+            peer.recv(4096)
+        local, remote = f"127.0.0.1:{cli.getsockname()[1]}", f"127.0.0.1:{srv.getsockname()[1]}"
+        out = subprocess.run(["ss", "-tinH", "state", "established"], capture_output=True, text=True, check=True)
+        sent, retrans, rtt_ms = parse_ss(out.stdout)[(local, remote)]
+        assert sent >= 200 and retrans == 0 and 0 < rtt_ms < 50
+        # a Java socket's IPv4 address is IPv4-mapped IPv6 in ss: the same host
+        names = {"198.18.0.11": "b1"}
+        assert host_of("[::ffff:198.18.0.11]:9092", names) == host_of("198.18.0.11:40000", names) == "b1"
+    finally:
+        for s in (cli, peer, srv):
+            s.close()
+
+
+def _links(pct: dict[str, float], segs: int = 10_000) -> dict[str, Any]:
+    return {
+        "link_data_segs": dict.fromkeys(pct, segs),
+        "link_retrans": {k: round(segs * p / 100) for k, p in pct.items()},
+    }
+
+
+def test_the_host_all_lossy_or_slow_links_share_is_named_and_clean_links_name_nothing() -> None:
+    from advisor.diagnose import binding
+
+    base = {"state": "complete", "mb_s": 2.0, "rate_mode": "fixed-rate", "replica_lag_max": 1200.0}
+    lossy = {"b1/b2": 4.1, "b2/b3": 5.3, "b2/c1": 3.9, "b1/b3": 0.02, "b1/c1": 0.0, "b3/c2": 0.05}
+    d = binding({**base, **_links(lossy)}, None)
+    assert d.bound == "degraded_link" and d.reason.startswith("broker 2's link drops packets"), d
+    assert "broker 2 and broker 3 5.3 %" in d.reason and "every other link ≤ 0.1 %" in d.reason
+    assert "1,200 messages behind" in d.reason
+    # one lossy pair: which end drops cannot be told, the pair is named
+    one = binding({**base, **_links({"b1/b3": 2.0, "b1/b2": 0.0, "b2/b3": 0.0})}, None)
+    assert one.bound == "degraded_link" and one.reason.startswith("the link between broker 1 and broker 3 drops")
+    # resends on links that share no host (tail-loss probes on a busy machine): no link is named
+    scattered = {"b1/b2": 0.9, "b3/c1": 1.1, "b2/b3": 0.1, "b1/c1": 0.2}
+    assert binding({**base, **_links(scattered)}, None).bound == "none"
+    # clean links, or too few segments to say: no link is named
+    assert binding({**base, **_links({"b1/b2": 0.1, "b2/b3": 0.2})}, None).bound != "degraded_link"
+    assert binding({**base, **_links({"b1/b2": 9.0, "b2/b3": 9.0}, segs=100)}, None).bound != "degraded_link"
+    # no loss, but every round trip through broker 3's link 40 ms longer
+    rtt = {"b1/b3": 41.2, "b2/b3": 40.8, "b3/c1": 41.0, "b1/b2": 0.4, "b1/c1": 0.3}
+    slow = binding({**base, **_links(dict.fromkeys(rtt, 0.0)), "link_rtt_ms": rtt}, None)
+    assert slow.bound == "degraded_link" and slow.reason.startswith("broker 3's link is slow"), slow
+    assert "every other link ≤ 0.4 ms" in slow.reason
+    # a loaded network queues on every link: no host shared by all the slow ones, no delay is named; nor when the
+    # links without the host are nearly as slow
+    queued = {"b1/b2": 30.0, "b1/b3": 25.0, "b2/b3": 28.0}
+    assert binding({**base, **_links(dict.fromkeys(queued, 0.0)), "link_rtt_ms": queued}, None).bound == "none"
+    near = {**rtt, "b1/b2": 20.0}
+    assert binding({**base, **_links(dict.fromkeys(near, 0.0)), "link_rtt_ms": near}, None).bound == "none"
+    # both at once, on two hosts: each is named
+    both = {**_links({**dict.fromkeys(rtt, 0.0), "b1/b2": 3.0, "b2/c1": 4.0}), "link_rtt_ms": {**rtt, "b2/c1": 0.5}}
+    both["link_data_segs"]["b2/c1"] = 10_000
+    d = binding({**base, **both}, None)
+    assert d.reason.startswith("broker 2's link drops packets") and "; broker 3's link is slow" in d.reason, d

@@ -130,12 +130,14 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
     (one partition puts all produce traffic on one leader, whose link also carries the replication to both
     followers and the consumer: about 3x its produce rate), and buffer.memory 32 -> 64 MiB, none at this load
     (below the sustainable rate the buffer never fills). Kafka's defaults and the tuned configuration are
-    confirmed 3 times each, and each key is put back alone 3 times, interleaved; then the recommended
-    configuration runs at one fixed rate (the operating point) until a rate holds 60 % of the SLO for 30 s.
+    confirmed 4 times each (one transient stall in a ramp ends it two steps early: with 3 repeats, one such
+    outlier made the tuned configuration indistinguishable from the defaults), and each key is put back alone 3
+    times, interleaved; then the recommended configuration runs at one fixed rate (the operating point) until a
+    rate holds 60 % of the SLO for 30 s.
 
     Tried first and measured here, not robust enough for a test with 3 repeats: batch.size 16 KB -> 256 KB has
     no effect on this link's sustainable rate (its latency binds first); compression.type lz4 on text payloads
-    gained about 1.6 MB/s with an interval that included 0 (the ramp's 12 % steps make repeats spread)."""
+    gained about 1.6 MB/s with an interval that included 0 (the ramp steps make repeats spread)."""
     tmp = tmp_path_factory.mktemp("tuned")
     spec = tmp / "s.yaml"
     spec.write_text(
@@ -159,9 +161,12 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 ],
                 "baselines": [],
                 "slo": {"p99_e2e_ms": SLO_MS},
-                "confirm": {"top": 1, "repeats": 3},
+                "confirm": {"top": 1, "repeats": 4},
                 "ablate": {"repeats": 3},
                 "measurement": {"warmup_s": 3, "window_s": 3, "windows": 1},
+                # every sustainable rate here is 0.65-1.0x its probe: the default ramp's two lowest steps
+                # (0.5, 0.56) always held, 6 s of each of the 16 ramps; 6 steps from 0.6 are 13 % apart
+                "ramp": {"low": 0.6, "high": 1.1, "steps": 6},
                 "seed": 3,
             }
         )
@@ -192,7 +197,7 @@ def test_a_key_with_an_effect_is_recommended_and_one_without_is_left_out(tuned: 
     # every candidate's figure has its repeats and interval; the noise is the runs' own
     cands = s["confirmation"]["candidates"]
     assert {c["label"] for c in cands} == {"baseline:kafka-defaults", "producer#0"}
-    assert all(len(c["repeats"]) == 3 and c["interval"]["low"] is not None for c in cands)
+    assert all(len(c["repeats"]) == 4 and c["interval"]["low"] is not None for c in cands)
     assert s["noise"]["between_run_sd_mb_s"] > 0 and s["confirmation"]["vs_defaults"]["distinguishable"]
     # the files an operator applies hold the key with an effect, not the one without
     files = tuned / "report" / "recommended"
@@ -214,9 +219,10 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
     op = s["operating_point"]  # the rate the sweep says the recommended configuration holds (sweeps.hold)
     assert op["held"] and op["p99_e2e_ms"] <= op["headroom"] * SLO_MS and op["headroom"] < 1, op
     rate = op["rate_msg_s"]
-    # the sustainable rate: the mean of the rates the confirmation's ramps held (the operating point is below it)
+    # the highest rate any confirmation ramp held (the operating point is below it): 20 % above it must miss. Not
+    # above their mean: a ramp's answer moves 20-40 % between runs here (4,777-6,698 msg/s in one sweep)
     chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
-    sustained = sum(chosen["rates_msg_s"]) / len(chosen["rates_msg_s"])
+    sustained = max(chosen["rates_msg_s"])
     assert rate <= max(chosen["rates_msg_s"]), (rate, chosen["rates_msg_s"])
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
     assert f"operating point: {rate:,.0f} msg/s" in (tuned / "report" / "report.md").read_text()
@@ -243,7 +249,7 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
         got[name] = json.loads(proc.stdout)
     at, above = got["at"], got["above"]
     print(f"operating point {rate:,.0f} msg/s held p99 e2e {op['p99_e2e_ms']} ms; its next run "
-          f"{at['end_to_end_latency_ms']['p99']} ms; 1.2x the sustainable {sustained:,.0f} msg/s: "
+          f"{at['end_to_end_latency_ms']['p99']} ms; 1.2x the highest held {sustained:,.0f} msg/s: "
           f"{above['end_to_end_latency_ms']['p99']} ms, delivered {above['consume_msg_s']:,.0f} msg/s")  # fmt: skip
     assert at["lost"] == 0 and at["consume_msg_s"] >= 0.95 * rate
     assert at["end_to_end_latency_ms"]["p99"] <= SLO_MS
@@ -517,11 +523,16 @@ def test_remote_probes_measure_links_and_disks_over_ssh(
     assert not list(Path("/tmp").glob("kafkatune-probe-*.py"))  # the hosts' /tmp is this one
 
 
-def test_packet_loss_on_one_brokers_link_loses_no_acknowledged_message(shaped: Testbed, tmp_path: Path) -> None:
-    """5 % of broker 2's packets dropped each way for the whole window (faults: nftables in its namespace)."""
+def test_loss_on_one_brokers_link_and_delay_on_anothers_lose_nothing_and_each_is_named(
+    shaped: Testbed, spark: Any, tmp_path: Path
+) -> None:
+    """For the whole window, 5 % of broker 2's packets dropped each way (nftables in its namespace) and every packet
+    of broker 3's held 20 ms each way (testbed.delayline): nothing acknowledged is lost, and the diagnosis names
+    each host from what TCP met on every link (testbed.links: retransmissions, round trips), not from the faults
+    it was told about."""
     wl = write_workload(
         tmp_path / "w.yaml",
-        name="lossy-link",
+        name="degraded-links",
         partitionsPerTopic=6,
         producersPerTopic=2,
         consumerPerSubscription=2,
@@ -533,19 +544,32 @@ def test_packet_loss_on_one_brokers_link_loses_no_acknowledged_message(shaped: T
     )
     out = tmp_path / "run"
     args = ("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out), "--json")
-    proc = kafkatune(*args, "--fault", "loss=5%:broker2@0+15")
+    proc = kafkatune(*args, "--fault", "loss=5%:broker2@0+15", "--fault", "delay=20ms:broker3@0+15")
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((out / "result.json").read_text())
     s = res["summary"]
     assert s["lost"] == 0 and s["acknowledged"] >= 0.9 * 2000 * 15
-    (ev,) = res["faults"]
-    assert ev["brokers"] == [2] and ev["error"] is None
-    assert ev["restored_s"] - ev["effect_s"] == pytest.approx(15, abs=1.5) and ev["healthy_s"] >= ev["restored_s"]
-    # the rules are gone with the fault
-    listed = subprocess.run(["ip", "netns", "exec", "ktt-b2", "nft", "list", "tables"], capture_output=True, text=True)
-    assert netns.NFT_TABLE not in listed.stdout
-    # a delay needs netem: where the kernel has none, the run is refused before anything starts, saying so
-    why = netns.netem_missing()
-    if why:
-        bad = kafkatune(*args, "--fault", "delay=20ms:broker2@0+5")
-        assert bad.returncode != 0 and "netem" in bad.stderr, bad.stderr[-2000:]
+    assert sorted(ev["brokers"][0] for ev in res["faults"]) == [2, 3]
+    for ev in res["faults"]:
+        assert ev["error"] is None and ev["restored_s"] - ev["effect_s"] == pytest.approx(15, abs=1.5), ev
+        assert ev["healthy_s"] >= ev["restored_s"]
+    links = {"/".join(x["hosts"]): x for x in res["links"] if x["data_segs"] >= 500}
+    print("per link: % resent, round trip ms:", {k: (x["retrans_pct"], x["rtt_ms"]) for k, x in links.items()})
+    # every link of broker 2 resent more than any link without it; every link of broker 3 took longer (20 ms each
+    # way: 40 ms more a round trip) than any link without it
+    for host, field in (("b2", "retrans_pct"), ("b3", "rtt_ms")):
+        mine = [x[field] for k, x in links.items() if host in k.split("/")]
+        others = [x[field] for k, x in links.items() if host not in k.split("/")]
+        assert len(mine) >= 3 and others and min(mine) > max(others), (host, field, links)
+    assert min(x["rtt_ms"] for k, x in links.items() if "b3" in k.split("/")) >= 30, links
+    said = json.loads(proc.stdout)["degraded_link"]
+    assert said.startswith("broker 2's link drops packets") and "broker 3's link is slow" in said, said
+    analyze(out, spark)
+    (t,) = rows(load_table(out / "analysis", "trials"))
+    print(f"bound {t['bound']}: {t['bound_reason']}")
+    assert t["bound"] == "degraded_link" and t["bound_reason"] == said
+    # the faults' rules and the delay line are gone with them
+    for ns, cmd in (("ktt-b2", ["nft", "list", "tables"]), ("ktt-b3", ["iptables", "-S"])):
+        listed = subprocess.run(["ip", "netns", "exec", ns, *cmd], capture_output=True, text=True).stdout
+        assert netns.NFT_TABLE not in listed and "NFQUEUE" not in listed, listed
+    assert "testbed.delayline" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout

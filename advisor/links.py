@@ -1,0 +1,107 @@
+"""A degraded link, named from what TCP met on every link of the shaped testbed (testbed.links, in the trial row
+as link_data_segs, link_retrans and link_rtt_ms, keyed "b1/b2").
+
+A host whose link drops packets or delays them shows it on every pair it is part of, and the pairs without it
+stay clean: the host the flagged pairs share is the one named. One flagged pair alone cannot say which of its
+two ends is at fault, and flagged pairs that share no host (a saturated network queues on every link) name none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.trials import num
+
+# a link resending this share of its data segments drops packets. Measured with 5 % of one broker's packets
+# dropped each way: its links resent 1.3-2.5 % (a segment TCP counts can be many packets' worth), the others
+# 0.1-0.4 % (tail-loss probes on a busy machine count as retransmissions too)
+LOSSY_PCT = 0.8
+# a host whose every link takes this long a round trip, and SLOW_FACTOR x the slowest link without it, has a slow
+# link: loaded links queue (tbf), all of them alike, so only one host's links far above the rest are a delay
+# (measured: 20 ms each way on one broker's link: its links 41-45 ms, the others 2.8-7.3 ms, some of those
+# losing 5 % of their packets)
+SLOW_RTT_MS = 10.0
+SLOW_FACTOR = 3.0
+LINK_MIN_SEGS = 500  # fewer data segments on a link say nothing about it
+
+
+def host_words(name: str) -> str:
+    """A shaped testbed host's name in words: b2 -> broker 2, c1 -> client host c1."""
+    if name.startswith("b") and name[1:].isdigit():
+        return f"broker {name[1:]}"
+    return "this machine" if name == "machine" else f"client host {name}"
+
+
+def pair_words(pair: str) -> str:
+    return " and ".join(host_words(h) for h in pair.split("/"))
+
+
+def carried(row: dict[str, Any]) -> dict[str, int]:
+    """The links ("b1/b2") that carried LINK_MIN_SEGS data segments or more, with their segments."""
+    return {k: int(s) for k, s in (row.get("link_data_segs") or {}).items() if s and s >= LINK_MIN_SEGS}
+
+
+def loss_pct(row: dict[str, Any]) -> dict[str, float]:
+    """Per carrying link: the share of its data segments TCP resent, %."""
+    ret = row.get("link_retrans") or {}
+    return {k: 100 * (ret.get(k) or 0) / s for k, s in carried(row).items()}
+
+
+def rtt_ms(row: dict[str, Any]) -> dict[str, float]:
+    """Per carrying link with a round trip read: its median smoothed RTT, ms."""
+    rtt = row.get("link_rtt_ms") or {}
+    return {k: float(rtt[k]) for k in carried(row) if rtt.get(k) is not None}
+
+
+def _shared_host(flagged: list[str]) -> str | None:
+    shared = set.intersection(*(set(k.split("/")) for k in flagged))
+    return shared.pop() if len(flagged) >= 2 and len(shared) == 1 else None
+
+
+def _each(values: dict[str, float], flagged: list[str], fmt: str) -> tuple[str, str]:
+    """The flagged links with their values, and the highest of the others."""
+    each = ", ".join(f"{pair_words(k)} {fmt.format(values[k])}" for k in flagged)
+    others = [v for k, v in values.items() if k not in flagged]
+    return each, (f"; every other link ≤ {fmt.format(max(others))}" if others else "")
+
+
+def _lossy(pct: dict[str, float]) -> str | None:
+    """Links resending LOSSY_PCT or more: their host when they share one, the pair when only one link does."""
+    flagged = sorted((k for k, v in pct.items() if v >= LOSSY_PCT), key=lambda k: -pct[k])
+    if not flagged:
+        return None
+    each, rest = _each(pct, flagged, "{:.1f} %")
+    host = _shared_host(flagged)
+    if host is None and len(flagged) == 1:  # one path: which of its two ends cannot be told
+        return f"the link between {pair_words(flagged[0])} drops packets: TCP resent {each}{rest}"
+    if host is None:  # resends scattered over links that share no host: no one link to name
+        return None
+    return (
+        f"{host_words(host)}'s link drops packets: TCP resent a share of the data segments on each of its links "
+        f"({each}){rest}"
+    )
+
+
+def _slow(rtt: dict[str, float]) -> str | None:
+    """One host whose every link takes SLOW_RTT_MS or more a round trip, SLOW_FACTOR x the slowest link without it.
+    Slow links that share no host are a loaded network (every link queues), not a delay: nothing is said."""
+    flagged = sorted((k for k, v in rtt.items() if v >= SLOW_RTT_MS), key=lambda k: -rtt[k])
+    host = _shared_host(flagged) if flagged else None
+    if host is None:
+        return None
+    without = [v for k, v in rtt.items() if host not in k.split("/")]
+    mine = [v for k, v in rtt.items() if host in k.split("/")]
+    if min(mine) < SLOW_RTT_MS or (without and min(mine) < SLOW_FACTOR * max(without)):
+        return None
+    each, rest = _each(rtt, flagged, "{:.1f} ms")
+    return f"{host_words(host)}'s link is slow: TCP round trips on each of its links ({each}){rest}"
+
+
+def degraded(row: dict[str, Any]) -> str | None:
+    """Why links are degraded, packet loss and delay each naming its host when its flagged links share one; None
+    when every link is clean."""
+    parts = [f for f in (_lossy(loss_pct(row)), _slow(rtt_ms(row))) if f]
+    if not parts:
+        return None
+    lag = num(row.get("replica_lag_max"))
+    return "; ".join(parts) + (f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag else "")

@@ -14,7 +14,7 @@ from cluster.inventory import load_inventory
 from core import paths
 from core.errors import RunFailed, UserError
 from drivers.api import load_driver
-from faults.inject import Injector
+from faults.inject import DRAIN_IDLE_S, Injector
 from faults.spec import Fault, check_schedule
 from faults.spec import parse as parse_fault
 from kafkatune import render
@@ -53,6 +53,8 @@ def _measure(
     if not faults:
         return bench.measure(w, t, on_tick=view, say=say, **kw)
     inj = Injector(open_testbed(state_dir), faults, say=say)
+    # a consumer whose partition's leader failed over may wait long for it: the drain waits too
+    w = w.model_copy(update={"drainIdleSeconds": max(w.drainIdleSeconds, DRAIN_IDLE_S)})
     try:
         rec = bench.measure(w, t, on_tick=chain(view, inj.on_tick), say=say, **kw)
     finally:

@@ -354,7 +354,7 @@ def _collect(
             if (
                 w.subscriptionsPerTopic == 0
                 or (received >= acked * subs and idle > 0.5)
-                or idle > 10
+                or idle > w.drainIdleSeconds
                 or now > drain_deadline
             ):
                 raw.drain_s = now - t_drain

@@ -35,6 +35,7 @@ LOAD = {
     "producerRate": 2000,
     "testDurationMinutes": 8 / 60,
     "drainTimeoutSeconds": 180,
+    "drainIdleSeconds": 60,  # as bench --fault: a consumer whose leader failed over may wait over 10 s for it
     "topicConfig": {"min.insync.replicas": 2},
     "producerConfig": {"acks": "all", "enable.idempotence": True},
 }

@@ -27,7 +27,6 @@ from testbed.lifecycle import Testbed
 Say = Callable[[str], None]
 HEALTH_TIMEOUT_S = 180.0
 SETTLE_S = 5.0  # the cluster is whole once every partition has kept its full ISR this long
-DRAIN_IDLE_S = 60.0  # a run with faults drains until nothing arrived this long (loadgen.workload.drainIdleSeconds)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from cluster.inventory import load_inventory
 from core import paths
 from core.errors import RunFailed, UserError
 from drivers.api import load_driver
-from faults.inject import DRAIN_IDLE_S, Injector
+from faults.inject import Injector
 from faults.spec import Fault, check_schedule
 from faults.spec import parse as parse_fault
 from kafkatune import render
@@ -53,8 +53,7 @@ def _measure(
     if not faults:
         return bench.measure(w, t, on_tick=view, say=say, **kw)
     inj = Injector(open_testbed(state_dir), faults, say=say)
-    # a consumer whose partition's leader failed over may wait long for it: the drain waits too
-    w = w.model_copy(update={"drainIdleSeconds": max(w.drainIdleSeconds, DRAIN_IDLE_S)})
+    w = w.with_faults()
     try:
         rec = bench.measure(w, t, on_tick=chain(view, inj.on_tick), say=say, **kw)
     finally:
@@ -63,7 +62,7 @@ def _measure(
     return rec
 
 
-def _lossy(links: list[dict[str, Any]] | None) -> str | None:
+def _degraded(links: list[dict[str, Any]] | None) -> str | None:
     """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
     return links_judge.degraded(link_maps(links)) if links else None
 
@@ -229,16 +228,16 @@ def command(
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     s = rec.summary
-    lossy = _lossy(rec.result.get("links"))
+    degraded = _degraded(rec.result.get("links"))
     if as_json:
         summary = {k: v for k, v in s.items() if k != "per_producer"}
-        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": lossy}
+        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": degraded}
         click.echo(json.dumps({"out": str(d), **summary, **extra}))
     else:
         if rec.result.get("sustainable"):  # the ramp run's totals mix its steps: the steps are the result
             render.sustainable(rec.result["sustainable"], s, d)
         else:
             render.bench_summary(s, d)
-        if lossy:
-            say(f"degraded link: {lossy}")
+        if degraded:
+            say(f"degraded link: {degraded}")
     _judge(s, d)

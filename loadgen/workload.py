@@ -24,6 +24,9 @@ ConfigValue = str | int | float | bool
 MAX_CLIENT_PROCESSES = 1024
 
 
+FAULT_DRAIN_IDLE_S = 60.0  # a run with faults drains until nothing arrived this long (Workload.with_faults)
+
+
 class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -62,7 +65,7 @@ class Workload(BaseModel):
     # kafkatune's own: the drain also ends once no message arrived for this long (what is still owed is then
     # lost). A consumer whose partition's leader failed over can wait longer than 10 s for it (measured: a hard
     # bounce of a leader left one partition unread for over 10 s while 24 % of the messages were owed):
-    # runs with faults wait at least faults.inject.DRAIN_IDLE_S.
+    # runs with faults wait at least FAULT_DRAIN_IDLE_S (with_faults).
     drainIdleSeconds: Annotated[float, Field(gt=0, le=3600)] = 10
     # kafkatune's own: an application's processing time per message (µs), spent in each consumer's handler
     # as a sleep (I/O, not CPU). 0 = none. It makes a consumer that cannot keep up, as a slow application does.
@@ -123,6 +126,11 @@ class Workload(BaseModel):
         if self.payloadFile is not None:
             return f"the bytes of {self.payloadFile}"
         return f"{self.payloadContent} bodies"
+
+    def with_faults(self) -> Workload:
+        """This workload as a run with faults drains it: a consumer whose partition's leader failed over may wait
+        long for it, so the drain waits at least FAULT_DRAIN_IDLE_S for the next message."""
+        return self.model_copy(update={"drainIdleSeconds": max(self.drainIdleSeconds, FAULT_DRAIN_IDLE_S)})
 
     def str_map(self, which: Literal["producerConfig", "consumerConfig", "topicConfig"]) -> dict[str, str]:
         m: dict[str, ConfigValue] = getattr(self, which)

@@ -63,12 +63,12 @@ TRIAL_FIELDS: list[tuple[str, str]] = [
     ("network_processor_idle", "double"),
     ("under_replicated_seconds", "long"),
     ("replica_lag_max", "double"),  # the furthest follower behind its leader, messages (ReplicaFetcherManager MaxLag)
-    ("controller_bad_seconds", "long"),
+    ("controller_bad_seconds", "long"),  # measured seconds without exactly one active controller
     # per pair of shaped-testbed hosts ("b1/b2"): TCP data segments sent and retransmitted over the run, and the
-    # median smoothed round trip at its end (testbed.links)
+    # median over its readings of the pair's smoothed round trip (testbed.links)
     ("link_data_segs", "map<string,long>"),
     ("link_retrans", "map<string,long>"),
-    ("link_rtt_ms", "map<string,double>"),  # measured seconds without exactly one active controller
+    ("link_rtt_ms", "map<string,double>"),
     ("broker_cpu", "double"),
     ("leader_share", "double"),  # the busiest broker's share of the produce bytes (1/N when balanced)
     # the brokers' counters over the measure window (spark.series.evidence)

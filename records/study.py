@@ -230,7 +230,7 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
 
 
 def link_maps(links: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """A run's links (testbed.links.per_link) as the trial row's maps, keyed "b1/b2"."""
+    """A run's links (result.json `links`, testbed.links.Sampler.rows) as the trial row's maps, keyed "b1/b2"."""
     return {
         "link_data_segs": {"/".join(x["hosts"]): int(x["data_segs"]) for x in links},
         "link_retrans": {"/".join(x["hosts"]): int(x["retrans"]) for x in links},

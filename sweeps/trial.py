@@ -20,7 +20,7 @@ from typing import Any
 from brokerconf import catalogue
 from cluster import admin
 from faults.disturbed import disturbances
-from faults.inject import DRAIN_IDLE_S, Injector
+from faults.inject import Injector
 from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick
@@ -206,9 +206,7 @@ class _Trial:
         t_run = time.monotonic()
         planned = self.spec.fault_list()
         inj = Injector(t.testbed, planned, say=self.say) if planned and t.testbed is not None else None
-        w = self.workload
-        if inj is not None:  # a consumer whose leader failed over may wait long for it: the drain waits too
-            w = w.model_copy(update={"drainIdleSeconds": max(w.drainIdleSeconds, DRAIN_IDLE_S)})
+        w = self.workload if inj is None else self.workload.with_faults()
         try:
             raw = runner.run(
                 w,

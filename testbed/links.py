@@ -78,7 +78,7 @@ def host_of(addr: str, names: Mapping[str, str]) -> str | None:
 
 
 class Sampler:
-    """The links' counters over a run: `start()` before it, `stop()` after it returns per_link's rows."""
+    """The links' counters over a run: `start()` before it, `stop()` after it returns `rows()`."""
 
     def __init__(self, net: ShapedNetwork, every_s: float = EVERY_S) -> None:
         self.net, self.every_s = net, every_s

@@ -24,6 +24,9 @@ from core.errors import EnvironmentProblem, UserError
 DeliveryCallback = Callable[[str | None, bytes], None]
 # (payload, key): queue one message; Producer.sender binds its delivery callback once
 Sender = Callable[[bytes, bytes | None], None]
+# (payloads): queue these messages, no key; returns the indexes of those the client's full buffer refused (in
+# order; empty when all were queued). Producer.batch_sender binds its delivery callback once.
+BatchSender = Callable[[list[bytes]], list[int]]
 # on_message(payload) for every message a consumer receives.
 MessageCallback = Callable[[bytes], None]
 
@@ -101,6 +104,11 @@ class Producer(abc.ABC):
             self.send(key, payload, on_done)
 
         return send, (BufferFull,)
+
+    def batch_sender(self, on_done: DeliveryCallback) -> BatchSender | None:
+        """The max-rate send loop's path for keyless messages, when the client takes many in one call (one
+        Python call per batch instead of one per message): see `BatchSender`. None: send one at a time."""
+        return None
 
     def send_now(self, payload: bytes, on_done: DeliveryCallback, timeout_s: float = 30.0) -> None:
         """One message on its way at once, for a caller that waits for each (the ping-pong). The default sends

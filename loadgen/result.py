@@ -380,6 +380,8 @@ def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, An
         "producer_stats_samples": len(samples),
         "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
         "buffer_full_events": full,
+        # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at max rate)
+        "records_per_send_call": max((p.get("records_per_send_call", 1) for p in raw.producers.values()), default=1),
         "machine_cpu_percent": raw.machine_cpu_percent,
         "consumers_idle": idle,
     }

@@ -116,6 +116,35 @@ def test_max_rate_counts_every_acknowledgement_exactly_without_a_callback_each(
     assert s["end_to_end_latency_ms"]["count"] > 0
 
 
+def test_max_rate_hands_batches_and_resends_what_a_full_queue_refused_exactly_once(
+    healthy: TestbedState, unique: str
+) -> None:
+    """Keyless max-rate records go to librdkafka in batches (loadgen.worker._blast); a queue of 300 messages
+    refuses parts of batches again and again, and every refused record goes again: nothing lost, nothing twice,
+    every sequence number accounted for."""
+    w = parse_workload(
+        {
+            "name": f"batch-{unique}",
+            "partitionsPerTopic": 3,
+            "messageSize": 100,
+            "producersPerTopic": 1,
+            "warmupDurationMinutes": 0.03,
+            "testDurationMinutes": 0.1,
+            "producerConfig": {"acks": "all", "linger.ms": 5, "queue.buffering.max.messages": 300},
+        }
+    )
+    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    s = result.build(raw).result["summary"]
+    assert s["client"]["records_per_send_call"] == 64
+    assert s["client"]["buffer_full_events"] > 0  # the queue did refuse batches
+    assert s["acknowledged"] > 5000 and s["lost"] == 0 and s["duplicated"] == 0
+    assert s["consumed"] == s["acknowledged"]
+    assert s["sent"] == (
+        s["acknowledged"] + s["dropped_unsent_at_end"] + s["publish_errors"] + s["unacknowledged_at_end"]
+    ), s
+    assert sum(t.msgs for t in raw.ticks if t.role == "producer") == s["acknowledged"]
+
+
 def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: TestbedState, unique: str) -> None:
     w = parse_workload(
         {

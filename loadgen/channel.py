@@ -16,7 +16,7 @@ TIMING_FIELDS = ("t0_ns", "measure_start_ns", "measure_end_ns", "produce_end_ns"
 
 # Imported once by the fork server, so every worker forked from it has them (a module that fails to import is
 # skipped there and imported by the worker that needs it).
-PRELOAD = ("loadgen.worker", "drivers.kafka")
+PRELOAD = ("loadgen.worker", "loadgen.consumer", "drivers.kafka")
 
 
 def read_timing(shared: Any) -> dict[str, int]:

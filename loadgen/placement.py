@@ -24,8 +24,9 @@ from typing import Any, Protocol
 from cluster.clients import WORKER_AGENT, RemoteClient
 from cluster.target import Placement
 from loadgen.channel import Channel, read_timing
+from loadgen.consumer import run_consumer
 from loadgen.wire import decode, encode
-from loadgen.worker import WorkerTask, run_consumer, run_producer
+from loadgen.worker import WorkerTask, run_producer
 
 
 class Workers(Protocol):

@@ -1,4 +1,5 @@
-"""Load worker processes: one producer or one consumer each, timed by the framework.
+"""Load worker processes: one producer or one consumer each (the consumer side in loadgen.consumer), timed by the
+framework.
 
 The parent (`loadgen.runner`) starts workers from a fork server (`loadgen.channel`) and talks to them through one
 queue. Every message the workers put on it is a plain tuple:
@@ -31,7 +32,7 @@ from typing import Any
 
 from drivers import api
 from loadgen import payload
-from loadgen.accounts import Clock, ConsumerState, ProducerState
+from loadgen.accounts import Clock, ProducerState
 from loadgen.channel import read_timing
 from loadgen.recorder import new_histogram, record_ns
 from loadgen.ticker import Ticker
@@ -93,7 +94,8 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _enter(task: WorkerTask) -> api.Driver:
+def enter(task: WorkerTask) -> api.Driver:
+    """In a worker process: exit with the parent, enter the task's network namespace, open its driver."""
     _exit_with_parent()
     if task.netns:
         netns.enter(task.netns)
@@ -104,7 +106,7 @@ def run_producer(
     task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
 ) -> None:
     try:
-        drv = _enter(task)
+        drv = enter(task)
         prod = drv.create_counting_producer(task.topic, task.overrides) if task.count_acks else None
         counting = prod is not None
         prod = prod or drv.create_producer(task.topic, task.overrides)
@@ -343,72 +345,3 @@ def _finish(
     # run, after the consumers drained; `stop` is that signal (and the interruption signal).
     stop.wait(timing["drain_timeout_s"] + LINGER_SLACK_S)
     prod.close()
-
-
-class _Working:
-    """A consumer application's processing time per message, spent after the framework counted it: sleeps
-    taken in slices of at least 1 ms (a sleep's own overhead would inflate shorter ones), so n messages
-    cost n × `work_ns` however they arrive."""
-
-    def __init__(self, handler: api.MessageCallback, work_ns: int) -> None:
-        self.handler, self.work_ns, self.debt = handler, work_ns, 0
-
-    def __call__(self, data: bytes) -> None:
-        self.handler(data)
-        self.debt += self.work_ns
-        if self.debt >= 1_000_000:
-            t = time.perf_counter_ns()
-            time.sleep(self.debt / 1e9)
-            self.debt -= time.perf_counter_ns() - t
-
-
-def run_consumer(
-    task: WorkerTask,
-    q: Queue[Any],
-    timing: Any,
-    go: Event,
-    stop: Event,
-    pause: Event | None = None,
-    clock: Clock = time.time_ns,
-) -> None:
-    try:
-        drv = _enter(task)
-        st = ConsumerState(clock, task.message_size)
-        handler = _Working(st.on_message, task.work_ns) if task.work_ns else st.on_message
-        cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
-        announced = False
-        while not go.is_set():  # poll so that the group forms and partitions get assigned
-            cons.poll(0.05)
-            if not announced and cons.ready():
-                q.put(("ready", "consumer", task.wid))
-                announced = True
-        tl = read_timing(timing)
-        st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
-        tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
-        received = 0
-        paused = False
-        while not stop.is_set():
-            if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)
-                paused = not paused
-                cons.pause() if paused else cons.resume()
-            received += cons.poll(0.1)
-            tick.catch_up(clock())
-        tick.emit()
-        errors = getattr(cons, "errors", 0)
-        cons.close()
-        drv.close()
-        q.put(
-            (
-                "done",
-                "consumer",
-                task.wid,
-                {
-                    "received": received,
-                    "errors": errors,
-                    "seen": {pid: bytes(m) for pid, m in st.seen.items()},
-                    "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
-                },
-            )
-        )
-    except BaseException:
-        q.put(("error", "consumer", task.wid, traceback.format_exc(limit=8)))

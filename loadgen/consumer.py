@@ -1,0 +1,85 @@
+"""Load worker processes, the consumer side: one consumer each, timed by the framework (the messages it puts on the
+coordinator's queue are described in loadgen.worker)."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
+from typing import Any
+
+from drivers import api
+from loadgen.accounts import Clock, ConsumerState
+from loadgen.channel import read_timing
+from loadgen.ticker import Ticker
+from loadgen.worker import WorkerTask, enter
+
+
+class _Working:
+    """A consumer application's processing time per message, spent after the framework counted it: sleeps
+    taken in slices of at least 1 ms (a sleep's own overhead would inflate shorter ones), so n messages
+    cost n × `work_ns` however they arrive."""
+
+    def __init__(self, handler: api.MessageCallback, work_ns: int) -> None:
+        self.handler, self.work_ns, self.debt = handler, work_ns, 0
+
+    def __call__(self, data: bytes) -> None:
+        self.handler(data)
+        self.debt += self.work_ns
+        if self.debt >= 1_000_000:
+            t = time.perf_counter_ns()
+            time.sleep(self.debt / 1e9)
+            self.debt -= time.perf_counter_ns() - t
+
+
+def run_consumer(
+    task: WorkerTask,
+    q: Queue[Any],
+    timing: Any,
+    go: Event,
+    stop: Event,
+    pause: Event | None = None,
+    clock: Clock = time.time_ns,
+) -> None:
+    try:
+        drv = enter(task)
+        st = ConsumerState(clock, task.message_size)
+        handler = _Working(st.on_message, task.work_ns) if task.work_ns else st.on_message
+        cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
+        announced = False
+        while not go.is_set():  # poll so that the group forms and partitions get assigned
+            cons.poll(0.05)
+            if not announced and cons.ready():
+                q.put(("ready", "consumer", task.wid))
+                announced = True
+        tl = read_timing(timing)
+        st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
+        tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
+        received = 0
+        paused = False
+        while not stop.is_set():
+            if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)
+                paused = not paused
+                cons.pause() if paused else cons.resume()
+            received += cons.poll(0.1)
+            tick.catch_up(clock())
+        tick.emit()
+        errors = getattr(cons, "errors", 0)
+        cons.close()
+        drv.close()
+        q.put(
+            (
+                "done",
+                "consumer",
+                task.wid,
+                {
+                    "received": received,
+                    "errors": errors,
+                    "seen": {pid: bytes(m) for pid, m in st.seen.items()},
+                    "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
+                },
+            )
+        )
+    except BaseException:
+        q.put(("error", "consumer", task.wid, traceback.format_exc(limit=8)))

@@ -16,7 +16,7 @@ from typing import Any
 
 from advisor import links
 from advisor.trials import num
-from loadgen.worker import FULL_WAIT_S
+from loadgen import clientside
 
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
 IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is saturated
@@ -27,8 +27,7 @@ FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: 
 FLUSH_TIME_SHARE = 0.05
 SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
-HELD_SHARE = 0.02  # a producer held by a full buffer ≤ 2 % of the window made nearly all the load it could
-QUEUE_SLACK_MS = 10.0  # a record waiting ≤ 2 × linger.ms + this in the producer's queue did not wait for the cluster
+QUEUE_SLACK_MS = clientside.QUEUE_SLACK_MS
 MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
 
 CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers had acknowledged: the backlog grows
@@ -193,15 +192,8 @@ def _never_waited(row: dict[str, Any]) -> str | None:
     if row.get("rate_mode") != "max-rate":
         return None
     full, secs = num(row.get("buffer_full_events")) or 0.0, num(row.get("measure_seconds")) or 0.0
-    queue = num(row.get("client_queue_ms"))
-    linger = num((row.get("params") or {}).get("linger.ms"))
-    linger = 5.0 if linger is None else linger  # librdkafka's default
-    held = full * FULL_WAIT_S  # at most this long did a full buffer hold the producer
-    if queue is None or not secs or held > HELD_SHARE * secs or queue > 2 * linger + QUEUE_SLACK_MS:
-        return None
-    return (
-        f"a full buffer held it {full:.0f} times in {secs:.0f} s (≤ {held / secs:.1%} of the time) and records "
-        f"waited {queue:.1f} ms in its queue (linger.ms {linger:g})"
+    return clientside.never_waited(
+        full, secs, num(row.get("client_queue_ms")), num((row.get("params") or {}).get("linger.ms"))
     )
 
 

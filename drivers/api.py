@@ -201,6 +201,9 @@ class Driver(abc.ABC):
     # Whether a paused consumer finds what was sent meanwhile when it resumes (Consumer.pause): backlog runs
     # (OMB's consumerBacklogSizeGB) need it.
     holds_backlog: ClassVar[bool] = False
+    # Whether a send the system cannot take yet raises BufferFull (the send loop waits and counts it) instead of
+    # blocking: a max-rate producer that rarely met a full buffer then never waited on the system (loadgen.scaleout).
+    full_buffer_backpressure: ClassVar[bool] = False
 
     def __init__(self, common: Mapping[str, str]) -> None:
         self.common = dict(common)

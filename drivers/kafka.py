@@ -231,6 +231,7 @@ class KafkaConsumer(api.Consumer):
 class KafkaDriver(api.Driver):
     name: ClassVar[str] = "kafka"
     holds_backlog: ClassVar[bool] = True
+    full_buffer_backpressure: ClassVar[bool] = True
     local_server: ClassVar[str] = "testbed"
     partitioned: ClassVar[bool] = True
 

@@ -174,6 +174,7 @@ class KafkaPythonDriver(api.Driver):
     name: ClassVar[str] = "kafka-python"
     local_server: ClassVar[str] = "testbed"
     partitioned: ClassVar[bool] = True
+    full_buffer_backpressure: ClassVar[bool] = True
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

@@ -67,6 +67,26 @@ def _degraded(links: list[dict[str, Any]] | None) -> str | None:
     return links_judge.degraded(link_maps(links)) if links else None
 
 
+def _show(rec: RunRecord, d: Path, as_json: bool) -> None:
+    """The run's summary: one JSON line (--json), or the tables (with the ramp, scale-out and degraded link)."""
+    s = rec.summary
+    degraded = _degraded(rec.result.get("links"))
+    if as_json:
+        summary = {k: v for k, v in s.items() if k != "per_producer"}
+        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": degraded,
+                 "scaled_out": rec.result.get("scaled_out")}  # fmt: skip
+        click.echo(json.dumps({"out": str(d), **summary, **extra}))
+        return
+    if rec.result.get("sustainable"):  # the ramp run's totals mix its steps: the steps are the result
+        render.sustainable(rec.result["sustainable"], s, d)
+    else:
+        render.bench_summary(s, d)
+    if rec.result.get("scaled_out"):
+        render.scaled_out(rec.result["scaled_out"])
+    if degraded:
+        say(f"degraded link: {degraded}")
+
+
 def _judge(s: dict[str, Any], d: Path) -> None:
     """Exit 4 when an acknowledged message was lost (naming their sequence numbers) or nothing was acknowledged."""
     if s["lost"]:
@@ -161,6 +181,12 @@ def _target(
     "the cluster was whole again; the testbed is healed after the run.",
 )
 @click.option(
+    "--no-scale-out",
+    is_flag=True,
+    help="At max rate, keep the workload's producer processes even when their send loops were the limit (by "
+    "default the run goes again with twice the processes, up to the cores the workers have, and says so).",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Validate the workload (its payload file included) and say what would run; contact no cluster.",
@@ -181,6 +207,7 @@ def command(
     warmup_minutes: float | None,
     backlog_gb: float | None,
     fault_specs: tuple[str, ...],
+    no_scale_out: bool,
     dry_run: bool,
 ) -> None:
     """Run one workload (OpenMessaging Benchmark's workload files run unchanged) and write runs/<name>/:
@@ -219,7 +246,8 @@ def command(
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
-            rec = _measure(w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo)
+            rec = _measure(w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo,
+                           scale_out=not (no_scale_out or faults))  # fmt: skip
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
         if rec.omb is not None:
@@ -227,17 +255,5 @@ def command(
         rec.result["driver_file"] = {"path": df.path, "name": df.name, "notes": notes}
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
-    s = rec.summary
-    degraded = _degraded(rec.result.get("links"))
-    if as_json:
-        summary = {k: v for k, v in s.items() if k != "per_producer"}
-        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": degraded}
-        click.echo(json.dumps({"out": str(d), **summary, **extra}))
-    else:
-        if rec.result.get("sustainable"):  # the ramp run's totals mix its steps: the steps are the result
-            render.sustainable(rec.result["sustainable"], s, d)
-        else:
-            render.bench_summary(s, d)
-        if degraded:
-            say(f"degraded link: {degraded}")
-    _judge(s, d)
+    _show(rec, d, as_json)
+    _judge(rec.summary, d)

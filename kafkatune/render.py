@@ -66,6 +66,16 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def scaled_out(d: dict[str, Any]) -> None:
+    """Each run of a max-rate bench that scaled its producer processes out (loadgen.scaleout)."""
+    lines = [f"scaled out from {d['from_producers']} to {d['to_producers']} producer processes per topic: {d['why']}"]
+    for st in d["steps"]:
+        loops = ", ".join(f"{u:.0%}" for u in st["loop_cpu_util"])
+        lines.append(f"  {st['producers']:>3} process(es)  {st['publish_mb_s']:9.2f} MB/s  send loops {loops}")
+    lines.append("the figures above are the last run's")
+    print("\n".join(lines), file=sys.stderr)
+
+
 def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
     """The discovered rate, and every step of the ramp that found it (`s`: the ramp run's summary)."""
     lines = [

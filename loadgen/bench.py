@@ -16,7 +16,7 @@ from brokerconf.apply import current_configs
 from cluster.target import Target
 from core.errors import UserError
 from drivers.api import load_driver
-from loadgen import result, runner, sustainable
+from loadgen import result, runner, scaleout, sustainable
 from loadgen.backlog import GIB
 from loadgen.sustainable import Ramp, Slo
 from loadgen.workload import Workload
@@ -78,15 +78,17 @@ def measure(
     keep_topics: bool = False,
     slo: Slo | None = None,
     ramp: Ramp | None = None,
+    scale_out: bool = False,
 ) -> RunRecord:
     """Run `w` on `t` and build its record (not yet written).
 
     producerRate 0 discovers the sustainable rate within `slo` (loadgen.sustainable): the record is the
-    ramp run's, with the answer under `sustainable` and the probe's summary under `probe`.
+    ramp run's, with the answer under `sustainable` and the probe's summary under `probe`. `scale_out`: a max-rate
+    run whose producer send loops were the limit runs again with more processes (loadgen.scaleout, `scaled_out`).
     """
     brokers = current_configs(t.bootstrap, t.common, say)
     common = {**t.common, "bootstrap.servers": t.bootstrap}
-    found = None
+    found, grown = None, None
     net = _shaped(t)
     sampler = links.Sampler(net).start() if net is not None else None
     try:
@@ -96,8 +98,9 @@ def measure(
                 on_tick=on_tick, say=say,
             )  # fmt: skip
         else:
-            raw = runner.run(w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
-                             say=say, keep_topics=keep_topics)  # fmt: skip
+            cap = scaleout.cores_for_workers(t.placements) if scale_out else w.producersPerTopic
+            raw, grown = scaleout.run(w, common, cap=cap, placements=t.placements, metrics_urls=t.metrics_urls,
+                                      on_tick=on_tick, say=say, keep_topics=keep_topics)  # fmt: skip
     finally:  # what each link carried, resent, and how long its round trips took (testbed.links)
         seen = sampler.stop() if sampler is not None else None
     client = {
@@ -111,6 +114,8 @@ def measure(
         rec.result["links"] = seen
     if raw.backlog is not None:
         rec.result["backlog"] = raw.backlog
+    if grown is not None and grown.scaled:
+        rec.result["scaled_out"] = grown.as_dict()
     if found is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]

@@ -7,7 +7,6 @@ brokers       one row per broker per second (bytes in/out, replication in/out, i
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from typing import Any
 
@@ -15,16 +14,13 @@ import numpy as np
 import pyarrow as pa
 
 from cluster import metrics
-from loadgen import omb, payload, recorder
+from loadgen import clientside, omb, payload, recorder
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 
 MB = 1e6
 _OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
-
-
-LOOP_HOT = 0.85  # a worker's main loop at this fraction of a core or more: the load generator is the limit
 
 
 def _per_host(raw: RawRun) -> dict[str, dict[str, int]]:
@@ -233,8 +229,8 @@ def _summary(
     pub_bytes, con_bytes = total("producer", "nbytes"), total("consumer", "nbytes")
     producers, consumers = raw.producers.values(), raw.consumers.values()
     loss = _loss(raw)
-    warnings, client = _client_bound(raw, meas)
-    client_bound = any(u > LOOP_HOT for us in client["loop_cpu_util"].values() for u in us)
+    warnings, client = clientside.summary(raw, meas)
+    client_bound = any(u > clientside.LOOP_HOT for us in client["loop_cpu_util"].values() for u in us)
     if not timed:
         warnings.append(
             f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
@@ -330,59 +326,3 @@ def _tick_pcts(enc: bytes | None) -> dict[str, float | None]:
     if not n:  # nothing arrived in this second: no figure, not a zero
         return {"p50": None, "p99": None, "max": None}
     return {"p50": p50 / 1000, "p99": p99 / 1000, "max": h.get_max_value() / 1000}
-
-
-def _client_bound(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
-    """Was the load generator, not the cluster, the limit? Only when a worker's loop saturates a core. What
-    else the client saw is said, not counted as client-bound: buffer-full events (at the maximum rate the
-    cluster's back-pressure) and the machine's CPU when the generator shares it with the brokers."""
-    warnings: list[str] = []
-    cpu: dict[str, list[float]] = defaultdict(list)
-    by_worker: dict[tuple[str, int], list[Any]] = defaultdict(list)
-    for t in raw.ticks:
-        by_worker[(t.role, t.wid)].append(t)
-    for (role, _wid), ticks in by_worker.items():
-        ticks.sort(key=lambda t: t.second)
-        m = [t for t in ticks if _phase(raw, t.second) == "measure"]
-        if len(m) >= 2:
-            loop_util = (m[-1].thread_cpu_s - m[0].thread_cpu_s) / (m[-1].second - m[0].second)
-            cpu[role].append(loop_util)
-    full = sum(t.buffer_full for t in meas)
-    # consumers that received nothing in the window while others did: more consumers than partitions
-    got = {wid: sum(t.msgs for t in ticks if _phase(raw, t.second) == "measure")
-           for (role, wid), ticks in by_worker.items() if role == "consumer"}  # fmt: skip
-    idle = sum(1 for n in got.values() if n == 0) if any(got.values()) else 0
-    if idle:
-        warnings.append(f"{idle} of {len(got)} consumers received nothing in the measure window (fewer partitions)")
-    for role, utils in cpu.items():
-        hot = [u for u in utils if u > LOOP_HOT]
-        if hot:
-            warnings.append(
-                f"{len(hot)} {role} process(es) had their main loop at ≥85 % of a core: "
-                "the load generator may be the limit (add processes)"
-            )
-    if full:
-        warnings.append(
-            f"producer buffer full {full} times in the measure window: the producer offered more than the "
-            "cluster took (back-pressure at the maximum rate; at a fixed rate, lower it)"
-        )
-    if raw.machine_cpu_percent is not None and raw.machine_cpu_percent > 90:
-        warnings.append(
-            f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
-            "cores; the figure is a machine limit, not the cluster's"
-        )
-    # the producers' own statistics (api.CLIENT_STATS), one sample per producer per measured second: medians
-    samples = [x for p in raw.producers.values() for x in p.get("client_stats") or []]
-    keys = sorted({k for x in samples for k in x})
-    stats = {k: round(statistics.median(x[k] for x in samples if k in x), 3) for k in keys}
-    client = {
-        "producer_stats": stats,
-        "producer_stats_samples": len(samples),
-        "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
-        "buffer_full_events": full,
-        # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at max rate)
-        "records_per_send_call": max((p.get("records_per_send_call", 1) for p in raw.producers.values()), default=1),
-        "machine_cpu_percent": raw.machine_cpu_percent,
-        "consumers_idle": idle,
-    }
-    return warnings, client

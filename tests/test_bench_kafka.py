@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -85,32 +87,41 @@ def test_acks_all_run_writes_a_complete_record(
     assert json.loads(proc.stdout)["out"] == str(out)
 
 
-def test_max_rate_counts_every_acknowledgement_exactly_without_a_callback_each(
-    healthy: TestbedState, unique: str
-) -> None:
-    """The max-rate path: failures reported one by one, acknowledgements counted (drivers/kafka counting mode)."""
+def _max_rate_100b(
+    healthy: TestbedState, name: str, producers: int, config: dict[str, Any]
+) -> tuple[runner.RawRun, dict[str, Any]]:
+    """A short max-rate run of 100-B records (acks=all, linger 5 ms, `config`) whose every message is accounted
+    for exactly; its raw run and summary."""
     w = parse_workload(
         {
-            "name": f"count-{unique}",
+            "name": name,
             "partitionsPerTopic": 3,
             "messageSize": 100,
-            "producersPerTopic": 2,
+            "producersPerTopic": producers,
             "warmupDurationMinutes": 0.03,
             "testDurationMinutes": 0.1,
-            "producerConfig": {"acks": "all", "linger.ms": 5, "batch.size": 131072},
+            "producerConfig": {"acks": "all", "linger.ms": 5, **config},
         }
     )
     raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
     s = result.build(raw).result["summary"]
-    assert all(p["acks_counted"] for p in raw.producers.values())
-    assert s["acknowledged"] > 10000 and s["lost"] == 0 and s["duplicated"] == 0
-    assert s["consumed"] == s["acknowledged"]
+    assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
     # every message sent is accounted for: acknowledged, dropped unsent at the end, failed or abandoned
     assert s["sent"] == (
         s["acknowledged"] + s["dropped_unsent_at_end"] + s["publish_errors"] + s["unacknowledged_at_end"]
     ), s
     # the per-second counts add up to the exact total: nothing counted twice or missed between seconds
     assert sum(t.msgs for t in raw.ticks if t.role == "producer") == s["acknowledged"]
+    return raw, s
+
+
+def test_max_rate_counts_every_acknowledgement_exactly_without_a_callback_each(
+    healthy: TestbedState, unique: str
+) -> None:
+    """The max-rate path: failures reported one by one, acknowledgements counted (drivers/kafka counting mode)."""
+    raw, s = _max_rate_100b(healthy, f"count-{unique}", 2, {"batch.size": 131072})
+    assert all(p["acks_counted"] for p in raw.producers.values())
+    assert s["acknowledged"] > 10000
     # no figure stands in for the publish latency that was not timed; the consumers' end-to-end latency is
     assert s["publish_latency_ms"]["count"] == 0 and "publishLatencyAtMaxRate" in s["publish_latency_ms"]["missing"]
     assert s["end_to_end_latency_ms"]["count"] > 0
@@ -122,27 +133,49 @@ def test_max_rate_hands_batches_and_resends_what_a_full_queue_refused_exactly_on
     """Keyless max-rate records go to librdkafka in batches (loadgen.worker._blast); a queue of 300 messages
     refuses parts of batches again and again, and every refused record goes again: nothing lost, nothing twice,
     every sequence number accounted for."""
-    w = parse_workload(
-        {
-            "name": f"batch-{unique}",
-            "partitionsPerTopic": 3,
-            "messageSize": 100,
-            "producersPerTopic": 1,
-            "warmupDurationMinutes": 0.03,
-            "testDurationMinutes": 0.1,
-            "producerConfig": {"acks": "all", "linger.ms": 5, "queue.buffering.max.messages": 300},
-        }
-    )
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
-    s = result.build(raw).result["summary"]
+    _, s = _max_rate_100b(healthy, f"batch-{unique}", 1, {"queue.buffering.max.messages": 300})
     assert s["client"]["records_per_send_call"] == 64
     assert s["client"]["buffer_full_events"] > 0  # the queue did refuse batches
-    assert s["acknowledged"] > 5000 and s["lost"] == 0 and s["duplicated"] == 0
-    assert s["consumed"] == s["acknowledged"]
-    assert s["sent"] == (
-        s["acknowledged"] + s["dropped_unsent_at_end"] + s["publish_errors"] + s["unacknowledged_at_end"]
-    ), s
-    assert sum(t.msgs for t in raw.ticks if t.role == "producer") == s["acknowledged"]
+    assert s["acknowledged"] > 5000
+
+
+def test_a_max_rate_run_whose_send_loop_was_the_limit_scales_out_and_says_so(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
+) -> None:
+    """20-B records with every acknowledgement timed (a Python callback each): one producer makes less than the
+    cluster takes (its buffer never fills; test_diagnosis finds the same setup client-bound). bench runs again
+    with 2 processes (this machine's cores), says so and keeps both runs; --no-scale-out keeps the workload's one."""
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name=f"scale-{unique}",
+        partitionsPerTopic=6,
+        messageSize=20,
+        consumerPerSubscription=2,
+        publishLatencyAtMaxRate=True,
+        warmupDurationMinutes=0.03,
+        testDurationMinutes=0.1,
+        producerConfig={"acks": "all", "linger.ms": 5, "batch.size": 131072},
+    )
+    common = ("--state-dir", str(testbed.state_dir), "--json")
+    proc = kafkatune("bench", str(wl), "--out", str(tmp_path / "a"), *common)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "a" / "result.json").read_text())
+    assert "scaled_out" in res, (res["summary"]["client"], res["summary"]["warnings"])
+    grown = res["scaled_out"]
+    assert grown["from_producers"] == 1 and grown["to_producers"] == min(2, os.cpu_count() or 1) == 2, grown
+    first, last = grown["steps"][0], grown["steps"][-1]
+    # its loop took a core, or (on cores shared with the brokers) the cluster never pushed back on it
+    assert "producer 0" in grown["why"] and "the load generator, not the cluster, was the limit" in grown["why"]
+    assert first["loop_cpu_util"][0] >= 0.85 or first["buffer_full_events"] * 0.005 <= 0.02 * 5, first
+    assert len(last["loop_cpu_util"]) == 2 and last["publish_mb_s"] > 0
+    assert "scaling out to 2 producer processes per topic" in proc.stderr
+    assert json.loads(proc.stdout)["scaled_out"] == grown
+    s = res["summary"]
+    assert len(s["per_producer"]) == 2 and s["lost"] == 0 and s["consumed"] == s["acknowledged"]  # the last run's
+    proc = kafkatune("bench", str(wl), "--out", str(tmp_path / "b"), "--no-scale-out", *common)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert "scaled_out" not in res and len(res["summary"]["per_producer"]) == 1
 
 
 def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: TestbedState, unique: str) -> None:

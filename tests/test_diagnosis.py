@@ -43,7 +43,8 @@ def _planted(
         tmp_path / "w.yaml", name=name, warmupDurationMinutes=0.05, testDurationMinutes=0.15, **workload
     )
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out))
+    # the diagnosis of this very setup: bench would otherwise run a client-bound one again with more producers
+    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
     assert proc.returncode == 0, proc.stderr
     analyze(out, spark)
     (t,) = rows(load_table(out / "analysis", "trials"))
@@ -267,7 +268,8 @@ def test_brokers_report_counter_based_idle_and_the_produce_time_split(
         producerConfig={"acks": "all"},
     )
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out))
+    # the diagnosis of this very setup: bench would otherwise run a client-bound one again with more producers
+    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
     assert proc.returncode == 0, proc.stderr
     b = pq.read_table(out / "broker_metrics.parquet").to_pylist()
     meas = [r for r in b if r["phase"] == "measure" and r.get("produce_requests_per_s")]

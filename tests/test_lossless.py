@@ -21,7 +21,9 @@ RUN = {"warmupDurationMinutes": 0.05, "testDurationMinutes": 0.12, "partitionsPe
 def _bench(tmp: Path, name: str, bootstrap: str, **fields: Any) -> dict[str, Any]:
     wl = write_workload(tmp / f"{name}.yaml", name=name, **RUN, **fields)
     out = tmp / name
-    proc = kafkatune("bench", str(wl), "--bootstrap", bootstrap, "--out", str(out), "--json", timeout=300)
+    proc = kafkatune(
+        "bench", str(wl), "--no-scale-out", "--bootstrap", bootstrap, "--out", str(out), "--json", timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict(json.loads((out / "result.json").read_text())["summary"])
 

@@ -73,9 +73,9 @@ def _records(bootstrap: str, prefix: str, n: int = 200) -> list[bytes]:
 
 
 def _run(testbed: Testbed, tmp_path: Path, name: str) -> dict[str, Any]:
-    proc = kafkatune("bench", str(OMB / "workloads" / f"{name}.yaml"), "--test-minutes", "0.1", "--warmup-minutes",
-                     "0", "--keep-topics", "--json", "--state-dir", str(testbed.state_dir), "--out",
-                     str(tmp_path / "run"), timeout=600)  # fmt: skip
+    proc = kafkatune("bench", str(OMB / "workloads" / f"{name}.yaml"), "--no-scale-out", "--test-minutes", "0.1",
+                     "--warmup-minutes", "0", "--keep-topics", "--json", "--state-dir", str(testbed.state_dir),
+                     "--out", str(tmp_path / "run"), timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return dict(json.loads(proc.stdout))
 
@@ -141,7 +141,7 @@ def test_a_kafka_driver_file_shapes_the_topic_and_the_clients(
     replicationFactor and topicConfig (flush.messages=1 is OMB's fsync per message), the producers send with
     its producerConfig, and omb-result.json names the driver as the file does."""
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"), "--driver",
+    proc = kafkatune("bench", str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"), "--no-scale-out", "--driver",
                      str(OMB / "driver-kafka" / "kafka-sync.yaml"), "--test-minutes", "0.1", "--keep-topics",
                      "--state-dir", str(testbed.state_dir), "--out", str(out), timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -204,7 +204,7 @@ def test_omb_result_has_every_field_of_omb_and_round_trips_through_import_and_di
     out = tmp_path / "run"
     wl = write_workload(tmp_path / "w.yaml", name="omb result / 2 windows", producerRate=2000, partitionsPerTopic=3,
                         warmupDurationMinutes=0.05, testDurationMinutes=12 / 60)  # fmt: skip
-    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out))
+    proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(testbed.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     res, omb = (json.loads((out / f).read_text()) for f in ("result.json", "omb-result.json"))
     assert problems(omb) == [] and set(omb) == set(_java_fields())

@@ -85,7 +85,7 @@ def test_a_sasl_ssl_bench_works_and_the_password_is_nowhere(
         producerConfig={"acks": "all", "linger.ms": 5},
     )
     out = tmp_path / "run"
-    p = kafkatune("bench", str(wl), "--inventory", str(inv), "--out", str(out), "--json")
+    p = kafkatune("bench", str(wl), "--no-scale-out", "--inventory", str(inv), "--out", str(out), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads((out / "result.json").read_text())
     s = res["summary"]

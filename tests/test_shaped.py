@@ -74,7 +74,7 @@ def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(shaped: Testb
         producerConfig={"acks": "all", "linger.ms": 10, "batch.size": 262144},
     )
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out))
+    proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(shaped.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     res = json.loads((out / "result.json").read_text())
     assert res["client_hosts"] == ["ktt-c1", "ktt-c2"]
@@ -102,7 +102,7 @@ def test_a_saturated_link_is_diagnosed_as_network_bound(shaped: Testbed, spark: 
         producerConfig={"acks": "all", "linger.ms": 20, "batch.size": 262144},
     )
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(out))
+    proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(shaped.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     analyze(out, spark)
     (t,) = rows(load_table(out / "analysis", "trials"))
@@ -462,7 +462,9 @@ def test_a_bench_with_workers_on_two_client_hosts_gives_one_merged_record(
         producerConfig={"acks": "all", "linger.ms": 5, "batch.size": 131072},
     )
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--inventory", str(remote_inventory), "--out", str(out), "--json")
+    proc = kafkatune(
+        "bench", str(wl), "--no-scale-out", "--inventory", str(remote_inventory), "--out", str(out), "--json"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((out / "result.json").read_text())
     assert res["client_hosts"] == sorted(clients)

@@ -1,0 +1,118 @@
+"""More producer processes when the load generator, not the cluster, held a max-rate run back.
+
+A max-rate run is the cluster's throughput only when every producer waited on the cluster (a full buffer) some of
+the time. A producer that did not, or whose send loop took `clientside.LOOP_HOT` of a core, was the limit itself: the
+run is done again with twice the producer processes, until none was or the processes would outnumber the cores
+the workers run on. Each run is kept in `steps` (processes, MB/s, the loops' CPU); the record
+is the last run's, and says it was scaled out and why. Fixed-rate and rate-discovery runs keep their processes
+(the rate is set, not found by blasting), and so does a workload that asks for it (`--no-scale-out`).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.target import Placement
+from drivers.api import load_driver
+from loadgen import clientside, result, runner
+from loadgen.workload import Workload
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class ScaleOut:
+    """What scaling out did: one step per run, in order (the last one is the record's)."""
+
+    cap: int  # the most producer processes per topic it would run
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def scaled(self) -> bool:
+        return len(self.steps) > 1
+
+    def as_dict(self) -> dict[str, Any]:
+        first, last = self.steps[0], self.steps[-1]
+        return {
+            "from_producers": first["producers"],
+            "to_producers": last["producers"],
+            "cap": self.cap,
+            "why": first["why"],
+            "steps": self.steps,
+        }
+
+
+def cores_for_workers(placements: Sequence[Placement]) -> int:
+    """The cores the producer processes can use: this machine's (its network namespaces share them), once per
+    remote client host (taken to be alike; a sweep of producers is the tool for anything finer)."""
+    remote = {id(p) for p in placements if p is not None and not isinstance(p, str)}
+    return (os.cpu_count() or 1) * max(1, len(remote) + (len(remote) < len(placements)))
+
+
+def _limited(raw: runner.RawRun) -> list[str]:
+    """Why each producer that was the limit itself was (empty: none was): its send loop at `clientside.LOOP_HOT`
+    of a core, or (a driver whose full buffer is the system's back-pressure) the cluster never pushed back on it
+    (`clientside.never_waited`: its loop may read lower on cores it shares with the brokers, runnable, not run)."""
+    w = raw.workload
+    window = max(1, runner.measured_seconds(w.warmup_seconds, raw.test_s))
+    measure = [t for t in raw.ticks if runner.phase_of(t.second, w.warmup_seconds, raw.test_s) == "measure"]
+    full: dict[int, int] = dict.fromkeys(raw.producers, 0)
+    for t in measure:
+        if t.role == "producer":
+            full[t.wid] = full.get(t.wid, 0) + t.buffer_full
+    loops = clientside.loop_util_by_worker(raw)
+    backpressure = load_driver(w.driver).full_buffer_backpressure
+    linger = w.str_map("producerConfig").get("linger.ms")
+    why = []
+    for wid, n in sorted(full.items()):
+        loop = loops.get(("producer", wid), 0.0)
+        stats = (raw.producers.get(wid) or {}).get("client_stats") or []
+        queue = [x["queue_ms"] for x in stats if "queue_ms" in x]
+        never = clientside.never_waited(
+            n, window, statistics.median(queue) if queue else None, float(linger) if linger is not None else None
+        )
+        if loop >= clientside.LOOP_HOT:
+            why.append(f"producer {wid}'s send loop used {loop:.0%} of a core")
+        elif backpressure and never:
+            why.append(f"the cluster never pushed back on producer {wid} ({never})")
+    return why
+
+
+def _step(raw: runner.RawRun, why: list[str]) -> dict[str, Any]:
+    w = raw.workload
+    window = max(1, runner.measured_seconds(w.warmup_seconds, raw.test_s))
+    measure = [t for t in raw.ticks if runner.phase_of(t.second, w.warmup_seconds, raw.test_s) == "measure"]
+    acked = sum(t.nbytes for t in measure if t.role == "producer")
+    return {
+        "producers": w.producersPerTopic,
+        "publish_mb_s": round(acked / window / result.MB, 3),
+        "loop_cpu_util": [round(u, 3) for u in clientside.loop_utils(raw).get("producer", [])],
+        "buffer_full_events": sum(t.buffer_full for t in measure if t.role == "producer"),
+        "why": "; ".join(why) + ": the load generator, not the cluster, was the limit" if why else "",
+    }
+
+
+def run(w: Workload, common: dict[str, str], *, cap: int, say: Say, **kw: Any) -> tuple[runner.RawRun, ScaleOut]:
+    """`runner.run(w, common, **kw)`, again with twice the producer processes while a send loop was hot (max-rate
+    runs only; at most `cap` processes per topic). Returns the last run and what scaling out did."""
+    raw = runner.run(w, common, say=say, **kw)
+    out = ScaleOut(cap)
+    if w.fixed_rate or w.discovers_rate or w.builds_backlog:
+        return raw, out
+    hot = _limited(raw)
+    out.steps.append(_step(raw, hot))
+    while hot and w.producersPerTopic * 2 <= cap:
+        n = w.producersPerTopic * 2
+        say(f"scaling out to {n} producer processes per topic: {out.steps[-1]['why']}")
+        w = w.model_copy(update={"producersPerTopic": n})
+        raw = runner.run(w, common, say=say, **kw)
+        hot = _limited(raw)
+        out.steps.append(_step(raw, hot))
+    if hot:
+        say(f"the send loops were still the limit with {w.producersPerTopic} producer processes per topic "
+            f"(at most {cap} here): the figure is the load generator's")  # fmt: skip
+    return raw, out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 
@@ -98,9 +99,12 @@ def measure(
                 on_tick=on_tick, say=say,
             )  # fmt: skip
         else:
-            cap = scaleout.cores_for_workers(t.placements) if scale_out else w.producersPerTopic
-            raw, grown = scaleout.run(w, common, cap=cap, placements=t.placements, metrics_urls=t.metrics_urls,
-                                      on_tick=on_tick, say=say, keep_topics=keep_topics)  # fmt: skip
+            kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick,
+                                  "say": say, "keep_topics": keep_topics}  # fmt: skip
+            if scale_out:
+                raw, grown = scaleout.run(w, common, cap=scaleout.cores_for_workers(t.placements), **kw)
+            else:
+                raw = runner.run(w, common, **kw)
     finally:  # what each link carried, resent, and how long its round trips took (testbed.links)
         seen = sampler.stop() if sampler is not None else None
     client = {

@@ -53,17 +53,27 @@ def cores_for_workers(placements: Sequence[Placement]) -> int:
     return (os.cpu_count() or 1) * max(1, len(remote) + (len(remote) < len(placements)))
 
 
+def _measured(raw: runner.RawRun) -> tuple[int, list[runner.Tick]]:
+    """The measure window's length (s) and the producers' ticks in it."""
+    w = raw.workload
+    window = max(1, runner.measured_seconds(w.warmup_seconds, raw.test_s))
+    ticks = [
+        t
+        for t in raw.ticks
+        if t.role == "producer" and runner.phase_of(t.second, w.warmup_seconds, raw.test_s) == "measure"
+    ]
+    return window, ticks
+
+
 def _limited(raw: runner.RawRun) -> list[str]:
     """Why each producer that was the limit itself was (empty: none was): its send loop at `clientside.LOOP_HOT`
     of a core, or (a driver whose full buffer is the system's back-pressure) the cluster never pushed back on it
     (`clientside.never_waited`: its loop may read lower on cores it shares with the brokers, runnable, not run)."""
     w = raw.workload
-    window = max(1, runner.measured_seconds(w.warmup_seconds, raw.test_s))
-    measure = [t for t in raw.ticks if runner.phase_of(t.second, w.warmup_seconds, raw.test_s) == "measure"]
+    window, measure = _measured(raw)
     full: dict[int, int] = dict.fromkeys(raw.producers, 0)
     for t in measure:
-        if t.role == "producer":
-            full[t.wid] = full.get(t.wid, 0) + t.buffer_full
+        full[t.wid] = full.get(t.wid, 0) + t.buffer_full
     loops = clientside.loop_util_by_worker(raw)
     backpressure = load_driver(w.driver).full_buffer_backpressure
     linger = w.str_map("producerConfig").get("linger.ms")
@@ -83,15 +93,12 @@ def _limited(raw: runner.RawRun) -> list[str]:
 
 
 def _step(raw: runner.RawRun, why: list[str]) -> dict[str, Any]:
-    w = raw.workload
-    window = max(1, runner.measured_seconds(w.warmup_seconds, raw.test_s))
-    measure = [t for t in raw.ticks if runner.phase_of(t.second, w.warmup_seconds, raw.test_s) == "measure"]
-    acked = sum(t.nbytes for t in measure if t.role == "producer")
+    window, measure = _measured(raw)
     return {
-        "producers": w.producersPerTopic,
-        "publish_mb_s": round(acked / window / result.MB, 3),
+        "producers": raw.workload.producersPerTopic,
+        "publish_mb_s": round(sum(t.nbytes for t in measure) / window / result.MB, 3),
         "loop_cpu_util": [round(u, 3) for u in clientside.loop_utils(raw).get("producer", [])],
-        "buffer_full_events": sum(t.buffer_full for t in measure if t.role == "producer"),
+        "buffer_full_events": sum(t.buffer_full for t in measure),
         "why": "; ".join(why) + ": the load generator, not the cluster, was the limit" if why else "",
     }
 

@@ -2,8 +2,9 @@
 as link_data_segs, link_retrans and link_rtt_ms, keyed "b1/b2").
 
 A host whose link drops packets or delays them shows it on every pair it is part of, and the pairs without it
-stay clean: the host the flagged pairs share is the one named. One flagged pair alone cannot say which of its
-two ends is at fault, and flagged pairs that share no host (a saturated network queues on every link) name none.
+stay clean: the host most flagged pairs share is the one named (a stray flagged pair without it is told, not
+followed). One flagged pair alone cannot say which of its two ends is at fault, and flagged pairs that share no
+host (a saturated network queues on every link) name none.
 """
 
 from __future__ import annotations
@@ -58,6 +59,20 @@ def _shared_host(flagged: list[str]) -> str | None:
     return shared.pop() if len(flagged) >= 2 and len(shared) == 1 else None
 
 
+def _main_host(flagged: list[str]) -> str | None:
+    """The host most flagged links share, when it is one host, it is on two of them or more and the flagged links
+    without it are fewer than half as many (a stray one: a delayed link's reordering makes TCP resend too)."""
+    count: dict[str, int] = {}
+    for k in flagged:
+        for h in k.split("/"):
+            count[h] = count.get(h, 0) + 1
+    ranked = sorted(count.values(), reverse=True)
+    if not ranked or ranked[0] < 2 or (len(ranked) > 1 and ranked[1] == ranked[0]):
+        return None
+    host = max(count, key=lambda h: count[h])
+    return host if 2 * (len(flagged) - count[host]) < count[host] else None
+
+
 def _each(values: dict[str, float], flagged: list[str], fmt: str) -> tuple[str, str]:
     """The flagged links with their values, and the highest of the others."""
     each = ", ".join(f"{pair_words(k)} {fmt.format(values[k])}" for k in flagged)
@@ -66,20 +81,21 @@ def _each(values: dict[str, float], flagged: list[str], fmt: str) -> tuple[str, 
 
 
 def _lossy(pct: dict[str, float]) -> str | None:
-    """Links resending LOSSY_PCT or more: their host when they share one, the pair when only one link does."""
+    """Links resending LOSSY_PCT or more: the host most of them share (_main_host), the pair when only one link
+    does."""
     flagged = sorted((k for k, v in pct.items() if v >= LOSSY_PCT), key=lambda k: -pct[k])
     if not flagged:
         return None
-    each, rest = _each(pct, flagged, "{:.1f} %")
-    host = _shared_host(flagged)
-    if host is None and len(flagged) == 1:  # one path: which of its two ends cannot be told
+    if len(flagged) == 1:  # one path: which of its two ends cannot be told
+        each, rest = _each(pct, flagged, "{:.1f} %")
         return f"the link between {pair_words(flagged[0])} drops packets: TCP resent {each}{rest}"
+    host = _main_host(flagged)
     if host is None:  # resends scattered over links that share no host: no one link to name
         return None
-    return (
-        f"{host_words(host)}'s link drops packets: TCP resent a share of the data segments on each of its links "
-        f"({each}){rest}"
-    )
+    mine = [k for k in flagged if host in k.split("/")]
+    each, rest = _each(pct, mine, "{:.1f} %")
+    of = "each of its links" if len(mine) == sum(host in k.split("/") for k in pct) else "its links"
+    return f"{host_words(host)}'s link drops packets: TCP resent a share of the data segments on {of} ({each}){rest}"
 
 
 def _slow(rtt: dict[str, float]) -> str | None:

@@ -239,7 +239,7 @@ def _links(pct: dict[str, float], segs: int = 10_000) -> dict[str, Any]:
     }
 
 
-def test_the_host_all_lossy_or_slow_links_share_is_named_and_clean_links_name_nothing() -> None:
+def test_the_host_most_lossy_or_all_slow_links_share_is_named_and_clean_links_name_nothing() -> None:
     from advisor.diagnose import binding
 
     base = {"state": "complete", "mb_s": 2.0, "rate_mode": "fixed-rate", "replica_lag_max": 1200.0}
@@ -251,6 +251,14 @@ def test_the_host_all_lossy_or_slow_links_share_is_named_and_clean_links_name_no
     # one lossy pair: which end drops cannot be told, the pair is named
     one = binding({**base, **_links({"b1/b3": 2.0, "b1/b2": 0.0, "b2/b3": 0.0})}, None)
     assert one.bound == "degraded_link" and one.reason.startswith("the link between broker 1 and broker 3 drops")
+    # a stray lossy link without the host (what CI met: broker 3's delayed link to c1 resent 1.1 %) does not hide
+    # the host every other lossy link shares
+    stray = {"b1/b2": 1.248, "b1/b3": 0.111, "b2/b3": 1.582, "b1/c2": 0.371, "b1/c1": 0.43, "b2/c2": 3.148}
+    d = binding({**base, **_links({**stray, "b3/c1": 1.103, "b2/c1": 3.819, "b3/c2": 0.3})}, None)
+    assert d.reason.startswith("broker 2's link drops packets: TCP resent a share of the data segments on each"), d
+    assert "every other link ≤ 1.1 %" in d.reason
+    # two lossy links on one host and two without it: too scattered to name a host
+    assert binding({**base, **_links({"b1/b2": 2.0, "b2/b3": 2.0, "b1/c1": 2.0, "b3/c2": 2.0})}, None).bound == "none"
     # resends on links that share no host (tail-loss probes on a busy machine): no link is named
     scattered = {"b1/b2": 0.9, "b3/c1": 1.1, "b2/b3": 0.1, "b1/c1": 0.2}
     assert binding({**base, **_links(scattered)}, None).bound == "none"

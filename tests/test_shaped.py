@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -557,12 +558,18 @@ def test_loss_on_one_brokers_link_and_delay_on_anothers_lose_nothing_and_each_is
         assert ev["healthy_s"] >= ev["restored_s"]
     links = {"/".join(x["hosts"]): x for x in res["links"] if x["data_segs"] >= 500}
     print("per link: % resent, round trip ms:", {k: (x["retrans_pct"], x["rtt_ms"]) for k, x in links.items()})
-    # every link of broker 2 resent more than any link without it; every link of broker 3 took longer (20 ms each
-    # way: 40 ms more a round trip) than any link without it
-    for host, field in (("b2", "retrans_pct"), ("b3", "rtt_ms")):
+
+    # broker 2's links resent several times what the links without it did (a delayed link may resend some too: CI
+    # once measured 1.1 % on one of broker 3's); every link of broker 3 took longer (20 ms each way: 40 ms
+    # more a round trip) than any link without it
+    def split(host: str, field: str) -> tuple[list[float], list[float]]:
         mine = [x[field] for k, x in links.items() if host in k.split("/")]
-        others = [x[field] for k, x in links.items() if host not in k.split("/")]
-        assert len(mine) >= 3 and others and min(mine) > max(others), (host, field, links)
+        return mine, [x[field] for k, x in links.items() if host not in k.split("/")]
+
+    mine, others = split("b2", "retrans_pct")
+    assert len(mine) >= 3 and others and statistics.median(mine) > 2 * statistics.median(others), links
+    mine, others = split("b3", "rtt_ms")
+    assert len(mine) >= 3 and others and min(mine) > max(others), links
     assert min(x["rtt_ms"] for k, x in links.items() if "b3" in k.split("/")) >= 30, links
     said = json.loads(proc.stdout)["degraded_link"]
     assert said.startswith("broker 2's link drops packets") and "broker 3's link is slow" in said, said

@@ -15,6 +15,10 @@ from loadgen.channel import read_timing
 from loadgen.ticker import Ticker
 from loadgen.worker import WorkerTask, enter
 
+# after the producers' end, a consumer says how many records it received this often (loadgen.runner ends the drain
+# once every acknowledged record arrived and nothing more did for a moment)
+COUNT_EVERY_NS = 100_000_000
+
 
 class _Working:
     """A consumer application's processing time per message, spent after the framework counted it: sleeps
@@ -58,12 +62,17 @@ def run_consumer(
         tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
         received = 0
         paused = False
+        count_at = tl["produce_end_ns"]
         while not stop.is_set():
             if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)
                 paused = not paused
                 cons.pause() if paused else cons.resume()
             received += cons.poll(0.1)
-            tick.catch_up(clock())
+            now = clock()
+            tick.catch_up(now)
+            if now >= count_at:
+                q.put(("count", "consumer", task.wid, received))
+                count_at = now + COUNT_EVERY_NS
         tick.emit()
         errors = getattr(cons, "errors", 0)
         cons.close()

@@ -298,6 +298,10 @@ def _await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: 
             ready.add((msg[1], msg[2]))
 
 
+# the drain ends once every acknowledged record arrived and nothing more did for this long (a late duplicate)
+DRAIN_QUIET_S = 0.3
+
+
 def _collect(
     raw: RawRun,
     ch: Channel,
@@ -312,7 +316,8 @@ def _collect(
     produce_end = raw.timing["produce_end_ns"]
     drain_deadline: float | None = None
     last_change = time.monotonic()
-    received = 0
+    received = 0  # from the consumers' ticks
+    counted: dict[int, int] = {}  # each consumer's count after the producers' end (sooner than its next tick)
     while True:
         try:
             msg = q.get(timeout=0.5)
@@ -335,6 +340,10 @@ def _collect(
                 if stop_when and raw.stopped_early_at is None and stop_when(raw):
                     raw.stopped_early_at = tk.second
                     ch.stop_producers.set()
+            elif kind == "count":
+                if counted.get(msg[2]) != msg[3]:
+                    counted[msg[2]] = msg[3]
+                    last_change = time.monotonic()
             elif kind == "done":
                 (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
         if backlog is not None:
@@ -351,9 +360,10 @@ def _collect(
             acked = sum(p["acked"] for p in raw.producers.values())
             idle = now - last_change
             subs = max(1, w.subscriptionsPerTopic)
+            arrived = max(received, sum(counted.values()) if len(counted) == n_cons else 0)
             if (
                 w.subscriptionsPerTopic == 0
-                or (received >= acked * subs and idle > 0.5)
+                or (arrived >= acked * subs and idle > DRAIN_QUIET_S)
                 or idle > w.drainIdleSeconds
                 or now > drain_deadline
             ):

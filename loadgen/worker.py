@@ -7,10 +7,12 @@ queue. Every message the workers put on it is a plain tuple:
     ("ready", role, wid)
     ("tick", role, wid, second, msgs, bytes, errors, hist, thread_cpu_s, process_cpu_s,
      buffer_full, sent, delay)
+    ("count", "consumer", wid, received)   # after the producers' end, COUNT_EVERY_S: what arrived so far
     ("done", role, wid, report_dict)
     ("error", role, wid, text)
 
-`second` counts from the run's start (t0); `msgs`/`bytes` are acknowledged (producers) or received
+A consumer's `count` lets the drain end as soon as everything acknowledged arrived, instead of at the next whole
+second's tick. `second` counts from the run's start (t0); `msgs`/`bytes` are acknowledged (producers) or received
 (consumers) in that second, `sent` what producers handed to the driver; `hist` is the encoded
 HdrHistogram of that second (publish latency for producers, end-to-end latency for consumers), `delay`
 the encoded publish-delay histogram of that second's sends (a producer with a rate schedule; else None).

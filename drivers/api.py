@@ -27,6 +27,8 @@ Sender = Callable[[bytes, bytes | None], None]
 # (payloads): queue these messages, no key; returns the indexes of those the client's full buffer refused (in
 # order; empty when all were queued). Producer.batch_sender binds its delivery callback once.
 BatchSender = Callable[[list[bytes]], list[int]]
+# A consumer's handler for what one client call returned: the payloads, in order, all received at one moment.
+BatchCallback = Callable[[list[bytes]], None]
 # on_message(payload) for every message a consumer receives.
 MessageCallback = Callable[[bytes], None]
 
@@ -128,6 +130,12 @@ class Consumer(abc.ABC):
         anything was received: the timeout bounds the wait for the first message, never adds to it. With a
         backlog, a call hands over about POLL_BUDGET_S worth of messages (or one client batch) and leaves
         the rest for the next: the caller's per-second accounting runs between calls."""
+
+    def receive_batches(self, on_batch: BatchCallback) -> bool:
+        """From now on `poll` hands what one client call returned to `on_batch` in one call (one Python call per
+        batch, one clock read for messages that arrived together) instead of on_message per message. True
+        when this consumer can; the default cannot (on_message goes on)."""
+        return False
 
     def poll_one(self, timeout_s: float) -> int:
         """`poll` for a caller that waits for one message at a time (the ping-pong): a driver with a direct

@@ -186,9 +186,14 @@ class KafkaConsumer(api.Consumer):
     def __init__(self, conf: dict[str, Any], topic: str, on_message: api.MessageCallback) -> None:
         self._c = _Consumer(conf)
         self._on_message = on_message
+        self._on_batch: api.BatchCallback | None = None
         self._assigned = False
         self.errors = 0
         self._c.subscribe([topic], on_assign=self._on_assign)
+
+    def receive_batches(self, on_batch: api.BatchCallback) -> bool:
+        self._on_batch = on_batch
+        return True
 
     def _on_assign(self, consumer: Any, partitions: Any) -> None:
         self._assigned = True
@@ -205,6 +210,13 @@ class KafkaConsumer(api.Consumer):
             first = self._c.poll(timeout_s)
             if first is not None:
                 msgs = [first, *self._c.consume(num_messages=999, timeout=0)]
+        if self._on_batch is not None and msgs:
+            values = [m.value() or b"" for m in msgs if m.error() is None]
+            if len(values) < len(msgs):
+                self.errors += sum(1 for m in msgs if (e := m.error()) and e.code() != KafkaError._PARTITION_EOF)
+            if values:
+                self._on_batch(values)
+            return len(values)
         n = 0
         cb = self._on_message
         for m in msgs:

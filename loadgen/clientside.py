@@ -109,6 +109,12 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
         "buffer_full_events": full,
         # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at max rate)
         "records_per_send_call": max((p.get("records_per_send_call", 1) for p in raw.producers.values()), default=1),
+        # records a consumer took per handler call, the median over consumers (1: one at a time; more: a batch)
+        "records_per_receive_call": round(
+            statistics.median(c.get("records_per_receive_call", 1) for c in raw.consumers.values()), 1
+        )
+        if raw.consumers
+        else None,
         "machine_cpu_percent": raw.machine_cpu_percent,
         "consumers_idle": idle,
     }

@@ -51,6 +51,8 @@ def run_consumer(
         st = ConsumerState(clock, task.message_size)
         handler = _Working(st.on_message, task.work_ns) if task.work_ns else st.on_message
         cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
+        if not task.work_ns:  # an application's time per message is spent per message
+            cons.receive_batches(st.on_batch)
         announced = False
         while not go.is_set():  # poll so that the group forms and partitions get assigned
             cons.poll(0.05)
@@ -84,6 +86,7 @@ def run_consumer(
                 task.wid,
                 {
                     "received": received,
+                    "records_per_receive_call": round(received / st.batches, 1) if st.batches else 1,
                     "errors": errors,
                     "seen": {pid: bytes(m) for pid, m in st.seen.items()},
                     "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,

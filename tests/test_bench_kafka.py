@@ -136,6 +136,8 @@ def test_max_rate_hands_batches_and_resends_what_a_full_queue_refused_exactly_on
     every sequence number accounted for."""
     _, s = _max_rate_100b(healthy, f"batch-{unique}", 1, {"queue.buffering.max.messages": 300})
     assert s["client"]["records_per_send_call"] == 64
+    # the consumers take what one client call returned in one handler call (accounts.ConsumerState.on_batch)
+    assert s["client"]["records_per_receive_call"] > 1
     assert s["client"]["buffer_full_events"] > 0  # the queue did refuse batches
     assert s["acknowledged"] > 5000
 

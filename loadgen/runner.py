@@ -123,11 +123,14 @@ def run(
     keep_topics: bool = False,
     schedule: Sequence[tuple[int, float]] = (),
     stop_when: Callable[[RawRun], bool] | None = None,
+    drain: bool = True,
 ) -> RawRun:
     """One run of `w` against the system `common` points at; workers placed round robin over `placements`.
 
     `schedule`: publish at these rates instead of `w`'s, each (whole second from t0, msg/s for the whole
     workload) from that second on; `stop_when`: asked after every tick, True ends the producers early.
+    `drain=False`: the consumers stop when the producers are done, whatever they have not read yet (a warm-up,
+    whose load is the point: its loss figures then mean nothing).
     """
     if any(r <= 0 for _, r in schedule) or (schedule and min(s for s, _ in schedule) != 0):
         raise ValueError("schedule: rates above 0, the first step at second 0")
@@ -138,6 +141,7 @@ def run(
     drv.create_topics(specs, validate_only=True)
     r = _Run(w, drv, dict(common), topics, hosts(placements), metrics_urls, say)
     r.raw.schedule = tuple((int(s), float(v)) for s, v in schedule)
+    r.drain = drain
     try:
         drv.create_topics(specs)
         r.created = True
@@ -164,6 +168,7 @@ class _Run:
         self.procs: list[Workers] = []
         self.sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
         self.created = False
+        self.drain = True
         self.t_setup = time.monotonic()
         self._next = 0
 
@@ -219,7 +224,7 @@ class _Run:
             self.sampler.start()
         psutil.cpu_percent(None)
         self.ch.go.set()
-        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog)
+        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog, self.drain)
         produce_end = values["produce_end_ns"]
         if backlog is not None:
             self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values["t0_ns"])
@@ -310,6 +315,7 @@ def _collect(
     on_tick: View | None,
     stop_when: Callable[[RawRun], bool] | None,
     backlog: Backlog | None = None,
+    drain: bool = True,
 ) -> None:
     w, q, stop_consumers = raw.workload, ch.q, ch.stop_consumers
     n_prod, n_cons = counts
@@ -363,6 +369,7 @@ def _collect(
             arrived = max(received, sum(counted.values()) if len(counted) == n_cons else 0)
             if (
                 w.subscriptionsPerTopic == 0
+                or not drain
                 or (arrived >= acked * subs and idle > DRAIN_QUIET_S)
                 or idle > w.drainIdleSeconds
                 or now > drain_deadline

@@ -212,6 +212,30 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     assert raw.phases_s["after_produce_end"] < 1.0, raw.phases_s
 
 
+def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: TestbedState, unique: str) -> None:
+    """A warm-up's run (drain=False, loadgen.warmup): a consumer that takes 1 ms per message falls behind a
+    3,000 msg/s producer, and the run ends with the producers instead of reading that backlog."""
+    w = parse_workload(
+        {
+            "name": f"nodrain-{unique}",
+            "partitionsPerTopic": 3,
+            "messageSize": 200,
+            "producerRate": 3000,
+            "consumerWorkMicros": 1000,
+            "testDurationMinutes": 0.05,
+            "producerConfig": {"acks": "all"},
+        }
+    )
+    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print, drain=False)
+    acked = sum(p["acked"] for p in raw.producers.values())
+    received = sum(c["received"] for c in raw.consumers.values())
+    print(f"acknowledged {acked}, received {received}, phases {raw.phases_s}")
+    # at 1,000 msg/s the backlog left (acked - received) would take seconds to read; the run waited at most for
+    # the client batch the consumer was in (up to 1,000 messages: 1 s)
+    assert acked >= 8000 and received < acked - 3000
+    assert raw.phases_s["after_produce_end"] < (acked - received) / 1000 / 2, raw.phases_s
+
+
 def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:
     from tests.conftest import free_port
 

@@ -115,9 +115,8 @@ class ConsumerState:
         for data in values:
             pid, seq, sent = unpack(data)
             if pid != last_pid:  # a batch is mostly one partition's, so mostly one producer's
-                last_pid, m = pid, seen.get(pid) or bytearray()
-                if not m:
-                    m = seen[pid] = bytearray(1 << 16)
+                last_pid, found = pid, seen.get(pid)
+                m = found if found is not None else seen.setdefault(pid, bytearray(1 << 16))
             if seq >= len(m):
                 m.extend(bytes(max(len(m), seq + 1 - len(m))))
             c = m[seq]

@@ -141,12 +141,11 @@ def run(
     drv.create_topics(specs, validate_only=True)
     r = _Run(w, drv, dict(common), topics, hosts(placements), metrics_urls, say)
     r.raw.schedule = tuple((int(s), float(v)) for s, v in schedule)
-    r.drain = drain
     try:
         drv.create_topics(specs)
         r.created = True
         say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
-        return r.measure(on_tick, stop_when)
+        return r.measure(on_tick, stop_when, drain)
     finally:
         r.clean_up(keep_topics)
 
@@ -168,7 +167,6 @@ class _Run:
         self.procs: list[Workers] = []
         self.sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
         self.created = False
-        self.drain = True
         self.t_setup = time.monotonic()
         self._next = 0
 
@@ -208,7 +206,9 @@ class _Run:
                 pid += 1
         return pid, cid
 
-    def measure(self, on_tick: View | None, stop_when: Callable[[RawRun], bool] | None = None) -> RawRun:
+    def measure(
+        self, on_tick: View | None, stop_when: Callable[[RawRun], bool] | None = None, drain: bool = True
+    ) -> RawRun:
         n_prod, n_cons = self._tasks()
         self.procs = [p for h in self.hosts for p in h.workers(self.ch)]
         for p in self.procs:
@@ -224,7 +224,7 @@ class _Run:
             self.sampler.start()
         psutil.cpu_percent(None)
         self.ch.go.set()
-        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog, self.drain)
+        _collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog, drain)
         produce_end = values["produce_end_ns"]
         if backlog is not None:
             self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values["t0_ns"])

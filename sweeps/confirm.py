@@ -1,8 +1,8 @@
 """The confirmation and the ablations: figures with intervals, and only effects that survive the noise.
 
     confirm   the best `confirm.top` of every stage and every acks=all baseline, plus Kafka's defaults,
-              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …, never
-              back to back): the recommended configuration is the best mean of these repeats, and the
+              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …;
+              back to back only to save a rolling restart, `rounds`): the recommended configuration is the best mean of these repeats, and the
               spread of each one's repeats is the between-run noise.
     ablate    per key in which the recommended configuration differs from Kafka's defaults: the
               recommended configuration with that key put back, `ablate.repeats` times, interleaved with
@@ -114,8 +114,9 @@ def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int
     """The order of the repeats: round by round, every configuration once per round (interleaved), but
     within a round the configurations that share their restart-only keys run together, and a round starts
     with the group the round before ended with (another member of it first): a rolling restart costs a
-    minute with its warm-up, so the rounds change restart-only values as few times as they can. No
-    configuration runs twice in a row unless it is the only one."""
+    minute with its warm-up, and the first run after it meets colder JVMs, so the rounds change restart-only
+    values as few times as they can. A configuration alone in its restart group therefore runs twice in a row
+    across a round's end (A B C | C A B): that saves a restart, and its second run is not the first after one."""
     group_of = {label: canonical(space.split(cfg)["restart"]) for label, cfg in todo}
     groups: dict[tuple[tuple[str, str], ...], list[tuple[str, space.Config]]] = {}
     for item in todo:
@@ -126,12 +127,9 @@ def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int
         if out:
             last = out[-1][1]
             g = group_of[last[0]]
-            if len(groups[g]) > 1:  # stay in the restart group, starting with another member of it
-                order = [g, *(o for o in order if o != g)]
-                i = groups[g].index(last)
-                groups[g] = groups[g][i + 1 :] + groups[g][: i + 1]
-            elif order[0] == g:  # a lone configuration would run twice in a row: start elsewhere
-                order = [*order[1:], g]
+            order = [g, *(o for o in order if o != g)]  # stay in the restart group the last round ended in
+            i = groups[g].index(last)  # starting with another member of it, when it has one
+            groups[g] = groups[g][i + 1 :] + groups[g][: i + 1]
         for g in order:
             out.extend((r, item) for item in groups[g])
     return out

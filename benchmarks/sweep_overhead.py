@@ -17,7 +17,10 @@ wall clock:
     between trials   the sweep's own work: sampling, storage, progress, start and end of the study
 
 then one JSON line of the same figures. "Not measuring" is the wall clock minus the windows; the share with
-the runs' warm-ups counted as measuring is printed next to it.
+the runs' warm-ups counted as measuring is printed next to it. Last, from the trial records, how many cores the
+brokers' JIT compilers took during the windows (broker_rates.jit_compile_cores), in the trials that followed a
+rolling restart and in the others, and each group's throughput: a restart's warm-up that ends too soon shows
+as compiling brokers and a lower rate in the trial after it.
 
     .venv/bin/python benchmarks/sweep_overhead.py [--spec benchmarks/sweep_overhead.yaml]
     .venv/bin/python benchmarks/sweep_overhead.py --study runs/sweep-overhead   # a finished study
@@ -31,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, sweep, testbed
+from _common import REPO, median, sweep, testbed
 
 
 def report(b: dict[str, Any]) -> None:
@@ -46,6 +49,29 @@ def report(b: dict[str, Any]) -> None:
     print(json.dumps({"bench": "sweep_overhead", **b}))
 
 
+def after_restarts(study: Path) -> dict[str, Any]:
+    """Median JIT cores and MB/s over the windows of the trials run right after a rolling restart and of the rest."""
+    groups: dict[str, dict[str, list[float]]] = {"after restart": {}, "others": {}}
+    for f in sorted((study / "trials").glob("*/trial.json")):
+        t = json.loads(f.read_text())
+        m = t.get("measured") or {}
+        jit = (m.get("broker_rates") or {}).get("jit_compile_cores")
+        if jit is None or m.get("throughput_mb_s") is None:
+            continue
+        g = groups["after restart" if t.get("restarts") else "others"]
+        g.setdefault("jit_cores", []).append(jit)
+        g.setdefault("mb_s", []).append(m["throughput_mb_s"])
+    out: dict[str, Any] = {}
+    for name, g in groups.items():
+        if g:
+            out[name] = {"n": len(g["mb_s"]), "jit_cores": round(median(g["jit_cores"]), 3),
+                         "mb_s": round(median(g["mb_s"]), 2)}  # fmt: skip
+            print(f"{name:<14} n={out[name]['n']:<3} brokers' JIT {out[name]['jit_cores']:.2f} cores, "
+                  f"{out[name]['mb_s']:.1f} MB/s (medians over the windows)")  # fmt: skip
+    print(json.dumps({"bench": "sweep_overhead_jit", **out}))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", type=Path, default=REPO / "benchmarks" / "sweep_overhead.yaml")
@@ -53,11 +79,13 @@ def main() -> None:
     a = ap.parse_args()
     if a.study:
         report(json.loads((a.study / "summary.json").read_text())["this_invocation"]["breakdown"])
+        after_restarts(a.study)
         return
     work = Path(tempfile.mkdtemp(prefix="kt-overhead-bench-"))
     with testbed(work / "tb", warm_up_s=90) as tb:
-        s, _, _ = sweep(tb, a.spec, work / "runs")
+        s, study, _ = sweep(tb, a.spec, work / "runs")
     report(s["this_invocation"]["breakdown"])
+    after_restarts(study)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,10 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     # 3 = RUNNING (org.apache.kafka.metadata.BrokerState): the broker serves; a starting one reads 0-2
     "broker_state": ("kafka_server_KafkaServer_Value", "BrokerState"),
     "process_cpu_load": ("java_lang_OperatingSystem_ProcessCpuLoad", None),
+    # the JVM's JIT compilers' accumulated time (the exporter's own JVM collector): a fresh broker spends minutes
+    # of CPU here (0.5-1 s per second per broker in the testbed's first minute of load, measured), and a trial
+    # measured meanwhile measures the compiler as much as Kafka
+    "jit_compile_s": ("jvm_compilation_time_seconds_total", None),
 }
 # A produce request's time, split as Kafka's RequestMetrics split it (request="Produce"): queued for a handler,
 # on the leader (append, flush), waiting for the followers (acks=all), queued for and sending the response.
@@ -85,7 +89,7 @@ SUMS: Mapping[str, tuple[str, str, str]] = {
 COUNTERS = (
     "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
     "isr_expands", "request_handler_idle_ns", "broker_handler_idle_ns", "log_flushes", "produce_requests",
-    "follower_fetches", *SUMS,
+    "follower_fetches", "jit_compile_s", *SUMS,
 )  # fmt: skip
 
 # True counters (one attribute each, never decreasing while the broker runs): a drop means it restarted.

@@ -133,6 +133,8 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     for r in meas:
         for k in ("bytes_in_per_s", "bytes_out_per_s", "replication_bytes_in_per_s", "replication_bytes_out_per_s"):
             by_sec[r["second"]][k] += r.get(k, 0.0)
+        if "jit_compile_s_per_s" in r:
+            by_sec[r["second"]]["jit"] += r["jit_compile_s_per_s"]
     secs = list(by_sec.values())
 
     def mean(k: str) -> float:
@@ -143,6 +145,8 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
         "replicate_mb_s": mean("replication_bytes_in_per_s"),
         "consume_mb_s": mean("bytes_out_per_s"),
         "replication_out_mb_s": mean("replication_bytes_out_per_s"),
+        # cores the brokers' JIT compilers took, all brokers together (None: the exporter has no JVM collector)
+        "jit_compile_cores": float(np.mean([s["jit"] for s in secs])) if all("jit" in s for s in secs) else None,
         "seconds": len(secs),
     }
 

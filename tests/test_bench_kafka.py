@@ -80,6 +80,8 @@ def test_acks_all_run_writes_a_complete_record(
     b = s["broker_rates"]
     assert b and b["produce_mb_s"] > 0 and b["consume_mb_s"] > 0
     assert 1.5 < b["replicate_mb_s"] / b["produce_mb_s"] < 2.5  # RF 3: two follower copies
+    # the brokers' JIT compilers' CPU over the window, from the exporter's JVM collector (a warm JVM: near 0)
+    assert b["jit_compile_cores"] is not None and 0 <= b["jit_compile_cores"] < 3 * (os.cpu_count() or 1)
     samples = pq.read_table(out / "samples.parquet").to_pylist()
     assert {r["role"] for r in samples} == {"producer", "consumer"}
     assert sum(r["msgs"] for r in samples if r["role"] == "consumer") == s["consumed"]

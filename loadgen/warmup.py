@@ -4,6 +4,14 @@ A cold Kafka JVM spends minutes of CPU in the JIT compiler: on this 2-core machi
 answered a 2,000 msg/s acks=all load with seconds of publish latency, a warm one with ~7 ms, and it
 took 3–4 minutes of load to get there. Numbers from a cold cluster are the compiler's, not Kafka's.
 
+Given the brokers' metrics endpoints, a warm-up ends once their JIT compilers are quiet (`JitWatch`): at most
+`JIT_QUIET_CORES` of a core per broker over the last `JIT_WINDOW_S`, read from the exporter's
+jvm_compilation_time_seconds_total; the seconds asked for are then its cap. Measured on the testbed under this
+load after a rolling restart, 5-s means per broker: 0.5-1.1 cores in the first minute, 0.05-0.25 at 70-85 s,
+under 0.1 from about 130 s; the throughput of consecutive 20-s loads meanwhile rose 98 -> 121 -> 149 -> 186 MB/s
+and then held at 175-188. A fixed 20-s warm-up ended in the first of those: the sweep trials that followed a
+restart measured 10-40 % less than the next ones of their group.
+
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
 at the end of a 30-s warm-up).
@@ -11,12 +19,60 @@ at the end of a 30-s warm-up).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from cluster import metrics
 from cluster.target import Placement
 from loadgen import result, runner
 from loadgen.workload import parse_workload
+
+JIT_QUIET_CORES = 0.1  # per broker, on average over the window
+JIT_WINDOW_S = 10.0
+
+
+@dataclass
+class JitWatch:
+    """The brokers' JIT compile time, scraped at most once a second; as a runner `stop_when`, True once quiet."""
+
+    urls: Mapping[int, str]
+    quiet_cores: float = JIT_QUIET_CORES
+    window_s: float = JIT_WINDOW_S
+    clock: Callable[[], float] = time.monotonic
+    history: list[tuple[float, dict[int, float]]] = field(default_factory=list)
+
+    def sample(self) -> None:
+        values: dict[int, float] = {}
+        for bid, url in self.urls.items():
+            try:
+                v = metrics.scrape(url).get("jit_compile_s")
+            except OSError:  # a broker not answering: no quiet window can include this sample
+                continue
+            if v is not None:
+                values[bid] = v
+        self.history.append((self.clock(), values))
+
+    def cores(self) -> float | None:
+        """Mean cores per broker their compilers took over the last window; None until a whole window of samples
+        from every broker is there (or a broker restarted within it: its counter went back)."""
+        if not self.history:
+            return None
+        t1, v1 = self.history[-1]
+        older = [(t, v) for t, v in self.history if t <= t1 - self.window_s]
+        if not older:
+            return None
+        t0, v0 = older[-1]
+        if not self.urls or any(b not in v0 or b not in v1 or v1[b] < v0[b] for b in self.urls):
+            return None
+        return sum(v1[b] - v0[b] for b in self.urls) / len(self.urls) / (t1 - t0)
+
+    def __call__(self, raw: runner.RawRun | None = None) -> bool:
+        if not self.history or self.clock() - self.history[-1][0] >= 1.0:
+            self.sample()
+        c = self.cores()
+        return c is not None and c <= self.quiet_cores
 
 
 def warm_up(
@@ -26,8 +82,13 @@ def warm_up(
     placements: Sequence[Placement] = (None,),
     say: Callable[[str], None] = print,
     common: Mapping[str, str] | None = None,
-) -> None:
-    """Run acks=all load through every broker (6 partitions) and read it back, for `seconds`.
+    metrics_urls: Mapping[int, str] | None = None,
+    quiet_cores: float = JIT_QUIET_CORES,
+) -> dict[str, Any]:
+    """Run acks=all load through every broker (6 partitions) and read it back, for `seconds`, or with
+    `metrics_urls` until the brokers' JIT is quiet (`seconds` is then the cap). Returns how long it ran (`s`),
+    the brokers' JIT cores per broker at its end (`jit_cores`) and whether they were `quiet` (both None without
+    metrics).
 
     `common`: client security settings (an inventory's), `placements`: where the workers run."""
     w = parse_workload(
@@ -41,11 +102,29 @@ def warm_up(
             "producerConfig": {"acks": "all", "linger.ms": 5},
         }
     )
-    say(f"warming up the brokers' JIT for {seconds:g} s with acks=all load")
+    watch = JitWatch(metrics_urls, quiet_cores) if metrics_urls else None
+    load = f"{seconds:g} s with acks=all load"
+    if watch:
+        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
+    say(f"warming up the brokers' JIT for {load}")
+    t0 = time.monotonic()
     raw = runner.run(
-        w, {**(common or {}), "bootstrap.servers": bootstrap}, placements=placements, say=lambda m: None, drain=False
+        w,
+        {**(common or {}), "bootstrap.servers": bootstrap},
+        placements=placements,
+        say=lambda m: None,
+        drain=False,
+        stop_when=watch,
     )
+    took = time.monotonic() - t0
+    jit = watch.cores() if watch else None
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
     e2e = summary["end_to_end_latency_ms"]
     p99 = f"end-to-end p99 {e2e['p99']:.2f} ms" if e2e.get("p99") is not None else "end-to-end latency not measured"
-    say(f"warm-up done: {summary['publish_mb_s']:.1f} MB/s, {p99}")
+    state = ""
+    if watch:
+        jit_text = f"{jit:.2f} core per broker" if jit is not None else "not read"
+        state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
+    say(f"warm-up done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
+    quiet = raw.stopped_early_at is not None if watch else None
+    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet}

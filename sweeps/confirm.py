@@ -1,9 +1,9 @@
 """The confirmation and the ablations: figures with intervals, and only effects that survive the noise.
 
     confirm   the best `confirm.top` of every stage and every acks=all baseline, plus Kafka's defaults,
-              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …;
-              back to back only to save a rolling restart, `rounds`): the recommended configuration is the best mean of these repeats, and the
-              spread of each one's repeats is the between-run noise.
+              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …; back to
+              back only to save a rolling restart, `rounds`): the recommended configuration is the best mean of
+              these repeats, and the spread of each one's repeats is the between-run noise.
     ablate    per key in which the recommended configuration differs from Kafka's defaults: the
               recommended configuration with that key put back, `ablate.repeats` times, interleaved with
               the recommended configuration itself. A key's effect is recommended − ablated with Welch's 95 %

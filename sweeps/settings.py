@@ -19,8 +19,9 @@ class Measurement(_Model):
     warmup_s: Annotated[float, Field(ge=0, le=3600)] = 5
     window_s: Annotated[float, Field(ge=1, le=3600)] = 10
     windows: Annotated[int, Field(ge=1, le=100)] = 3
-    # After a rolling restart the brokers' JIT is cold again: load them this long before measuring.
-    restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 30
+    # After a rolling restart the brokers' JIT is cold again: load them until their compilers are quiet
+    # (loadgen.warmup.JitWatch; about 85 s on the testbed), for this long at the most (0: no warm-up).
+    restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 180
     # Longest wait for consumers to receive everything acknowledged after the window (acks=0: 5 s).
     drain_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120
     # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.

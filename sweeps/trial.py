@@ -173,7 +173,10 @@ class _Trial:
         m, t = self.spec.measurement, self.target
         if applied.restarts and m.restart_warmup_s:
             self.phase = "warm-up after restart"
-            warm_up(t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common)
+            self.record["restart_warmup"] = warm_up(
+                t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common,
+                metrics_urls=t.metrics_urls,
+            )  # fmt: skip
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         if self.hold_msg_s is not None:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pytest
 
 from cluster import admin
 from drivers import api
-from loadgen import clientside, result, runner
+from loadgen import clientside, result, runner, warmup
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
 from records.testbed import TestbedState
@@ -236,6 +237,43 @@ def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: Tes
     # the client batch the consumer was in (up to 1,000 messages: 1 s)
     assert acked >= 8000 and received < acked - 3000
     assert raw.phases_s["after_produce_end"] < (acked - received) / 1000 / 2, raw.phases_s
+
+
+def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(healthy: TestbedState) -> None:
+    """loadgen.warmup with the metrics endpoints reads the brokers' JIT compile time while it loads them and ends
+    at the first whole window under the threshold, not at its cap. The threshold here is one no broker exceeds (10
+    cores each on 2 cores), so the end is the first whole 10-s window: the cap is 90 s."""
+    got = warmup.warm_up(healthy.bootstrap_servers, 90, say=print, metrics_urls=healthy.metrics_urls, quiet_cores=10)
+    assert got["quiet"] is True and got["jit_cores"] is not None and 0 <= got["jit_cores"] < 10, got
+    assert warmup.JIT_WINDOW_S <= got["s"] < 45, got
+    # without the endpoints it runs its whole length and says nothing about the JIT
+    fixed = warmup.warm_up(healthy.bootstrap_servers, 3, say=print)
+    assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 3, fixed
+
+
+def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() -> None:
+    """JitWatch's decision on the compile-time series measured after a rolling restart (cumulative seconds, one
+    sample a second): busy at 0.5 core per broker, quiet at 0.05; a broker missing from a sample, or a counter
+    that went back (a restart), makes no window."""
+    now = [0.0]
+    w = warmup.JitWatch({1: "u1", 2: "u2"}, clock=lambda: now[0])
+
+    def feed(rates: tuple[float, float], seconds: int) -> None:
+        for _ in range(seconds):
+            now[0] += 1
+            last = w.history[-1][1] if w.history else {1: 0.0, 2: 0.0}
+            w.history.append((now[0], {1: last[1] + rates[0], 2: last[2] + rates[1]}))
+
+    feed((0.5, 0.6), 5)
+    assert w.cores() is None  # not a whole window yet
+    feed((0.5, 0.6), 10)
+    assert w.cores() == pytest.approx(0.55)
+    feed((0.05, 0.05), 10)
+    assert w.cores() == pytest.approx(0.05) and w.cores() <= warmup.JIT_QUIET_CORES
+    w.history.append((now[0] + 1, {1: w.history[-1][1][1] + 0.05}))  # broker 2 not answering
+    assert w.cores() is None
+    w.history.append((now[0] + 2, {1: 0.1, 2: 0.1}))  # both restarted: their counters began again
+    assert w.cores() is None
 
 
 def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="kt-overhead-bench-"))
     with testbed(work / "tb", warm_up_s=90) as tb:
-        s, study, _ = sweep(tb, a.spec, work / "runs")
+        s, study, _ = sweep(tb, a.spec.resolve(), work / "runs")
     report(s["this_invocation"]["breakdown"])
     after_restarts(study)
 

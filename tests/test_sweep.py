@@ -104,7 +104,11 @@ def test_sweep_applies_reads_back_and_restores(
     # 1 baseline + 2 trials + (the stage's best and Kafka's defaults) × 2 confirmation runs, interleaved
     assert len(recs) == 7
     conf = [r for r in recs if r["stage"] == "confirm"]
-    assert [r["confirms"].split("@")[1] for r in conf] == ["1", "1", "2", "2"]  # A B A B, never A A
+    assert [r["confirms"].split("@")[1] for r in conf] == ["1", "1", "2", "2"]
+    # A B B A: each is alone in its restart group (replica.fetch.max.bytes), so round 2 starts where round 1
+    # ended instead of rolling the brokers away and back (sweeps.confirm.rounds)
+    labels = [r["confirms"].split("@")[0] for r in conf]
+    assert labels[0] == labels[3] != labels[1] == labels[2], labels
     for r in recs:
         assert r["state"] == "complete", r.get("fail_reason")
         cfg = r["config"]

@@ -54,16 +54,17 @@ class JitWatch:
                 values[bid] = v
         self.history.append((self.clock(), values))
 
-    def cores(self) -> float | None:
+    def cores(self, *, whole: bool = True) -> float | None:
         """Mean cores per broker their compilers took over the last window; None until a whole window of samples
-        from every broker is there (or a broker restarted within it: its counter went back)."""
+        from every broker is there (or a broker restarted within it: its counter went back). `whole=False`: over
+        what there is when that is less than a window (a warm-up's closing figure)."""
         if not self.history:
             return None
         t1, v1 = self.history[-1]
         older = [(t, v) for t, v in self.history if t <= t1 - self.window_s]
-        if not older:
+        if not older and (whole or len(self.history) < 2):
             return None
-        t0, v0 = older[-1]
+        t0, v0 = older[-1] if older else self.history[0]
         if not self.urls or any(b not in v0 or b not in v1 or v1[b] < v0[b] for b in self.urls):
             return None
         return sum(v1[b] - v0[b] for b in self.urls) / len(self.urls) / (t1 - t0)
@@ -117,7 +118,7 @@ def warm_up(
         stop_when=watch,
     )
     took = time.monotonic() - t0
-    jit = watch.cores() if watch else None
+    jit = watch.cores(whole=False) if watch else None
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
     e2e = summary["end_to_end_latency_ms"]
     p99 = f"end-to-end p99 {e2e['p99']:.2f} ms" if e2e.get("p99") is not None else "end-to-end latency not measured"

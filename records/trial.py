@@ -18,7 +18,8 @@ SCHEMA_VERSION = 1
 TRIAL = "trial.json"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
 _OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
-             "restarts", "apply_s", "phases_s", "measured", "constraints", "disturbed", "faults")  # fmt: skip
+             "restarts", "apply_s", "restart_warmup", "phases_s", "measured", "constraints", "disturbed",
+             "faults")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class TrialRecord:
     broker_read_back: Mapping[str, Mapping[str, str | None]] | None = None  # broker id -> key -> value
     restarts: int | None = None
     apply_s: float | None = None
+    # the load after a rolling restart (loadgen.warmup): seconds `s`, the brokers' JIT `jit_cores` per broker at
+    # its end and whether they were `quiet` (False: it reached restart_warmup_s first)
+    restart_warmup: Mapping[str, Any] | None = None
     phases_s: Mapping[str, float] | None = None
     measured: Mapping[str, Any] | None = None
     constraints: Mapping[str, Any] | None = None
@@ -56,8 +60,8 @@ class TrialRecord:
 
     def as_json(self) -> dict[str, Any]:
         order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
-                 "repeat", "probe_msg_s", "hold_msg_s", "suggested",
-                 "carried", "config", "applied", "broker_read_back", "restarts", "apply_s", "phases_s", "measured",
+                 "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "config", "applied",
+                 "broker_read_back", "restarts", "apply_s", "restart_warmup", "phases_s", "measured",
                  "constraints", "disturbed", "faults", "state", "fail_reason", "total_s"]  # fmt: skip
         assert set(order) == {f.name for f in fields(self)}
         return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}

@@ -270,6 +270,8 @@ def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() ->
     assert w.cores() == pytest.approx(0.55)
     feed((0.05, 0.05), 10)
     assert w.cores() == pytest.approx(0.05) and w.cores() <= warmup.JIT_QUIET_CORES
+    short = warmup.JitWatch({1: "u1"}, clock=lambda: now[0], history=[(0.0, {1: 0.0}), (4.0, {1: 1.0})])
+    assert short.cores() is None and short.cores(whole=False) == pytest.approx(0.25)  # a warm-up's closing figure
     w.history.append((now[0] + 1, {1: w.history[-1][1][1] + 0.05}))  # broker 2 not answering
     assert w.cores() is None
     w.history.append((now[0] + 2, {1: 0.1, 2: 0.1}))  # both restarted: their counters began again

@@ -9,7 +9,7 @@ librdkafka stops fetching a partition for that long whenever its local queue hol
 `queued.min.messages` or `queued.max.messages.kbytes`, which a consumer at max rate reaches every time it falls
 a little behind; the Java consumer fetches again as soon as its buffer is read. Measured on the warm testbed
 (`benchmarks/consumer_fetch_backoff.py`, 3 alternating pairs): the consumer drained a backlog of 1-KB records at
-89-130 k records/s with librdkafka's default and 636-690 k/s with 10 ms. A `consumerConfig` key of the same
+89-130 k records a second with librdkafka's default and 636-690 k/s with 10 ms. A `consumerConfig` key of the same
 name overrides it.
 """
 

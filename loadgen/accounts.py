@@ -89,6 +89,11 @@ class ConsumerState:
         self.unpack = payload.unpacker(size)
         self.batches = 0  # on_batch calls
 
+    def distinct(self) -> int:
+        """Records received at least once: duplicates (a consumer that re-reads after its group rebalanced, a
+        producer's retry) counted once. A byte count per record map, in C: about a millisecond per 10 million."""
+        return sum(len(m) - m.count(0) for m in self.seen.values())
+
     def on_message(self, data: bytes) -> None:
         now = self.clock()
         pid, seq, sent = self.unpack(data)

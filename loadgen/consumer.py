@@ -73,7 +73,7 @@ def run_consumer(
             now = clock()
             tick.catch_up(now)
             if now >= count_at:
-                q.put(("count", "consumer", task.wid, received))
+                q.put(("count", "consumer", task.wid, st.distinct()))
                 count_at = now + COUNT_EVERY_NS
         tick.emit()
         errors = getattr(cons, "errors", 0)

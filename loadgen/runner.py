@@ -322,8 +322,7 @@ def _collect(
     produce_end = raw.timing["produce_end_ns"]
     drain_deadline: float | None = None
     last_change = time.monotonic()
-    received = 0  # from the consumers' ticks
-    counted: dict[int, int] = {}  # each consumer's count after the producers' end (sooner than its next tick)
+    counted: dict[int, int] = {}  # each consumer's distinct records after the producers' end
     while True:
         try:
             msg = q.get(timeout=0.5)
@@ -337,7 +336,6 @@ def _collect(
                 tk = Tick(*msg[1:])
                 raw.ticks.append(tk)
                 if tk.role == "consumer" and tk.msgs:
-                    received += tk.msgs
                     last_change = time.monotonic()
                 if backlog is not None:
                     backlog.count(tk.role, tk.msgs)
@@ -366,7 +364,10 @@ def _collect(
             acked = sum(p["acked"] for p in raw.producers.values())
             idle = now - last_change
             subs = max(1, w.subscriptionsPerTopic)
-            arrived = max(received, sum(counted.values()) if len(counted) == n_cons else 0)
+            # distinct records (ConsumerState.distinct): a consumer that re-read after its group rebalanced (a
+            # broker bounced) counts its duplicates in its ticks, and their sum reached the acknowledged count
+            # while records behind a moved partition leader were still to come
+            arrived = sum(counted.values()) if len(counted) == n_cons else 0
             if (
                 w.subscriptionsPerTopic == 0
                 or not drain

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 
 import pytest
@@ -35,3 +36,17 @@ def test_header_fits_every_size_from_8_bytes_and_round_trips(size: int, timed: b
     assert (pid, seq) == (513, (1 << 40) + 7)
     assert payload.timed(size) is timed
     assert sent == (1_700_000_000_123_456_789 if timed else 0)
+
+
+def test_a_consumer_counts_a_record_it_read_twice_once_in_its_distinct_records() -> None:
+    """The drain ends on distinct records (loadgen.runner): a consumer that re-reads after its group rebalanced
+    must not reach the acknowledged count with duplicates while other records are still to come."""
+    from loadgen.accounts import ConsumerState
+
+    st = ConsumerState(time.time_ns, 100)
+    pack = payload.packer(100)
+    body = bytes(100 - payload.HEADER_BYTES)
+    st.on_batch([pack(1, seq, time.time_ns()) + body for seq in range(10)])
+    st.on_batch([pack(1, seq, time.time_ns()) + body for seq in range(5, 10)])  # re-read after a rebalance
+    st.on_message(pack(2, 70000, time.time_ns()) + body)  # another producer, beyond the first map's size
+    assert st.distinct() == 11

@@ -143,7 +143,7 @@ class Testbed:
             for n in st.nodes:
                 if n.id in want and self._alive(st, n) is None:
                     log = self.node_dir(n.id) / "server.log"
-                    raise EnvironmentProblem(f"node {n.id} exited while starting; see {log}")
+                    raise EnvironmentProblem(f"node {n.id} exited while starting: {nodes.why_exited(log)} ({log})")
             try:
                 brokers = set(kadmin.live_brokers(admin, timeout_s=3))
             except Exception:

@@ -131,3 +131,14 @@ def start(dist: KafkaDist, state_dir: Path, node: Node, heap: str) -> int:
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d
         )
     return proc.pid
+
+
+def why_exited(log: Path, lines: int = 400) -> str:
+    """The last error a node's server.log shows (its final `lines`), for the message of a node that exited while
+    starting: the testbed is wiped after a test run, and its log with it."""
+    try:
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return "no server.log"
+    errors = [ln.strip() for ln in tail if "ERROR" in ln or "FATAL" in ln or "Exception" in ln]
+    return errors[-1][:500] if errors else (tail[-1].strip()[:500] if tail else "server.log is empty")

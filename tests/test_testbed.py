@@ -118,3 +118,20 @@ def test_shaped_tests_skip_with_the_reason_where_cap_net_admin_is_missing(tmp_pa
     assert "shaped mode: needs CAP_NET_ADMIN" in proc.stdout, proc.stdout[-2000:]
     assert netns.missing_capabilities("CapEff:\t000001fffeffefff\n") == ["CAP_NET_ADMIN"]
     assert netns.missing_capabilities("CapEff:\t0000000000000000\n") == ["CAP_NET_ADMIN", "CAP_SYS_ADMIN"]
+
+
+def test_a_node_that_exited_while_starting_is_reported_with_its_last_error(tmp_path: Path) -> None:
+    """CI once met "node 1 exited while starting" after a hard bounce, and the testbed's wipe took the log with
+    it: the message carries the log's last error line."""
+    from testbed.nodes import why_exited
+
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-11-26 06:20:01,000] INFO starting (kafka.Kafka$)\n"
+        "[2026-11-26 06:20:02,000] ERROR Exiting Kafka due to fatal exception during startup. (kafka.Kafka$)\n"
+        "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:24091: Address already "
+        "in use.\n"
+        "[2026-11-26 06:20:02,100] INFO shut down completed (kafka.server.KafkaRaftServer)\n"
+    )
+    assert why_exited(log).startswith("org.apache.kafka.common.KafkaException: Socket server failed to bind")
+    assert why_exited(tmp_path / "none.log") == "no server.log"

@@ -95,9 +95,9 @@ def test_sweep_applies_reads_back_and_restores(
         confirm={"top": 1, "repeats": 2},
         ablate={"repeats": 0},
         baselines=["kafka-defaults"],
-        # after each rolling restart, load until the brokers' JIT is quiet, for 12 s at the most: about one whole
-        # 10-s window of the JIT watch, so the test sees the warm-up's record without waiting for a quiet JIT
-        measurement={**FAST, "restart_warmup_s": 12},
+        # after each rolling restart, load until the brokers' JIT is quiet, for 4 s at the most: less than the JIT
+        # watch's window, so the record's figure covers what was sampled and the test does not wait for a quiet JIT
+        measurement={**FAST, "restart_warmup_s": 4},
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -132,7 +132,7 @@ def test_sweep_applies_reads_back_and_restores(
     for r in recs:  # each restart was followed by load, ended by the JIT watch or its cap
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
-        assert w is None or (w["jit_cores"] is not None and w["quiet"] in (True, False) and 10 <= w["s"] < 30), w
+        assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 4 <= w["s"] < 20), w
     assert summary["best"]["from"] == "confirmation"
     # where the wall clock went (sweeps.timing), from the trial records: the parts add up to the wall clock
     b = summary["this_invocation"]["breakdown"]

@@ -365,7 +365,7 @@ def _collect(
             idle = now - last_change
             subs = max(1, w.subscriptionsPerTopic)
             # distinct records (ConsumerState.distinct): a consumer that re-read after its group rebalanced (a
-            # broker bounced) counts its duplicates in its ticks, and their sum reached the acknowledged count
+            # broker bounced) counts its duplicates in its ticks, and their sum could reach the acknowledged count
             # while records behind a moved partition leader were still to come
             arrived = sum(counted.values()) if len(counted) == n_cons else 0
             if (

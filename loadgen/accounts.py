@@ -91,7 +91,8 @@ class ConsumerState:
 
     def distinct(self) -> int:
         """Records received at least once: duplicates (a consumer that re-reads after its group rebalanced, a
-        producer's retry) counted once. A byte count per record map, in C: about a millisecond per 10 million."""
+        producer's retry) counted once. A byte count per record map, in C: 6.0-6.3 ms for a map of 10 million
+        (measured), so asked only after the producers' end, 10 times a second (loadgen.consumer)."""
         return sum(len(m) - m.count(0) for m in self.seen.values())
 
     def on_message(self, data: bytes) -> None:

@@ -15,8 +15,8 @@ from loadgen.channel import read_timing
 from loadgen.ticker import Ticker
 from loadgen.worker import WorkerTask, enter
 
-# after the producers' end, a consumer says how many records it received this often (loadgen.runner ends the drain
-# once every acknowledged record arrived and nothing more did for a moment)
+# after the producers' end, a consumer says how many distinct records it received this often (loadgen.runner ends
+# the drain once every acknowledged record arrived and nothing more did for a moment)
 COUNT_EVERY_NS = 100_000_000
 
 

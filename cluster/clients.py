@@ -28,7 +28,7 @@ class RemoteClient:
 
 def worker_python_problem(pool: SshPool, t: Target, python: str) -> str | None:
     """Why `python` on host `t` cannot run kafkatune's load workers, or None when it can."""
-    r = pool.run(t, f"{shlex.quote(python)} -c 'import {WORKER_AGENT}'", check=False, timeout_s=60)
+    r = pool.run(t, f"{shlex.quote(python)} -c 'import {WORKER_AGENT}'", check=False, timeout_s=60, retry=True)
     if r.rc == 0:
         return None
     return (

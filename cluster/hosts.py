@@ -26,7 +26,7 @@ def _broker_problems(pool: SshPool, t: Target, b: Broker) -> list[str]:
 
 
 def _client_check(pool: SshPool, t: Target, c: ClientHost, row: dict[str, Any]) -> None:
-    r = pool.run(t, f"{shlex.quote(c.python)} --version", check=False, timeout_s=30)
+    r = pool.run(t, f"{shlex.quote(c.python)} --version", check=False, timeout_s=30, retry=True)
     if r.rc != 0:
         row["problems"].append(f"python {c.python!r} does not run: {(r.err or r.out).strip()}")
         return
@@ -45,7 +45,7 @@ def check_hosts(inventory: Path, accept_new_host_keys: bool, say: Callable[[str]
             t = Target.of(inv, entry)
             row: dict[str, Any] = {"host": label, "address": f"{entry.host}:{t.ssh.port}", "problems": []}
             try:
-                row["hostname"] = pool.run(t, "uname -n", timeout_s=30).out.strip()
+                row["hostname"] = pool.run(t, "uname -n", timeout_s=30, retry=True).out.strip()
                 if isinstance(entry, Broker):
                     row["problems"] += _broker_problems(pool, t, entry)
                 else:

@@ -5,8 +5,9 @@ with the key's fingerprint, unless `accept_new_host_keys` is set: then the key i
 (recorded, and said so) and trusted from then on. A host whose key differs from the recorded one is
 refused always; the flag never overrides a changed key.
 
-One connection per (user, host, port) is opened on first use and kept until `close()`; commands have a
-timeout; every error names the host and what to fix.
+One connection per (user, host, port) is opened on first use and kept until `close()`; a command has a
+deadline that holds even where paramiko itself waits without one (a watchdog closes the channel); every error
+names the host and what to fix.
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ class HostKeyRefused(EnvironmentProblem):
 
 class RemoteCommandFailed(RunFailed):
     """A command on a host exited non-zero or did not finish in time."""
+
+
+class _Stalled(Exception):
+    """A command passed its deadline (its message says at which stage); `unanswered`: the server had not started
+    it yet. `SshPool.run` turns it into RemoteCommandFailed, after one more try when asked."""
+
+    def __init__(self, message: str, unanswered: bool) -> None:
+        super().__init__(message)
+        self.unanswered = unanswered
+
+
+_OPENING, _STARTING = "opening a channel", "waiting for the server to start the command"
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -165,23 +178,80 @@ class SshPool:
             raise EnvironmentProblem(f"{where}: {e}") from None
         return c
 
-    def run(self, t: Target, command: str, *, timeout_s: float | None = None, check: bool = True) -> Result:
-        """Run `command` through the remote shell; with `check`, a non-zero exit is RemoteCommandFailed."""
+    def run(
+        self, t: Target, command: str, *, timeout_s: float | None = None, check: bool = True, retry: bool = False
+    ) -> Result:
+        """Run `command` through the remote shell; with `check`, a non-zero exit is RemoteCommandFailed.
+
+        `timeout_s` bounds the whole command: a watchdog closes the channel at the deadline, since paramiko waits
+        without a timeout for a channel, for the server's reply to the exec request and for the exit status. A
+        server that did not start the command in time leaves its connection suspect: it is dropped (the next
+        command opens a new one), and with `retry` (a command safe to run twice, such as a read-only check) the
+        command is tried once more on the new connection. A command that started and then overran is not retried."""
         limit = timeout_s or t.ssh.command_timeout_s
-        c = self.client(t)
         try:
-            _, stdout, stderr = c.exec_command(command, timeout=limit)
-            out = stdout.read().decode(errors="replace")
-            err = stderr.read().decode(errors="replace")
-            rc = stdout.channel.recv_exit_status()
-        except TimeoutError:
-            raise RemoteCommandFailed(f"{t.label}: `{command}` did not finish within {limit:g} s") from None
+            return self._run_once(t, command, limit, check)
+        except _Stalled as e:
+            if not (e.unanswered and retry):
+                raise RemoteCommandFailed(str(e)) from None
+            self.progress(f"{e}; trying once more on a new connection")
+        try:
+            return self._run_once(t, command, limit, check)
+        except _Stalled as e:
+            raise RemoteCommandFailed(f"{e} (twice)") from None
+
+    def _run_once(self, t: Target, command: str, limit: float, check: bool) -> Result:
+        transport = self.client(t).get_transport()
+        if transport is None:
+            raise RemoteCommandFailed(f"{t.label}: the SSH connection closed")
+        stage = [_OPENING]
+        fired = threading.Event()
+        chan: list[paramiko.Channel] = []
+
+        def stop() -> None:
+            fired.set()
+            if chan:
+                chan[0].close()  # wakes every wait on it, even those without a timeout
+            else:
+                transport.close()  # no channel after all this time: the connection itself is stuck
+
+        watchdog = threading.Timer(limit, stop)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            chan.append(transport.open_session())
+            chan[0].settimeout(limit)
+            stage[0] = _STARTING
+            chan[0].exec_command(command)
+            stage[0] = "reading its output"
+            out = chan[0].makefile("rb").read().decode(errors="replace")
+            err = chan[0].makefile_stderr("rb").read().decode(errors="replace")
+            stage[0] = "waiting for its exit status"
+            rc = chan[0].recv_exit_status()
         except (OSError, paramiko.SSHException) as e:
-            raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
+            if not (fired.is_set() or isinstance(e, TimeoutError)):
+                raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
+        finally:
+            watchdog.cancel()
+            if chan:
+                chan[0].close()
+        if fired.is_set() or stage[0] != "waiting for its exit status":
+            unanswered = stage[0] in (_OPENING, _STARTING)
+            if unanswered:
+                self.drop(t)
+            why = f"{t.label}: `{command}` did not finish within {limit:g} s ({stage[0]})"
+            raise _Stalled(why, unanswered)
         if check and rc != 0:
             tail = (err.strip() or out.strip())[-500:]
             raise RemoteCommandFailed(f"{t.label}: `{command}` exited {rc}: {tail}")
         return Result(rc, out, err)
+
+    def drop(self, t: Target) -> None:
+        """Close the connection to `t` (if open); the next command opens a new one."""
+        with self._lock:
+            c = self._clients.pop(t.key, None)
+        if c is not None:
+            c.close()
 
     def sftp(self, t: Target) -> paramiko.SFTPClient:
         return self.client(t).open_sftp()
@@ -205,7 +275,7 @@ class SshPool:
             sf.posix_rename(tmp, path)
 
     def exists(self, t: Target, path: str, kind: str = "-e") -> bool:
-        return self.run(t, f"test {kind} {shlex.quote(path)}", check=False).rc == 0
+        return self.run(t, f"test {kind} {shlex.quote(path)}", check=False, retry=True).rc == 0
 
     def close(self) -> None:
         with self._lock:

@@ -146,7 +146,7 @@ def inventory(
     try:
         if all_brokers:
             for b in inv.brokers:
-                pool.run(SshTarget.of(inv, b), "true", timeout_s=30)
+                pool.run(SshTarget.of(inv, b), "true", timeout_s=30, retry=True)
         clients = client_hosts(inv, pool)
     except BaseException:
         pool.close()

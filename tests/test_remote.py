@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,6 +214,69 @@ def test_commands_and_files_over_one_reused_connection(tmp_path: Path, sshd: Ssh
         assert Path(props).stat().st_mode & 0o777 == 0o640  # mode kept
         assert not Path(props + ".kafkatune-tmp").exists()
         assert pool.client(t) is first  # one connection for all of it
+
+
+def test_a_command_that_closes_its_output_and_hangs_still_meets_its_deadline(tmp_path: Path, sshd: Sshd) -> None:
+    """Its output ends at once but its exit status never comes: paramiko waits for that status without a timeout,
+    so the deadline holds only through the pool's watchdog. The command did start: no second try, and the
+    connection is kept."""
+    kh = tmp_path / "known_hosts"
+    kh.write_text(known_line(sshd) + "\n")
+    inv = load_inventory(inventory(tmp_path, sshd, kh))
+    t = Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+    said: list[str] = []
+    with SshPool(progress=said.append) as pool:
+        first = pool.client(t)
+        start = time.monotonic()
+        with pytest.raises(RemoteCommandFailed, match=r"did not finish within 2 s \(waiting for its exit status\)$"):
+            pool.run(t, "exec >/dev/null 2>&1 </dev/null; sleep 40", timeout_s=2, retry=True)
+        assert time.monotonic() - start < 15 and not said
+        assert pool.run(t, "echo again").out == "again\n" and pool.client(t) is first
+
+
+def _session_processes(sshd: Sshd) -> set[int]:
+    """The server's per-connection processes (every descendant of the listening sshd)."""
+    found, todo = set(), [sshd.proc.pid]
+    while todo:
+        kids = subprocess.run(["pgrep", "-P", str(todo.pop())], capture_output=True, text=True).stdout.split()
+        found.update(int(k) for k in kids)
+        todo += kids
+    return found
+
+
+def test_a_server_that_stops_answering_is_left_and_a_check_is_tried_again_on_a_new_connection(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    """The server's processes for the pool's connection are stopped (SIGSTOP): a channel is never opened, a wait
+    paramiko makes without a timeout (a hang of `hosts check` in CI sat in such a wait for 600 s). The watchdog
+    closes the connection at the deadline; a read-only check (`retry`) runs again on a new one and succeeds, any
+    other command fails naming the stage."""
+    kh = tmp_path / "known_hosts"
+    kh.write_text(known_line(sshd) + "\n")
+    inv = load_inventory(inventory(tmp_path, sshd, kh))
+    t = Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+    said: list[str] = []
+    with SshPool(progress=said.append) as pool:
+        for retry in (True, False):
+            pool.drop(t)
+            before = _session_processes(sshd)
+            pool.run(t, "true")  # a new connection, with its server processes
+            stuck = _session_processes(sshd) - before
+            assert stuck, "no server process for the connection"
+            for pid in stuck:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                start = time.monotonic()
+                if retry:
+                    assert pool.run(t, "uname -n", timeout_s=2, retry=True).out.strip()
+                    assert any("(opening a channel); trying once more on a new connection" in s for s in said), said
+                else:
+                    with pytest.raises(RemoteCommandFailed, match=r"within 2 s \(opening a channel\)$"):
+                        pool.run(t, "uname -n", timeout_s=2)
+                assert time.monotonic() - start < 20
+            finally:
+                for pid in stuck:
+                    os.kill(pid, signal.SIGKILL)
 
 
 def test_a_wrong_key_is_an_authentication_error_naming_the_host(tmp_path: Path, sshd: Sshd) -> None:

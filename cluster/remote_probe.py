@@ -91,10 +91,11 @@ class RemoteProber:
         why = ""
         for attempt in range(3):
             port_ = port + attempt  # a server left over by a failed attempt may still hold the last port
-            chan = self.pool.client(dst).get_transport().open_session()
+            chan = None
             try:
                 if use == "iperf3":
-                    chan.exec_command(f"timeout {seconds + 60:g} iperf3 -s -1 -B {shlex.quote(dst.host)} -p {port_}")
+                    server = f"timeout {seconds + 60:g} iperf3 -s -1 -B {shlex.quote(dst.host)} -p {port_}"
+                    chan = self.pool.start(dst, server)
                     time.sleep(0.5 + attempt)
                     cmd = f"iperf3 -c {shlex.quote(dst.host)} -p {port_} -t {seconds:g} -O 1 -J"
                     r = self.pool.run(src, cmd, check=False, timeout_s=seconds + 60)
@@ -105,9 +106,8 @@ class RemoteProber:
                         why = (r.out or r.err).strip()[-300:]
                         continue
                 probe_dst, probe_src = self._probe(dst), self._probe(src)
-                chan.exec_command(
-                    f"{self.python} {probe_dst} net-server {shlex.quote(dst.host)} {port_} --timeout {seconds + 60:g}"
-                )
+                server = f"{self.python} {probe_dst} net-server {shlex.quote(dst.host)} {port_}"
+                chan = self.pool.start(dst, f"{server} --timeout {seconds + 60:g}")
                 f = chan.makefile("r")
                 first = f.readline()
                 if b"listening" not in (first if isinstance(first, bytes) else first.encode()):
@@ -119,7 +119,8 @@ class RemoteProber:
                 res = _last_json(out.decode() if isinstance(out, bytes) else out, f"{dst.label}: network probe")
                 return {"from": src.host, "to": dst.host, "tool": "python", "mb_s": res["mb_s"]}
             finally:
-                chan.close()
+                if chan is not None:
+                    chan.close()
         raise EnvironmentProblem(f"network probe {src.label} -> {dst.label} failed 3 times: {why}")
 
     # ---- the profile ----------------------------------------------------------------------------------

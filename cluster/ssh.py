@@ -18,6 +18,7 @@ import hashlib
 import os
 import shlex
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,33 @@ class _Stalled(Exception):
 
 
 _OPENING, _STARTING = "opening a channel", "waiting for the server to start the command"
+
+
+class _Watchdog:
+    """Calls `stop` once `seconds` have passed inside the `with` block (`fired` says whether it did)."""
+
+    def __init__(self, seconds: float, stop: Callable[[], None]) -> None:
+        self.fired = threading.Event()
+        self._stop = stop
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired.set()
+        self._stop()
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+def exit_status(chan: paramiko.Channel, timeout_s: float) -> int | None:
+    """The command's exit status once its output has ended, or None if it does not come within `timeout_s`
+    (paramiko's own `recv_exit_status` waits forever)."""
+    return chan.recv_exit_status() if chan.status_event.wait(timeout_s) else None
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -200,47 +228,62 @@ class SshPool:
         except _Stalled as e:
             raise RemoteCommandFailed(f"{e} (twice)") from None
 
-    def _run_once(self, t: Target, command: str, limit: float, check: bool) -> Result:
+    def start(self, t: Target, command: str, *, timeout_s: float = 30) -> paramiko.Channel:
+        """A new channel to `t` with `command` started on it (the caller reads it and closes it). The server must
+        start it within `timeout_s`: paramiko waits for that without a timeout, so a watchdog ends the wait (and
+        drops the connection, which is then suspect)."""
+        try:
+            return self._start(t, command, timeout_s)
+        except _Stalled as e:
+            raise RemoteCommandFailed(str(e)) from None
+
+    def _start(self, t: Target, command: str, limit: float) -> paramiko.Channel:
         transport = self.client(t).get_transport()
         if transport is None:
             raise RemoteCommandFailed(f"{t.label}: the SSH connection closed")
-        stage = [_OPENING]
-        fired = threading.Event()
-        chan: list[paramiko.Channel] = []
+        stage, chan = [_OPENING], list[paramiko.Channel]()
 
         def stop() -> None:
-            fired.set()
             if chan:
-                chan[0].close()  # wakes every wait on it, even those without a timeout
+                chan[0].close()  # wakes the wait for the exec reply
             else:
                 transport.close()  # no channel after all this time: the connection itself is stuck
 
-        watchdog = threading.Timer(limit, stop)
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            chan.append(transport.open_session())
-            chan[0].settimeout(limit)
-            stage[0] = _STARTING
-            chan[0].exec_command(command)
-            stage[0] = "reading its output"
-            out = chan[0].makefile("rb").read().decode(errors="replace")
-            err = chan[0].makefile_stderr("rb").read().decode(errors="replace")
-            stage[0] = "waiting for its exit status"
-            rc = chan[0].recv_exit_status()
-        except (OSError, paramiko.SSHException) as e:
-            if not (fired.is_set() or isinstance(e, TimeoutError)):
-                raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
-        finally:
-            watchdog.cancel()
+        with _Watchdog(limit, stop) as dog:
+            try:
+                chan.append(transport.open_session())
+                stage[0] = _STARTING
+                chan[0].exec_command(command)
+            except (OSError, paramiko.SSHException) as e:
+                if chan:
+                    chan[0].close()
+                if not dog.fired.is_set():
+                    raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
+        if dog.fired.is_set():
             if chan:
                 chan[0].close()
-        if fired.is_set() or stage[0] != "waiting for its exit status":
-            unanswered = stage[0] in (_OPENING, _STARTING)
-            if unanswered:
-                self.drop(t)
-            why = f"{t.label}: `{command}` did not finish within {limit:g} s ({stage[0]})"
-            raise _Stalled(why, unanswered)
+            self.drop(t)
+            raise _Stalled(f"{t.label}: `{command}` did not finish within {limit:g} s ({stage[0]})", True)
+        return chan[0]
+
+    def _run_once(self, t: Target, command: str, limit: float, check: bool) -> Result:
+        deadline = time.monotonic() + limit
+        chan = self._start(t, command, limit)
+        stage = "reading its output"
+        try:
+            with _Watchdog(max(0.1, deadline - time.monotonic()), chan.close) as dog:
+                chan.settimeout(limit)
+                out = chan.makefile("rb").read().decode(errors="replace")
+                err = chan.makefile_stderr("rb").read().decode(errors="replace")
+                stage = "waiting for its exit status"
+                rc = chan.recv_exit_status()  # paramiko's wait has no timeout: the watchdog's close ends it
+        except (OSError, paramiko.SSHException) as e:
+            if not (dog.fired.is_set() or isinstance(e, TimeoutError)):
+                raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
+        finally:
+            chan.close()
+        if dog.fired.is_set() or stage != "waiting for its exit status":
+            raise _Stalled(f"{t.label}: `{command}` did not finish within {limit:g} s ({stage})", False)
         if check and rc != 0:
             tail = (err.strip() or out.strip())[-500:]
             raise RemoteCommandFailed(f"{t.label}: `{command}` exited {rc}: {tail}")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from cluster.clients import WORKER_AGENT, RemoteClient
+from cluster.ssh import exit_status
 from cluster.target import Placement
 from loadgen.channel import Channel, read_timing
 from loadgen.consumer import run_consumer
@@ -119,10 +120,8 @@ class RemoteWorkers:
         self._err: list[str] = []
 
     def start(self) -> None:
-        transport = self.client.pool.client(self.client.target).get_transport()
-        assert transport is not None
-        self._chan = transport.open_session()
-        self._chan.exec_command(f"{shlex.quote(self.client.python)} -u -m {WORKER_AGENT}")
+        agent = f"{shlex.quote(self.client.python)} -u -m {WORKER_AGENT}"
+        self._chan = self.client.pool.start(self.client.target, agent)
         self.pid = 0  # started (the runner only checks that it is not None)
         # in the agent the workers run on the host itself, in no network namespace
         self._send({"tasks": [{**dataclasses.asdict(t), "netns": None} for t in self.tasks]})
@@ -179,7 +178,7 @@ class RemoteWorkers:
             self._finished(codes)
 
     def _finished(self, codes: list[int] | None) -> None:
-        rc = self._chan.recv_exit_status() if codes is not None else None
+        rc = exit_status(self._chan, 30) if codes is not None else None
         if codes is not None and rc == 0:
             bad = [c for c in codes if c != 0]
             self.exitcode = bad[0] if bad else 0

@@ -151,6 +151,30 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
+# A broker whose JIT compilers took this much of a core on average over the measure window was still warming up:
+# 2.5 × loadgen.warmup's quiet threshold. Measured here: 0.5-1.1 core per broker in the first minute of load after
+# a restart, under 0.1 from about 130 s.
+JIT_BUSY_CORES = 0.25
+
+
+def jit_warning(rows: list[dict[str, Any]]) -> str | None:
+    """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
+    exporter has no JVM collector)."""
+    per: dict[int, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
+            per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
+    busy = {b: float(np.mean(v)) for b, v in sorted(per.items()) if np.mean(v) >= JIT_BUSY_CORES}
+    if not busy:
+        return None
+    each = ", ".join(f"broker {b} {c:.2f}" for b, c in busy.items())
+    return (
+        f"brokers still compiling in the measure window (JIT cores on average: {each}; ≥ {JIT_BUSY_CORES:g} is a "
+        "cluster still warming up): its figures may read low. Warm the cluster first (kafkatune testbed up "
+        "--warm-up 240 loads it until the compilers are quiet) or give the run a longer warm-up"
+    )
+
+
 def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None) -> RunRecord:
     """The run record of `raw`: `profile` is the cluster's (records.profile), `driver_info` the client's."""
     w = raw.workload
@@ -239,6 +263,9 @@ def _summary(
         warnings.append(
             f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
         )
+    jit = jit_warning(broker_rows)
+    if jit:
+        warnings.append(jit)
     return {
         "window_s": window_s,
         "warmup_s": w.warmup_seconds,

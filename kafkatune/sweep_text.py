@@ -142,4 +142,6 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
             f"this run: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min, "
             f"{inv['overhead_fraction'] * 100:.0f} % not measuring; {s['restarts']} broker restarts in all"
         )
+    if (wc := inv.get("warmup_check")) is not None:
+        lines.append(f"warm-up ({wc['warmup_s']:g} s a run): {wc['verdict']}")
     print("\n".join(lines), file=out)

@@ -326,6 +326,7 @@ class Sweep:
         defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
         vs = (judged or {}).get("vs_defaults") or {}
         wall = time.monotonic() - self.started
+        docs = [d for p in self.trial_dirs if (d := read_trial(p))]
         s = self.spec
         return {
             "schema_version": SUMMARY_SCHEMA_VERSION,
@@ -361,7 +362,8 @@ class Sweep:
                 "wall_s": wall,
                 "measured_s": self.measured_s,
                 "overhead_fraction": (1 - self.measured_s / wall) if wall and self.trials_run else None,
-                "breakdown": timing.breakdown((d for p in self.trial_dirs if (d := read_trial(p))), wall),
+                "breakdown": timing.breakdown(docs, wall),
+                "warmup_check": timing.warmup_check(docs, self.spec.measurement.warmup_s),
             },
         }
 

@@ -3,6 +3,8 @@ measurement windows, and its constraint values (sweeps.trial runs the trial)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +55,23 @@ def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
         got = [by_sec[s] for s in span if s in by_sec]
         out.append(sum(got) / max(1, len(span)) / MB if got else 0.0)
     return out
+
+
+def warmup_curve(raw: RawRun) -> list[float] | None:
+    """Each warm-up second's consumer-confirmed bytes as a ratio to the measure window's median second (the
+    objective's source), in order; None without a warm-up or a measured second. The study's warm-up check
+    (sweeps.timing.warmup_check) reads these: whether the warm-up was long enough, or longer than needed."""
+    w = raw.workload
+    by_sec: dict[int, int] = {}
+    for t in raw.ticks:
+        if t.role == "consumer":
+            by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
+    measure = [v for sec, v in by_sec.items() if phase_of(sec, w.warmup_seconds, w.test_seconds) == "measure"]
+    warm = math.ceil(w.warmup_seconds)
+    if not warm or not measure or not statistics.median(measure):
+        return None
+    level = statistics.median(measure)
+    return [round(by_sec.get(sec, 0) / level, 3) for sec in range(warm)]
 
 
 def constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dict[str, float], list[str]]:

@@ -29,7 +29,7 @@ from loadgen.warmup import warm_up
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
-from sweeps.protocol import MB, constraints, trial_workload, window_rates
+from sweeps.protocol import MB, constraints, trial_workload, warmup_curve, window_rates
 from sweeps.spec import Spec
 from sweeps.target import SweepTarget
 
@@ -237,6 +237,7 @@ class _Trial:
             "record": time.monotonic() - t_build,
         }
         self._judge(rec.summary, window_rates(raw, m.window_s, m.windows))
+        self.record["measured"]["warmup_curve"] = warmup_curve(raw)
         return raw
 
     def _ramp(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:

@@ -24,7 +24,7 @@ from loadgen.sustainable import (
     schedule,
 )
 from loadgen.workload import parse_workload
-from sweeps import confirm, space
+from sweeps import confirm, space, timing
 from sweeps.hold import start_rate
 
 
@@ -216,3 +216,24 @@ def test_a_configuration_alone_in_its_restart_group_repeats_across_a_rounds_end_
     # without restart-only keys the rounds interleave and nothing runs twice in a row
     plain = confirm.rounds([("D", {}), ("Y", {"batch.size": 65536}), ("Z", {"linger.ms": 5})], 3)
     assert [label for _, (label, _) in plain] == ["D", "Y", "Z"] * 3
+
+
+def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> None:
+    """Warm-up curves (each warm-up second's consumed bytes / the window's median second) shaped like the 38 trials
+    of a dynamic sweep here (0.63, 0.87, 1.02, 1.00, 0.96 in medians): level from second 2, so 2 s of the 5 would
+    have done; a ramp still under the level at the end asks for a longer warm-up; too few trials judge nothing;
+    failed trials and trials with no curve are left out."""
+
+    def trial(curve: list[float] | None, state: str = "complete") -> dict[str, object]:
+        return {"state": state, "measured": {"warmup_curve": curve}}
+
+    shaped = [trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d]) for d in (-0.05, 0.0, 0.02, 0.05, 0.1)]
+    got = timing.warmup_check([*shaped, trial([0.1] * 5, "failed"), trial(None)], 5)
+    assert got is not None and got["trials"] == 5 and got["level_from"] == 2
+    assert [s["n"] for s in got["seconds"]] == [5] * 5 and got["seconds"][1]["median"] == pytest.approx(0.87)
+    assert "from warm-up second 2" in got["verdict"] and "a warm-up of 2 s instead of 5 s" in got["verdict"]
+    ramp = timing.warmup_check([trial([0.2, 0.4, 0.6]) for _ in range(6)], 3)
+    assert ramp is not None and ramp["level_from"] is None and "lengthen measurement.warmup_s" in ramp["verdict"]
+    few = timing.warmup_check(shaped[:2], 5)
+    assert few is not None and "too few to judge" in few["verdict"]
+    assert timing.warmup_check([trial(None)], 5) is None

@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from brokerconf.apply import BrokerConfigs
+from loadgen import result
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
@@ -133,12 +135,23 @@ def test_sweep_applies_reads_back_and_restores(
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
         assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 4 <= w["s"] < 20), w
+    # a trial measured while the brokers still compiled says so (loadgen.result.jit_warning: 0.5-1.1 core per
+    # broker in the first minute after a restart here), one that was not does not
+    for d in sorted(run_dir.glob("trials/*/")):
+        r = json.loads((d / "trial.json").read_text())
+        said = any("brokers still compiling" in x for x in r["measured"]["warnings"])
+        assert said == (result.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
+        assert said or not r["restarts"], r["measured"]["broker_rates"]
     assert summary["best"]["from"] == "confirmation"
     # where the wall clock went (sweeps.timing), from the trial records: the parts add up to the wall clock
     b = summary["this_invocation"]["breakdown"]
     assert b["trials"] == 7 and b["seconds"]["windows"] > 0 and b["seconds"]["run warm-up"] > 0
     assert sum(b["seconds"].values()) == pytest.approx(b["wall_s"], rel=0.05)
     assert 0 < b["not_measuring"] < 1
+    # whether the runs' 1-s warm-up was long enough, from each trial's warm-up curve (sweeps.timing.warmup_check)
+    wc = summary["this_invocation"]["warmup_check"]
+    assert wc is not None and wc["trials"] == 7 and wc["warmup_s"] == 1 and len(wc["seconds"]) == 1, wc
+    assert all(len(r["measured"]["warmup_curve"]) == 1 and r["measured"]["warmup_curve"][0] >= 0 for r in recs)
     bc = configs(testbed)  # a new client: every broker was restarted since the first one connected
     dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
     assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2

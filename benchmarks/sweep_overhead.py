@@ -1,8 +1,8 @@
 """Where a staged sweep's wall clock goes: measuring, or everything around it.
 
-Starts a private loopback testbed, warms it, runs `kafkatune sweep SPEC` (default
-benchmarks/sweep_overhead.yaml: 30 search trials in three stages with producer, dynamic broker and one
-restart-only key, then the confirmation) and prints the breakdown its summary.json keeps
+Starts a private loopback testbed, warms it until the brokers' JIT is quiet (240 s at the most), runs
+`kafkatune sweep SPEC` (default benchmarks/sweep_overhead.yaml: 30 search trials in three stages with producer,
+dynamic broker and one restart-only key, then the confirmation) and prints the breakdown its summary.json keeps
 (`this_invocation.breakdown`, sweeps.timing, from the trial records), in seconds and as a share of the sweep's
 wall clock:
 
@@ -16,7 +16,9 @@ wall clock:
     restart warm-up  load after a rolling restart, before the trial's run
     between trials   the sweep's own work: sampling, storage, progress, start and end of the study
 
-then one JSON line of the same figures. "Not measuring" is the wall clock minus the windows; the share with
+then one JSON line of the same figures, and the study's warm-up check (sweeps.timing.warmup_check: whether the
+runs' warm-up was long enough, per warm-up second the median ratio of consumed bytes to the window's median
+second). "Not measuring" is the wall clock minus the windows; the share with
 the runs' warm-ups counted as measuring is printed next to it. Last, from the trial records, how many cores the
 brokers' JIT compilers took during the windows (broker_rates.jit_compile_cores), in the trials that followed a
 rolling restart and in the others, and each group's throughput: a restart's warm-up that ends too soon shows
@@ -78,13 +80,16 @@ def main() -> None:
     ap.add_argument("--study", type=Path, default=None, help="Print the figures of this finished study; run nothing.")
     a = ap.parse_args()
     if a.study:
-        report(json.loads((a.study / "summary.json").read_text())["this_invocation"]["breakdown"])
-        after_restarts(a.study)
-        return
-    work = Path(tempfile.mkdtemp(prefix="kt-overhead-bench-"))
-    with testbed(work / "tb", warm_up_s=90) as tb:
-        s, study, _ = sweep(tb, a.spec.resolve(), work / "runs")
+        s, study = json.loads((a.study / "summary.json").read_text()), a.study
+    else:
+        work = Path(tempfile.mkdtemp(prefix="kt-overhead-bench-"))
+        with testbed(work / "tb", warm_up_s=240) as tb:
+            s, study, _ = sweep(tb, a.spec.resolve(), work / "runs")
     report(s["this_invocation"]["breakdown"])
+    wc = s["this_invocation"].get("warmup_check")  # sweeps.timing.warmup_check (studies since it exists)
+    if wc:
+        print(f"warm-up check: {wc['verdict']}")
+        print("  ratio per warm-up second: " + ", ".join(f"{x['median']:.2f}" for x in wc["seconds"]))
     after_restarts(study)
 
 

@@ -57,21 +57,27 @@ def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
     return out
 
 
+# The warm-up curve runs this many seconds into the measure window: whether the windows began at their level.
+CURVE_INTO_WINDOW_S = 3
+
+
 def warmup_curve(raw: RawRun) -> list[float] | None:
-    """Each warm-up second's consumer-confirmed bytes as a ratio to the measure window's median second (the
-    objective's source), in order; None without a warm-up or a measured second. The study's warm-up check
-    (sweeps.timing.warmup_check) reads these: whether the warm-up was long enough, or longer than needed."""
+    """Each second's consumer-confirmed bytes as a ratio to the measure window's median second (the objective's
+    source), from the run's start through the first CURVE_INTO_WINDOW_S seconds of the window; None without a
+    warm-up or a measured second. The study's warm-up check (sweeps.timing.warmup_check) reads these: whether
+    the windows began at their level, and from which second the run was there."""
     w = raw.workload
     by_sec: dict[int, int] = {}
     for t in raw.ticks:
         if t.role == "consumer":
             by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
-    measure = [v for sec, v in by_sec.items() if phase_of(sec, w.warmup_seconds, w.test_seconds) == "measure"]
+    measure = sorted(sec for sec in by_sec if phase_of(sec, w.warmup_seconds, w.test_seconds) == "measure")
     warm = math.ceil(w.warmup_seconds)
-    if not warm or not measure or not statistics.median(measure):
+    if not warm or not measure or not statistics.median(by_sec[sec] for sec in measure):
         return None
-    level = statistics.median(measure)
-    return [round(by_sec.get(sec, 0) / level, 3) for sec in range(warm)]
+    level = statistics.median(by_sec[sec] for sec in measure)
+    end = min(warm + CURVE_INTO_WINDOW_S, measure[-1] + 1)
+    return [round(by_sec.get(sec, 0) / level, 3) for sec in range(end)]
 
 
 def constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dict[str, float], list[str]]:

@@ -8,6 +8,7 @@ spent warming up and measuring; the trial's `apply_s` and `total_s` bound the re
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -62,18 +63,18 @@ def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, A
     }
 
 
-# The warm-up check: a warm-up second whose median ratio to the windows' median second is at least LEVEL is at
-# the windows' level; fewer than MIN_TRIALS complete max-rate trials are too few to judge (one second of one
-# run on this testbed ranges from 0.2 to 2.2 times the window's median).
+# The warm-up check: a second whose median ratio to the windows' median second is at least LEVEL is at the
+# windows' level; fewer than MIN_TRIALS complete max-rate trials are too few to judge (one second of one run on
+# this testbed ranges from 0.2 to 2.2 times the window's median).
 LEVEL = 0.9
 MIN_TRIALS = 5
 
 
 def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[str, Any] | None:
     """Whether the runs' warm-up (`warmup_s`) was long enough, from the complete trials' warm-up curves
-    (sweeps.protocol.warmup_curve): per warm-up second, the median ratio to the window's median second, its range
-    and n; `level_from`, the first second from which every later one was at the level (LEVEL); and the verdict
-    in words. None when no trial has a curve."""
+    (sweeps.protocol.warmup_curve: the warm-up's seconds and the window's first ones): per second, the median
+    ratio to the window's median second, its range and n; `level_from`, the first second from which every later
+    one of the curve was at LEVEL or more; and the verdict in words. None when no trial has a curve."""
     done = (t for t in trials if t.get("state") == "complete")
     curves = [c for t in done if (c := (t.get("measured") or {}).get("warmup_curve"))]
     if not curves:
@@ -83,20 +84,20 @@ def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[s
         xs = [c[i] for c in curves if i < len(c)]
         seconds.append({"second": i, "median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs),
                         "n": len(xs)})  # fmt: skip
-    n = len(curves)
+    n, warm = len(curves), math.ceil(warmup_s)
     level_from = next((i for i in range(len(seconds)) if all(s["median"] >= LEVEL for s in seconds[i:])), None)
-    how = f"median over {n} trials of each warm-up second's consumed bytes / the window's median second"
+    how = f"median over {n} trials of each second's consumed bytes / the window's median second"
     if n < MIN_TRIALS:
         verdict = f"{n} trial(s): too few to judge the warm-up ({MIN_TRIALS} needed)"
-    elif level_from is None:
-        last = seconds[-1]["median"]
-        verdict = (f"still below the windows' level at the warm-up's end (last second {last:.2f} of it, {how}): "
-                   f"the first window measured a ramp; lengthen measurement.warmup_s")  # fmt: skip
-    elif level_from < len(seconds) - 1:
-        verdict = (f"at the windows' level (≥ {LEVEL:g}) from warm-up second {level_from} ({how}): a warm-up of "
-                   f"{max(1, level_from)} s instead of {warmup_s:g} s would have saved "
+    elif level_from is None or level_from > warm:
+        low = next((s for s in seconds[warm:] if s["median"] < LEVEL), seconds[-1])
+        verdict = (f"too short: the windows began under their level (second {low['second']} at {low['median']:.2f}; "
+                   f"{how}); lengthen measurement.warmup_s")  # fmt: skip
+    elif level_from < warm:
+        verdict = (f"longer than needed: at the windows' level (≥ {LEVEL:g}) from second {level_from} ({how}); "
+                   f"a warm-up of {max(1, level_from)} s instead of {warmup_s:g} s would have saved "
                    f"{warmup_s - max(1, level_from):g} s a run on this cluster")  # fmt: skip
     else:
-        verdict = f"at the windows' level only in its last second ({how}): the warm-up was not longer than needed"
+        verdict = f"about right: the run reached the windows' level (≥ {LEVEL:g}) as they began ({how})"
     return {"warmup_s": warmup_s, "trials": n, "level": LEVEL, "level_from": level_from, "seconds": seconds,
             "verdict": verdict}  # fmt: skip

@@ -219,21 +219,26 @@ def test_a_configuration_alone_in_its_restart_group_repeats_across_a_rounds_end_
 
 
 def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> None:
-    """Warm-up curves (each warm-up second's consumed bytes / the window's median second) shaped like the 38 trials
-    of a dynamic sweep here (0.63, 0.87, 1.02, 1.00, 0.96 in medians): level from second 2, so 2 s of the 5 would
-    have done; a ramp still under the level at the end asks for a longer warm-up; too few trials judge nothing;
-    failed trials and trials with no curve are left out."""
+    """Curves (each second's consumed bytes / the window's median second, through the window's first 3 s) shaped
+    like the 38 trials of a dynamic sweep here (0.63, 0.87, 1.02, 1.00, 0.96 over a 5-s warm-up): at the level
+    from second 2, so 2 s would have done; a 2-s warm-up on the same curves is about right; windows that began
+    under the level ask for a longer warm-up; too few trials judge nothing; failed trials and trials with no
+    curve are left out."""
 
     def trial(curve: list[float] | None, state: str = "complete") -> dict[str, object]:
         return {"state": state, "measured": {"warmup_curve": curve}}
 
-    shaped = [trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d]) for d in (-0.05, 0.0, 0.02, 0.05, 0.1)]
-    got = timing.warmup_check([*shaped, trial([0.1] * 5, "failed"), trial(None)], 5)
+    ds = (-0.05, 0.0, 0.02, 0.05, 0.1)
+    shaped = [trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d, 1.0, 1.0 + d, 1.0 - d]) for d in ds]
+    got = timing.warmup_check([*shaped, trial([0.1] * 8, "failed"), trial(None)], 5)
     assert got is not None and got["trials"] == 5 and got["level_from"] == 2
-    assert [s["n"] for s in got["seconds"]] == [5] * 5 and got["seconds"][1]["median"] == pytest.approx(0.87)
-    assert "from warm-up second 2" in got["verdict"] and "a warm-up of 2 s instead of 5 s" in got["verdict"]
-    ramp = timing.warmup_check([trial([0.2, 0.4, 0.6]) for _ in range(6)], 3)
-    assert ramp is not None and ramp["level_from"] is None and "lengthen measurement.warmup_s" in ramp["verdict"]
+    assert [s["n"] for s in got["seconds"]] == [5] * 8 and got["seconds"][1]["median"] == pytest.approx(0.87)
+    assert got["verdict"].startswith("longer than needed") and "a warm-up of 2 s instead of 5 s" in got["verdict"]
+    two = timing.warmup_check([trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d]) for d in ds], 2)
+    assert two is not None and two["verdict"].startswith("about right"), two
+    short = timing.warmup_check([trial([0.2, 0.4, 0.6, 0.8, 1.0, 1.0]) for _ in range(6)], 2)
+    assert short is not None and short["level_from"] == 4
+    assert "second 2 at 0.60" in short["verdict"] and "lengthen measurement.warmup_s" in short["verdict"]
     few = timing.warmup_check(shaped[:2], 5)
     assert few is not None and "too few to judge" in few["verdict"]
     assert timing.warmup_check([trial(None)], 5) is None

@@ -254,7 +254,7 @@ class SshPool:
                 chan.append(transport.open_session())
                 stage[0] = _STARTING
                 chan[0].exec_command(command)
-            except (OSError, paramiko.SSHException) as e:
+            except (OSError, EOFError, paramiko.SSHException) as e:  # EOFError: the transport's, once closed
                 if chan:
                     chan[0].close()
                 if not dog.fired.is_set():
@@ -269,21 +269,27 @@ class SshPool:
     def _run_once(self, t: Target, command: str, limit: float, check: bool) -> Result:
         deadline = time.monotonic() + limit
         chan = self._start(t, command, limit)
-        stage = "reading its output"
+        stage, at = ["reading its output"], []
+
+        def stop() -> None:
+            at.append(stage[0])  # the close below lets the waits go on to the next stage: say where it was
+            chan.close()  # paramiko's wait for the exit status has no timeout: this ends it
+
         try:
-            with _Watchdog(max(0.1, deadline - time.monotonic()), chan.close) as dog:
+            with _Watchdog(max(0.1, deadline - time.monotonic()), stop) as dog:
                 chan.settimeout(limit)
                 out = chan.makefile("rb").read().decode(errors="replace")
                 err = chan.makefile_stderr("rb").read().decode(errors="replace")
-                stage = "waiting for its exit status"
-                rc = chan.recv_exit_status()  # paramiko's wait has no timeout: the watchdog's close ends it
-        except (OSError, paramiko.SSHException) as e:
+                stage[0] = "waiting for its exit status"
+                rc = chan.recv_exit_status()
+        except (OSError, EOFError, paramiko.SSHException) as e:  # EOFError: the transport's, once closed
             if not (dog.fired.is_set() or isinstance(e, TimeoutError)):
                 raise RemoteCommandFailed(f"{t.label}: `{command}`: {e}") from None
         finally:
             chan.close()
-        if dog.fired.is_set() or stage != "waiting for its exit status":
-            raise _Stalled(f"{t.label}: `{command}` did not finish within {limit:g} s ({stage})", False)
+        if dog.fired.is_set() or stage[0] != "waiting for its exit status":
+            where = at[0] if at else stage[0]
+            raise _Stalled(f"{t.label}: `{command}` did not finish within {limit:g} s ({where})", False)
         if check and rc != 0:
             tail = (err.strip() or out.strip())[-500:]
             raise RemoteCommandFailed(f"{t.label}: `{command}` exited {rc}: {tail}")

@@ -193,11 +193,16 @@ def test_a_client_python_without_kafkatune_is_reported(tmp_path: Path, sshd: Ssh
     assert "cannot run kafkatune's load workers" in client["problems"][0]
 
 
-def test_commands_and_files_over_one_reused_connection(tmp_path: Path, sshd: Sshd) -> None:
+def _broker_target(tmp_path: Path, sshd: Sshd) -> Target:
+    """The test inventory's broker, its host key already known."""
     kh = tmp_path / "known_hosts"
     kh.write_text(known_line(sshd) + "\n")
     inv = load_inventory(inventory(tmp_path, sshd, kh))
-    t = Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+    return Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+
+
+def test_commands_and_files_over_one_reused_connection(tmp_path: Path, sshd: Sshd) -> None:
+    t = _broker_target(tmp_path, sshd)
     with SshPool(progress=print) as pool:
         assert pool.run(t, "echo hello; echo err >&2").out == "hello\n"
         first = pool.client(t)
@@ -206,7 +211,7 @@ def test_commands_and_files_over_one_reused_connection(tmp_path: Path, sshd: Ssh
         assert pool.run(t, "exit 5", check=False).rc == 5
         with pytest.raises(RemoteCommandFailed, match=r"did not finish within 1 s \(reading its output\)$"):
             pool.run(t, "sleep 30", timeout_s=1)
-        props = inv.brokers[0].server_properties
+        props = str(tmp_path / "server.properties")  # the inventory's broker's
         Path(props).chmod(0o640)
         assert pool.read_file(t, props).startswith("broker.id=1")
         pool.write_file(t, props, "broker.id=1\nnum.replica.fetchers=4\n")
@@ -220,10 +225,7 @@ def test_a_command_that_closes_its_output_and_hangs_still_meets_its_deadline(tmp
     """Its output ends at once but its exit status never comes: paramiko waits for that status without a timeout,
     so the deadline holds only through the pool's watchdog. The command did start: no second try, and the
     connection is kept."""
-    kh = tmp_path / "known_hosts"
-    kh.write_text(known_line(sshd) + "\n")
-    inv = load_inventory(inventory(tmp_path, sshd, kh))
-    t = Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+    t = _broker_target(tmp_path, sshd)
     said: list[str] = []
     with SshPool(progress=said.append) as pool:
         first = pool.client(t)
@@ -251,10 +253,7 @@ def test_a_server_that_stops_answering_is_left_and_a_check_is_tried_again_on_a_n
     paramiko makes without a timeout (a hang of `hosts check` in CI sat in such a wait for 600 s). The watchdog
     closes the connection at the deadline; a read-only check (`retry`) runs again on a new one and succeeds, any
     other command fails naming the stage."""
-    kh = tmp_path / "known_hosts"
-    kh.write_text(known_line(sshd) + "\n")
-    inv = load_inventory(inventory(tmp_path, sshd, kh))
-    t = Target("broker 1", "127.0.0.1", inv.ssh_of(inv.brokers[0]))
+    t = _broker_target(tmp_path, sshd)
     said: list[str] = []
     with SshPool(progress=said.append) as pool:
         for retry in (True, False):

@@ -3,7 +3,8 @@
 Dynamic keys are set per broker id with IncrementalAlterConfigs (confluent-kafka cannot address the
 cluster-wide default resource `BROKER ""`). A broker applies a change asynchronously, so every step
 waits until DescribeConfigs shows it before the next one: thread pools may only move within
-[old/2, old×2] of the value the broker currently runs with. Restart-only keys need a `Restarts`: the
+[old/2, old×2] of the value the broker currently runs with. `apply` sets all brokers' keys in rounds, one
+request and one wait per round (a round is each key's next legal step). Restart-only keys need a `Restarts`: the
 testbed's (it rewrites each node's server.properties) or a remote cluster's (brokerconf.restarts: edits
 server.properties over SSH); either restarts the brokers one at a time, each back in full ISR first.
 
@@ -157,20 +158,25 @@ class BrokerConfigs:
                 f"{', '.join(restart)} need a broker restart: possible on the testbed or a cluster with an inventory"
             )
         self.restore(snap, skip=tuple(dynamic), restart=False)
+        plan: dict[tuple[int, str], list[str]] = {}  # (broker, key) -> the values to set, in order
         for b in self.broker_ids:
             cur = self.describe(b, list(dynamic))
             for k, v in dynamic.items():
                 have = cur[k][0]
-                p = catalogue.get(k)
-                targets = [v]
-                if p.thread_pool and have is not None and have != v:
-                    targets = [str(s) for s in catalogue.thread_pool_steps(int(have), int(v))]
-                elif have == v and cur[k][1] == "DYNAMIC_BROKER_CONFIG":
-                    continue
-                for t in targets:
-                    self._alter(b, k, t)
-                    self._await(b, k, t, override=True)
-                    out.steps += 1
+                if catalogue.get(k).thread_pool and have is not None and have != v:
+                    plan[(b, k)] = [str(s) for s in catalogue.thread_pool_steps(int(have), int(v))]
+                elif not (have == v and cur[k][1] == "DYNAMIC_BROKER_CONFIG"):
+                    plan[(b, k)] = [v]
+        # Round i sets every (broker, key)'s i-th value in one request and waits for all of them: a thread pool
+        # still moves one legal step at a time, other keys and brokers no longer wait on each other.
+        for i in range(max((len(v) for v in plan.values()), default=0)):
+            batch: dict[int, dict[str, str]] = {}
+            for (b, k), values in plan.items():
+                if i < len(values):
+                    batch.setdefault(b, {})[k] = values[i]
+            self._alter_many(batch)
+            self._await_many(batch)
+            out.steps += sum(len(kv) for kv in batch.values())
         # Every catalogue broker key, not only the ones set: the record shows the whole broker state.
         out.read_back = self.read_back(list(READ_BACK_KEYS))
         want = {**dynamic, **restart}
@@ -194,6 +200,47 @@ class BrokerConfigs:
         except Exception as e:
             raise RunFailed(f"broker {broker_id} refused {key}={value}: {e}") from None
 
+    def _alter_many(self, batch: Mapping[int, Mapping[str, str]]) -> None:
+        """Set every broker's keys of `batch`: one IncrementalAlterConfigs request per broker (librdkafka allows
+        one BROKER resource a call), all sent before any answer is awaited."""
+        op = AlterConfigOpType.SET
+        pending = []
+        for b, kv in batch.items():
+            entries = [ConfigEntry(k, v, incremental_operation=op) for k, v in kv.items()]
+            res = ConfigResource("BROKER", str(b), incremental_configs=entries)
+            pending.append((b, self.admin.incremental_alter_configs([res], request_timeout=20)[res]))
+        for b, f in pending:
+            try:
+                f.result(timeout=30)
+            except Exception as e:
+                what = ", ".join(f"{k}={v}" for k, v in batch[b].items())
+                raise RunFailed(f"broker {b} refused {what}: {e}") from None
+
+    def _await_many(self, batch: Mapping[int, Mapping[str, str]]) -> None:
+        """Wait until every broker of `batch` reports each of its values as a dynamic override (DescribeConfigs
+        every 50 ms: a change lands through the metadata log in well under a second)."""
+        deadline = time.monotonic() + self.settle_timeout_s
+        pending = {b: dict(kv) for b, kv in batch.items() if kv}
+        seen: dict[tuple[int, str], tuple[str | None, str]] = {}
+        while pending:
+            for b in list(pending):
+                for k, got in self.describe(b, list(pending[b])).items():
+                    seen[(b, k)] = got
+                    if got[0] == pending[b][k] and got[1] == "DYNAMIC_BROKER_CONFIG":
+                        del pending[b][k]
+                if not pending[b]:
+                    del pending[b]
+            if pending and time.monotonic() > deadline:
+                b, kv = next(iter(pending.items()))
+                k = next(iter(kv))
+                got = seen.get((b, k), (None, ""))
+                raise ConfigMismatch(
+                    f"broker {b} still reports {k}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "
+                    f"{kv[k]!r} as an override was set"
+                )
+            if pending:
+                time.sleep(0.05)
+
     def _await(self, broker_id: int, key: str, value: str | None, *, override: bool) -> None:
         """Wait until the broker reports `value`, as a dynamic override or not (the change travels through
         the metadata log). The source matters: deleting an override equal to the default leaves the value
@@ -204,7 +251,7 @@ class BrokerConfigs:
             got = self.describe(broker_id, [key])[key]
             if got[0] == value and (got[1] == "DYNAMIC_BROKER_CONFIG") == override:
                 return
-            time.sleep(0.2)
+            time.sleep(0.05)
         state = "an override" if override else "no override"
         raise ConfigMismatch(
             f"broker {broker_id} still reports {key}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "

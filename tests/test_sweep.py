@@ -304,6 +304,8 @@ def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: P
 def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path
 ) -> None:
+    """Broker 3 is killed once the sweep has changed the brokers' configs: the trial is recorded as broken, the
+    cluster healed, the sweep goes on, and every config goes back."""
     bc = configs(testbed)
     before = bc.snapshot()
     spec = write_spec(
@@ -325,12 +327,17 @@ def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
     log = (tmp_path / "log").read_text()
     assert rc == 0, log[-3000:]
     recs = records(run_dir)
-    failed = [r for r in recs if r["state"] == "failed"]
-    assert failed and all(r["fail_reason"] for r in failed), [r.get("fail_reason") for r in recs]
+    # The broker dies while the first trial applies its configs (the trial fails, with the reason) or, when the
+    # apply was done first (one request per broker and round: about a second), in its windows: that attempt is
+    # set aside with what happened and the trial measured again after the heal (sweeps.trial, faults.disturbed).
+    broken = [r for r in recs if r["state"] == "failed" or r.get("disturbed")]
+    assert broken, [(r["state"], r.get("fail_reason")) for r in recs]
+    for r in broken:
+        assert r["fail_reason"] if r["state"] == "failed" else r["disturbed"][0]["events"], r
     assert "healing: starting node 3" in log
     assert len(recs) == 4  # a failed trial counts against the budget
-    first_fail = min(r["number"] for r in failed)
-    assert any(r["state"] == "complete" and r["number"] > first_fail for r in recs)  # it went on
+    first = min(r["number"] for r in broken)
+    assert any(r["state"] == "complete" and r["number"] > first for r in recs)  # it went on
     assert all(n["alive"] for n in testbed.status()["nodes"])
     assert same_configs(bc.snapshot(), before)
 

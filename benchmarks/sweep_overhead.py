@@ -17,8 +17,8 @@ wall clock:
     between trials   the sweep's own work: sampling, storage, progress, start and end of the study
 
 then one JSON line of the same figures, and the study's warm-up check (sweeps.timing.warmup_check: whether the
-runs' warm-up was long enough, per warm-up second the median ratio of consumed bytes to the window's median
-second). "Not measuring" is the wall clock minus the windows; the share with
+runs' warm-up was long enough; per second of the warm-up and of the window's first 3, the median ratio of
+consumed bytes to the window's median second). "Not measuring" is the wall clock minus the windows; the share with
 the runs' warm-ups counted as measuring is printed next to it. Last, from the trial records, how many cores the
 brokers' JIT compilers took during the windows (broker_rates.jit_compile_cores), in the trials that followed a
 rolling restart and in the others, and each group's throughput: a restart's warm-up that ends too soon shows
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,9 @@ def main() -> None:
     wc = s["this_invocation"].get("warmup_check")  # sweeps.timing.warmup_check (studies since it exists)
     if wc:
         print(f"warm-up check: {wc['verdict']}")
-        print("  ratio per warm-up second: " + ", ".join(f"{x['median']:.2f}" for x in wc["seconds"]))
+        warm = [f"{x['median']:.2f}" for x in wc["seconds"]]  # the warm-up's seconds, then the window's first
+        cut = math.ceil(wc["warmup_s"])
+        print(f"  median ratio per second: {', '.join(warm[:cut])} | window: {', '.join(warm[cut:])}")
     after_restarts(study)
 
 

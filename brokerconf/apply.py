@@ -191,22 +191,19 @@ class BrokerConfigs:
         return out
 
     def _alter(self, broker_id: int, key: str, value: str | None) -> None:
-        op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
-        res = ConfigResource(
-            "BROKER", str(broker_id), incremental_configs=[ConfigEntry(key, value, incremental_operation=op)]
-        )
-        try:
-            self.admin.incremental_alter_configs([res], request_timeout=20)[res].result(timeout=30)
-        except Exception as e:
-            raise RunFailed(f"broker {broker_id} refused {key}={value}: {e}") from None
+        self._alter_many({broker_id: {key: value}})
 
-    def _alter_many(self, batch: Mapping[int, Mapping[str, str]]) -> None:
-        """Set every broker's keys of `batch`: one IncrementalAlterConfigs request per broker (librdkafka allows
-        one BROKER resource a call), all sent before any answer is awaited."""
-        op = AlterConfigOpType.SET
+    def _alter_many(self, batch: Mapping[int, Mapping[str, str | None]]) -> None:
+        """Set (None: delete the override of) every broker's keys of `batch`: one IncrementalAlterConfigs request
+        per broker (librdkafka allows one BROKER resource a call), all sent before any answer is awaited."""
         pending = []
         for b, kv in batch.items():
-            entries = [ConfigEntry(k, v, incremental_operation=op) for k, v in kv.items()]
+            entries = [
+                ConfigEntry(
+                    k, v, incremental_operation=AlterConfigOpType.SET if v is not None else AlterConfigOpType.DELETE
+                )
+                for k, v in kv.items()
+            ]
             res = ConfigResource("BROKER", str(b), incremental_configs=entries)
             pending.append((b, self.admin.incremental_alter_configs([res], request_timeout=20)[res]))
         for b, f in pending:
@@ -216,9 +213,13 @@ class BrokerConfigs:
                 what = ", ".join(f"{k}={v}" for k, v in batch[b].items())
                 raise RunFailed(f"broker {b} refused {what}: {e}") from None
 
-    def _await_many(self, batch: Mapping[int, Mapping[str, str]]) -> None:
-        """Wait until every broker of `batch` reports each of its values as a dynamic override (DescribeConfigs
-        every 50 ms: a change lands through the metadata log in well under a second)."""
+    def _await(self, broker_id: int, key: str, value: str | None, *, override: bool) -> None:
+        self._await_many({broker_id: {key: value}}, override=override)
+
+    def _await_many(self, batch: Mapping[int, Mapping[str, str | None]], *, override: bool = True) -> None:
+        """Wait until every broker of `batch` reports each of its values, as a dynamic override or not (the change
+        travels through the metadata log; DescribeConfigs every 50 ms). The source matters: deleting an override
+        equal to the default leaves the value unchanged, and only the source shows whether the delete has landed."""
         deadline = time.monotonic() + self.settle_timeout_s
         pending = {b: dict(kv) for b, kv in batch.items() if kv}
         seen: dict[tuple[int, str], tuple[str | None, str]] = {}
@@ -226,7 +227,7 @@ class BrokerConfigs:
             for b in list(pending):
                 for k, got in self.describe(b, list(pending[b])).items():
                     seen[(b, k)] = got
-                    if got[0] == pending[b][k] and got[1] == "DYNAMIC_BROKER_CONFIG":
+                    if got[0] == pending[b][k] and (got[1] == "DYNAMIC_BROKER_CONFIG") == override:
                         del pending[b][k]
                 if not pending[b]:
                     del pending[b]
@@ -234,29 +235,13 @@ class BrokerConfigs:
                 b, kv = next(iter(pending.items()))
                 k = next(iter(kv))
                 got = seen.get((b, k), (None, ""))
+                state = "an override" if override else "no override"
                 raise ConfigMismatch(
                     f"broker {b} still reports {k}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "
-                    f"{kv[k]!r} as an override was set"
+                    f"{kv[k]!r} as {state} was set"
                 )
             if pending:
                 time.sleep(0.05)
-
-    def _await(self, broker_id: int, key: str, value: str | None, *, override: bool) -> None:
-        """Wait until the broker reports `value`, as a dynamic override or not (the change travels through
-        the metadata log). The source matters: deleting an override equal to the default leaves the value
-        unchanged, and only the source shows whether the delete has landed."""
-        deadline = time.monotonic() + self.settle_timeout_s
-        got: tuple[str | None, str] = (None, "")
-        while time.monotonic() < deadline:
-            got = self.describe(broker_id, [key])[key]
-            if got[0] == value and (got[1] == "DYNAMIC_BROKER_CONFIG") == override:
-                return
-            time.sleep(0.05)
-        state = "an override" if override else "no override"
-        raise ConfigMismatch(
-            f"broker {broker_id} still reports {key}={got[0]!r} ({got[1]}) {self.settle_timeout_s:.0f} s after "
-            f"{value!r} as {state} was set"
-        )
 
 
 def current_configs(

@@ -164,7 +164,8 @@ def jit_warning(rows: list[dict[str, Any]]) -> str | None:
     for r in rows:
         if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
             per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
-    busy = {b: float(np.mean(v)) for b, v in sorted(per.items()) if np.mean(v) >= JIT_BUSY_CORES}
+    means = {b: float(np.mean(v)) for b, v in sorted(per.items())}
+    busy = {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
     if not busy:
         return None
     each = ", ".join(f"broker {b} {c:.2f}" for b, c in busy.items())

@@ -37,22 +37,27 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     return parse_workload(d, "trial workload")
 
 
-def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
-    """Consumer-confirmed MB/s in each of the k measurement windows (whole seconds only)."""
+def _consumed_by_second(raw: RawRun) -> tuple[dict[int, int], list[int]]:
+    """The consumers' bytes per second of the run, and the measured seconds among them, in order."""
     w = raw.workload
     by_sec: dict[int, int] = {}
     for t in raw.ticks:
-        if t.role == "consumer" and phase_of(t.second, w.warmup_seconds, w.test_seconds) == "measure":
+        if t.role == "consumer":
             by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
-    secs = sorted(by_sec)
+    return by_sec, sorted(s for s in by_sec if phase_of(s, w.warmup_seconds, w.test_seconds) == "measure")
+
+
+def window_rates(raw: RawRun, window_s: float, windows: int) -> list[float]:
+    """Consumer-confirmed MB/s in each of the k measurement windows (whole seconds only)."""
+    by_sec, secs = _consumed_by_second(raw)
     if not secs:
         return [0.0] * windows
-    first = secs[0]
+    first, measured = secs[0], set(secs)
     per = max(1, int(window_s))
     out = []
     for i in range(windows):
         span = range(first + i * per, first + (i + 1) * per)
-        got = [by_sec[s] for s in span if s in by_sec]
+        got = [by_sec[s] for s in span if s in measured]
         out.append(sum(got) / max(1, len(span)) / MB if got else 0.0)
     return out
 
@@ -66,16 +71,11 @@ def warmup_curve(raw: RawRun) -> list[float] | None:
     source), from the run's start through the first CURVE_INTO_WINDOW_S seconds of the window; None without a
     warm-up or a measured second. The study's warm-up check (sweeps.timing.warmup_check) reads these: whether
     the windows began at their level, and from which second the run was there."""
-    w = raw.workload
-    by_sec: dict[int, int] = {}
-    for t in raw.ticks:
-        if t.role == "consumer":
-            by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
-    measure = sorted(sec for sec in by_sec if phase_of(sec, w.warmup_seconds, w.test_seconds) == "measure")
-    warm = math.ceil(w.warmup_seconds)
-    if not warm or not measure or not statistics.median(by_sec[sec] for sec in measure):
+    by_sec, measure = _consumed_by_second(raw)
+    warm = math.ceil(raw.workload.warmup_seconds)
+    level = statistics.median(by_sec[sec] for sec in measure) if measure else 0
+    if not warm or not level:
         return None
-    level = statistics.median(by_sec[sec] for sec in measure)
     end = min(warm + CURVE_INTO_WINDOW_S, measure[-1] + 1)
     return [round(by_sec.get(sec, 0) / level, 3) for sec in range(end)]
 

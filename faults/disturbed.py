@@ -1,7 +1,7 @@
 """Faults nobody planned, read from a run's broker metrics (loadgen.result's broker rows, one per broker per
-second): a broker that restarted or could not be scraped, ISR that shrank, partitions under-replicated, the active
-controller moving. A sweep re-runs a trial whose measurement window shows any of them instead of feeding its dip
-to the optimizer (sweeps.trial)."""
+second): a broker that restarted or could not be scraped (for a while, to the window's end, or at all), ISR that
+shrank, partitions under-replicated, the active controller moving. A sweep re-runs a trial whose measurement
+window shows any of them instead of feeding its dip to the optimizer (sweeps.trial)."""
 
 from __future__ import annotations
 
@@ -13,15 +13,20 @@ from typing import Any
 GAP_S = 3.0
 
 
-def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure") -> list[str]:
-    """What happened to the cluster in the rows of `phase`, first occurrence of each kind per broker, in words."""
+def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure", brokers: Iterable[int] = ()) -> list[str]:
+    """What happened to the cluster in the rows of `phase`, first occurrence of each kind per broker, in words.
+
+    `brokers`: the ids whose metrics were scraped. A gap shows in a broker's next row, so a broker that never
+    answered again left none: one with no row in the phase, or whose rows end more than GAP_S before the other
+    brokers' do, was down or stalled to the window's end (killed in it and never back, or dead all along)."""
     found: dict[tuple[str, int], str] = {}
+    in_phase = sorted((r for r in rows if r.get("phase") == phase), key=lambda r: (r["second"], r["broker_id"]))
 
     def note(kind: str, broker: int, text: str) -> None:
         found.setdefault((kind, broker), text)
 
     controller: dict[int, int] = {}  # second -> the broker that was the active controller in it
-    for r in sorted((r for r in rows if r.get("phase") == phase), key=lambda r: (r["second"], r["broker_id"])):
+    for r in in_phase:
         b, s = int(r["broker_id"]), int(r["second"])
         if r.get("restarted"):
             note("restart", b, f"broker {b} restarted (its counters started again) by second {s}")
@@ -33,6 +38,14 @@ def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure") -> l
             note("urp", b, f"broker {b}: {r['under_replicated']:.0f} under-replicated partition(s) in second {s}")
         if r.get("active_controller") == 1.0:
             controller[s] = b
+    if in_phase:
+        end = max(int(r["second"]) for r in in_phase)
+        for b in sorted(set(brokers)):
+            mine = [int(r["second"]) for r in in_phase if int(r["broker_id"]) == b]
+            if not mine:
+                note("gap", b, f"broker {b} could not be scraped in the whole {phase} window")
+            elif end - max(mine) > GAP_S:
+                note("gap", b, f"broker {b} could not be scraped after second {max(mine)} (the window ran to {end})")
     seconds = sorted(controller)
     for prev, cur in itertools.pairwise(seconds):
         a, b = controller[prev], controller[cur]

@@ -225,7 +225,7 @@ class _Trial:
         t_build = time.monotonic()
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
-            self.disturbed += disturbances(rec.brokers.to_pylist())
+            self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
         else:
             rec.result["faults"] = self.record["faults"]
         write_run(self.out_dir, rec)
@@ -254,7 +254,7 @@ class _Trial:
         )
         found.ramp_s = time.monotonic() - t_ramp
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self.disturbed += disturbances(rec.brokers.to_pylist())
+        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
         write_run(where, rec)
         if self.known_probe is not None:  # no max-rate run: the ramp run alone says whether the trial worked
             out.ok = rec.summary["acknowledged"] > 0
@@ -293,7 +293,7 @@ class _Trial:
         raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
                          metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self.disturbed += disturbances(rec.brokers.to_pylist())
+        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
         write_run(self.out_dir, rec)
         sm = rec.summary
         h = s.hold.headroom

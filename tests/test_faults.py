@@ -17,6 +17,7 @@ import pytest
 
 from cluster.inventory import Security
 from core.errors import UserError
+from faults.disturbed import disturbances
 from faults.inject import Injector
 from faults.spec import NODE_FAULTS, check_schedule, parse
 from loadgen import result, runner
@@ -166,6 +167,24 @@ def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
     dip = first["values"].get("throughput_mb_s")
     assert dip is not None and all(dip != pytest.approx(v) for v in told)
     assert all("disturbed" not in r for n, r in recs.items() if n != 1)
+
+
+def test_a_broker_that_never_answered_again_in_the_window_is_a_disturbance() -> None:
+    """A gap shows in a broker's next row: one killed in the window and never back, or dead in all of it, has
+    none. Those are named from the brokers that were scraped; a broker still answering to the end is not."""
+
+    def rows(broker: int, seconds: range) -> list[dict[str, Any]]:
+        return [{"broker_id": broker, "second": s, "phase": "measure", "interval_s": 1.0} for s in seconds]
+
+    whole = range(0, 20)
+    healthy = rows(1, whole) + rows(2, whole)
+    assert disturbances(healthy + rows(3, whole), brokers=[1, 2, 3]) == []
+    assert disturbances(healthy + rows(3, range(0, 19)), brokers=[1, 2, 3]) == []  # one late scrape is no gap
+    (dead,) = disturbances(healthy, brokers=[1, 2, 3])
+    assert dead == "broker 3 could not be scraped in the whole measure window"
+    (killed,) = disturbances(healthy + rows(3, range(0, 8)), brokers=[1, 2, 3])
+    assert killed == "broker 3 could not be scraped after second 7 (the window ran to 19)"
+    assert disturbances(healthy, brokers=()) == []  # without the list, missing rows name nobody
 
 
 def test_a_robustness_studys_faults_are_checked_before_anything_runs() -> None:

@@ -155,12 +155,13 @@ class BrokerSample:
 
 @dataclass
 class BrokerMetricsSampler:
-    """Scrapes {broker_id: url} every `interval_s` until stopped. Thread-safe `samples` snapshot."""
+    """Scrapes {broker_id: url} every `interval_s` until stopped, appending to `samples` as it goes (readable
+    while it runs: a list append is atomic; `stop` returns a copy)."""
 
     urls: Mapping[int, str]
     interval_s: float = 1.0
     clock: Callable[[], int] = time.time_ns
-    _samples: list[BrokerSample] = field(default_factory=list)
+    samples: list[BrokerSample] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     errors: int = 0
@@ -174,7 +175,7 @@ class BrokerMetricsSampler:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=10)
-        return list(self._samples)
+        return list(self.samples)
 
     def _loop(self) -> None:
         next_t = time.monotonic()
@@ -185,7 +186,7 @@ class BrokerMetricsSampler:
                 except OSError:
                     self.errors += 1  # a killed broker: its row is absent for that second
                     continue
-                self._samples.append(BrokerSample(bid, self.clock(), values))
+                self.samples.append(BrokerSample(bid, self.clock(), values))
             next_t += self.interval_s
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 

@@ -220,7 +220,8 @@ class _Run:
         self.raw.consumer_assignment_wait_s = time.monotonic() - t_wait
         values = self._timeline()
         backlog = Backlog(self.w, self.ch, values["measure_start_ns"], self.say) if self.w.builds_backlog else None
-        if self.sampler:
+        if self.sampler:  # the samples so far, for a `stop_when` that reads them (loadgen.warmup.JitWatch)
+            self.raw.broker_samples = self.sampler.samples
             self.sampler.start()
         psutil.cpu_percent(None)
         self.ch.go.set()

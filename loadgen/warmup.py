@@ -19,12 +19,13 @@ at the end of a 30-s warm-up).
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from cluster import metrics
+from cluster.metrics import BrokerSample
 from cluster.target import Placement
 from loadgen import result, runner
 from loadgen.workload import parse_workload
@@ -35,44 +36,44 @@ JIT_WINDOW_S = 10.0
 
 @dataclass
 class JitWatch:
-    """The brokers' JIT compile time, scraped at most once a second; as a runner `stop_when`, True once quiet."""
+    """The brokers' JIT compile time, read from the run's own broker samples (the runner's BrokerMetricsSampler
+    scrapes every broker once a second); as a runner `stop_when`, True once quiet."""
 
-    urls: Mapping[int, str]
+    brokers: Collection[int]
     quiet_cores: float = JIT_QUIET_CORES
     window_s: float = JIT_WINDOW_S
-    clock: Callable[[], float] = time.monotonic
-    history: list[tuple[float, dict[int, float]]] = field(default_factory=list)
+    # a broker whose latest sample is this much older than the newest stopped answering: no quiet window
+    stale_s: float = 3.0
 
-    def sample(self) -> None:
-        values: dict[int, float] = {}
-        for bid, url in self.urls.items():
-            try:
-                v = metrics.scrape(url).get("jit_compile_s")
-            except OSError:  # a broker not answering: no quiet window can include this sample
-                continue
-            if v is not None:
-                values[bid] = v
-        self.history.append((self.clock(), values))
+    def cores(self, samples: Sequence[BrokerSample], *, whole: bool = True) -> float | None:
+        """Mean cores per broker their compilers took over the last window of `samples`; None until every broker
+        has a whole window of them, or when a broker stopped answering or restarted within it (its counter went
+        back). `whole=False`: over what there is when that is less than a window (a warm-up's closing figure)."""
+        series: dict[int, list[tuple[float, float]]] = {}
+        for smp in list(samples):
+            if (v := smp.values.get("jit_compile_s")) is not None:
+                series.setdefault(smp.broker_id, []).append((smp.t_ns / 1e9, v))
+        if not self.brokers or any(len(series.get(b, ())) < 2 for b in self.brokers):
+            return None
+        newest = max(series[b][-1][0] for b in self.brokers)
+        per: list[float] = []
+        for b in self.brokers:
+            pts = series[b]
+            t1 = pts[-1][0]
+            if t1 < newest - self.stale_s:
+                return None
+            older = [i for i, (t, _) in enumerate(pts) if t <= t1 - self.window_s]
+            if not older and whole:
+                return None
+            span = pts[older[-1] if older else 0 :]
+            if any(v1 < v0 for (_, v0), (_, v1) in itertools.pairwise(span)):
+                return None
+            (t0, v0), (_, v1) = span[0], span[-1]
+            per.append((v1 - v0) / (t1 - t0))
+        return sum(per) / len(per)
 
-    def cores(self, *, whole: bool = True) -> float | None:
-        """Mean cores per broker their compilers took over the last window; None until a whole window of samples
-        from every broker is there (or a broker restarted within it: its counter went back). `whole=False`: over
-        what there is when that is less than a window (a warm-up's closing figure)."""
-        if not self.history:
-            return None
-        t1, v1 = self.history[-1]
-        older = [(t, v) for t, v in self.history if t <= t1 - self.window_s]
-        if not older and (whole or len(self.history) < 2):
-            return None
-        t0, v0 = older[-1] if older else self.history[0]
-        if not self.urls or any(b not in v0 or b not in v1 or v1[b] < v0[b] for b in self.urls):
-            return None
-        return sum(v1[b] - v0[b] for b in self.urls) / len(self.urls) / (t1 - t0)
-
-    def __call__(self, raw: runner.RawRun | None = None) -> bool:
-        if not self.history or self.clock() - self.history[-1][0] >= 1.0:
-            self.sample()
-        c = self.cores()
+    def __call__(self, raw: runner.RawRun) -> bool:
+        c = self.cores(raw.broker_samples)
         return c is not None and c <= self.quiet_cores
 
 
@@ -103,7 +104,7 @@ def warm_up(
             "producerConfig": {"acks": "all", "linger.ms": 5},
         }
     )
-    watch = JitWatch(metrics_urls, quiet_cores) if metrics_urls else None
+    watch = JitWatch(list(metrics_urls), quiet_cores) if metrics_urls else None
     load = f"{seconds:g} s with acks=all load"
     if watch:
         load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
@@ -115,10 +116,11 @@ def warm_up(
         placements=placements,
         say=lambda m: None,
         drain=False,
+        metrics_urls=metrics_urls,
         stop_when=watch,
     )
     took = time.monotonic() - t0
-    jit = watch.cores(whole=False) if watch else None
+    jit = watch.cores(raw.broker_samples, whole=False) if watch else None
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
     e2e = summary["end_to_end_latency_ms"]
     p99 = f"end-to-end p99 {e2e['p99']:.2f} ms" if e2e.get("p99") is not None else "end-to-end latency not measured"

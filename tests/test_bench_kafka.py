@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cluster import admin
+from cluster.metrics import BrokerSample
 from drivers import api
 from loadgen import clientside, result, runner, warmup
 from loadgen.worker import FULL_WAIT_S
@@ -262,30 +263,34 @@ def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(health
 
 
 def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() -> None:
-    """JitWatch's decision on the compile-time series measured after a rolling restart (cumulative seconds, one
-    sample a second): busy at 0.5 core per broker, quiet at 0.05; a broker missing from a sample, or a counter
-    that went back (a restart), makes no window."""
-    now = [0.0]
-    w = warmup.JitWatch({1: "u1", 2: "u2"}, clock=lambda: now[0])
+    """JitWatch's decision on the compile-time series measured after a rolling restart, as the run's broker
+    sampler records it (cumulative seconds, one sample a broker a second): busy at 0.5 core per broker, quiet at
+    0.05; a broker that stopped answering, or a counter that went back (a restart), makes no window."""
+    w = warmup.JitWatch([1, 2])
+    samples: list[BrokerSample] = []
+    now, total = [0.0], {1: 0.0, 2: 0.0}
 
-    def feed(rates: tuple[float, float], seconds: int) -> None:
+    def feed(rates: dict[int, float], seconds: int) -> None:
         for _ in range(seconds):
             now[0] += 1
-            last = w.history[-1][1] if w.history else {1: 0.0, 2: 0.0}
-            w.history.append((now[0], {1: last[1] + rates[0], 2: last[2] + rates[1]}))
+            for b, r in rates.items():
+                total[b] += r
+                samples.append(BrokerSample(b, int(now[0] * 1e9), {"jit_compile_s": total[b]}))
 
-    feed((0.5, 0.6), 5)
-    assert w.cores() is None  # not a whole window yet
-    feed((0.5, 0.6), 10)
-    assert w.cores() == pytest.approx(0.55)
-    feed((0.05, 0.05), 10)
-    assert w.cores() == pytest.approx(0.05) and w.cores() <= warmup.JIT_QUIET_CORES
-    short = warmup.JitWatch({1: "u1"}, clock=lambda: now[0], history=[(0.0, {1: 0.0}), (4.0, {1: 1.0})])
-    assert short.cores() is None and short.cores(whole=False) == pytest.approx(0.25)  # a warm-up's closing figure
-    w.history.append((now[0] + 1, {1: w.history[-1][1][1] + 0.05}))  # broker 2 not answering
-    assert w.cores() is None
-    w.history.append((now[0] + 2, {1: 0.1, 2: 0.1}))  # both restarted: their counters began again
-    assert w.cores() is None
+    feed({1: 0.5, 2: 0.6}, 5)
+    assert w.cores(samples) is None  # not a whole window yet
+    assert w.cores(samples, whole=False) == pytest.approx(0.55)  # a warm-up's closing figure
+    feed({1: 0.5, 2: 0.6}, 10)
+    assert w.cores(samples) == pytest.approx(0.55)
+    feed({1: 0.05, 2: 0.05}, 10)
+    assert w.cores(samples) == pytest.approx(0.05) and w.cores(samples) <= warmup.JIT_QUIET_CORES
+    assert warmup.JitWatch([1, 3]).cores(samples) is None  # broker 3 has no samples
+    feed({1: 0.05}, 4)  # broker 2 not answering
+    assert w.cores(samples) is None
+    feed({1: 0.05, 2: 0.05}, 10)
+    assert w.cores(samples) == pytest.approx((0.05 + 0.5 / 14) / 2)  # broker 2's window spans its silence
+    samples.append(BrokerSample(2, int((now[0] + 1) * 1e9), {"jit_compile_s": 0.1}))  # restarted: began again
+    assert w.cores(samples) is None
 
 
 def test_a_run_measured_while_brokers_still_compiled_says_so_and_names_them() -> None:

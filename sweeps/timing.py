@@ -49,9 +49,13 @@ def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, A
         out["record"] += ph.get("record", 0.0)
         apply_s = t.get("apply_s") or 0.0
         out["apply"] += apply_s
-        out["restart warm-up"] += max(0.0, t.get("total_s", 0.0) - apply_s - runs - ph.get("record", 0.0))
+        # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
+        rest = max(0.0, t.get("total_s", 0.0) - apply_s - runs - ph.get("record", 0.0))
+        restart = min(rest, float((t.get("restart_warmup") or {}).get("s") or 0.0))
+        out["restart warm-up"] += restart
+        out["between trials"] += rest - restart
         total += t.get("total_s", 0.0)
-    out["between trials"] = max(0.0, wall_s - total)
+    out["between trials"] += max(0.0, wall_s - total)
     return {
         "seconds": {k: round(v, 1) for k, v in out.items()},
         "trials": n,
@@ -93,10 +97,10 @@ def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[s
         low = next((s for s in seconds[warm:] if s["median"] < LEVEL), seconds[-1])
         verdict = (f"too short: the windows began under their level (second {low['second']} at {low['median']:.2f}; "
                    f"{how}); lengthen measurement.warmup_s")  # fmt: skip
-    elif level_from < warm:
+    elif (enough := max(1, level_from)) < warmup_s:  # never less than 1 s: the producers' first second
         verdict = (f"longer than needed: at the windows' level (≥ {LEVEL:g}) from second {level_from} ({how}); "
-                   f"a warm-up of {max(1, level_from)} s instead of {warmup_s:g} s would have saved "
-                   f"{warmup_s - max(1, level_from):g} s a run on this cluster")  # fmt: skip
+                   f"a warm-up of {enough} s instead of {warmup_s:g} s would have saved "
+                   f"{warmup_s - enough:g} s a run on this cluster")  # fmt: skip
     else:
         verdict = f"about right: the run reached the windows' level (≥ {LEVEL:g}) as they began ({how})"
     return {"warmup_s": warmup_s, "trials": n, "level": LEVEL, "level_from": level_from, "seconds": seconds,

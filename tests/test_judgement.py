@@ -236,9 +236,26 @@ def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> Non
     assert got["verdict"].startswith("longer than needed") and "a warm-up of 2 s instead of 5 s" in got["verdict"]
     two = timing.warmup_check([trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d]) for d in ds], 2)
     assert two is not None and two["verdict"].startswith("about right"), two
+    # at the level from second 0 (the 1-s warm-up of that sweep here: 0.91 | 1.01, 1.00, 1.00): 1 s is the least
+    one = timing.warmup_check([trial([0.91 + d, 1.01, 1.0, 1.0]) for d in ds], 1)
+    assert one is not None and one["level_from"] == 0 and one["verdict"].startswith("about right"), one
     short = timing.warmup_check([trial([0.2, 0.4, 0.6, 0.8, 1.0, 1.0]) for _ in range(6)], 2)
     assert short is not None and short["level_from"] == 4
     assert "second 2 at 0.60" in short["verdict"] and "lengthen measurement.warmup_s" in short["verdict"]
     few = timing.warmup_check(shaped[:2], 5)
     assert few is not None and "too few to judge" in few["verdict"]
     assert timing.warmup_check([trial(None)], 5) is None
+
+
+def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one() -> None:
+    """sweeps.timing.breakdown: what a trial spent outside its apply, runs and record is its restart warm-up (as
+    its record gives it) and, for the rest, the sweep's own work; a trial with no restart has no restart warm-up
+    (a sweep with no restart-only key printed 0.1 s of it)."""
+    ph = {"run": 12.0, "windows": 10.0, "warmup": 1.0, "create_topics": 0.1, "record": 0.2}
+    restarted = {"state": "complete", "total_s": 40.0, "apply_s": 5.0, "phases_s": ph, "restart_warmup": {"s": 22.5}}
+    plain = {"state": "complete", "total_s": 12.5, "apply_s": 0.1, "phases_s": ph}
+    b = timing.breakdown([restarted, plain], wall_s=55.0)
+    sec = b["seconds"]
+    assert sec["restart warm-up"] == pytest.approx(22.5)
+    assert sec["between trials"] == pytest.approx((40 - 5 - 12 - 0.2 - 22.5) + (12.5 - 0.1 - 12 - 0.2) + 2.5)
+    assert sum(sec.values()) == pytest.approx(55.0) and b["not_measuring"] == pytest.approx(1 - 20 / 55, abs=1e-4)

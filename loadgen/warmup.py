@@ -32,6 +32,7 @@ from typing import Any
 
 from cluster.metrics import BrokerSample
 from cluster.target import Placement
+from core.secrets import redact_mapping
 from loadgen import result, runner
 from loadgen.workload import Workload, parse_workload
 
@@ -96,7 +97,7 @@ def warm_up(
     """Run acks=all load through every broker (6 partitions) and read it back, for `seconds`, or with
     `metrics_urls` until the brokers' JIT is quiet (`seconds` is then the cap). Returns how long it ran (`s`),
     the brokers' JIT cores per broker at its end (`jit_cores`) and whether they were `quiet` (both None without
-    metrics).
+    metrics), and the load it ran (`producers`, `message_size`, `producer_config`).
 
     `load`: the workload to warm with (its clients, sizes and rate; run for `seconds` with no warm-up of its
     own), for a cluster about to measure it: the JIT compiles the paths the load takes, and a cluster warmed
@@ -147,4 +148,6 @@ def warm_up(
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
     say(f"warm-up done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet}
+    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet,
+            "producers": w.producersPerTopic, "message_size": w.messageSize,
+            "producer_config": redact_mapping(w.producerConfig)}  # fmt: skip

@@ -12,11 +12,6 @@ under 0.1 from about 130 s; the throughput of consecutive 20-s loads meanwhile r
 and then held at 175-188. A fixed 20-s warm-up ended in the first of those: the sweep trials that followed a
 restart measured 10-40 % less than the next ones of their group.
 
-Which load matters too. After a rolling restart warmed until quiet by the default load here (one producer of
-1-KB records, linger.ms 5), the next 20-s run of another (128-KiB batches at the max rate) found the JIT at
-1.0-1.2 cores again and measured 70-84 MB/s against 110-121 on the warm cluster (2 rounds each): a sweep warms
-with the trial's own workload (`load`).
-
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
 at the end of a 30-s warm-up).
@@ -32,9 +27,8 @@ from typing import Any
 
 from cluster.metrics import BrokerSample
 from cluster.target import Placement
-from core.secrets import redact_mapping
 from loadgen import result, runner
-from loadgen.workload import Workload, parse_workload
+from loadgen.workload import parse_workload
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
 JIT_WINDOW_S = 10.0
@@ -92,41 +86,29 @@ def warm_up(
     common: Mapping[str, str] | None = None,
     metrics_urls: Mapping[int, str] | None = None,
     quiet_cores: float = JIT_QUIET_CORES,
-    load: Workload | None = None,
 ) -> dict[str, Any]:
     """Run acks=all load through every broker (6 partitions) and read it back, for `seconds`, or with
     `metrics_urls` until the brokers' JIT is quiet (`seconds` is then the cap). Returns how long it ran (`s`),
     the brokers' JIT cores per broker at its end (`jit_cores`) and whether they were `quiet` (both None without
-    metrics), and the load it ran (`producers`, `message_size`, `producer_config`).
+    metrics).
 
-    `load`: the workload to warm with (its clients, sizes and rate; run for `seconds` with no warm-up of its
-    own), for a cluster about to measure it: the JIT compiles the paths the load takes, and a cluster warmed
-    quiet by another load compiled again under the next one (module docstring). `common`: client security
-    settings (an inventory's), `placements`: where the workers run."""
-    if load is None:
-        w = parse_workload(
-            {
-                "name": "warmup",
-                "partitionsPerTopic": 6,
-                "messageSize": 1024,
-                "producersPerTopic": 1,
-                "consumerPerSubscription": 1,
-                "testDurationMinutes": seconds / 60,
-                "producerConfig": {"acks": "all", "linger.ms": 5},
-            }
-        )
-    else:
-        # at its rate (0, a rate to discover, is the max rate) and with no backlog to build
-        rate = "max" if load.producerRate == 0 else load.producerRate
-        w = load.model_copy(
-            update={"name": "warmup", "warmupDurationMinutes": 0, "testDurationMinutes": seconds / 60,
-                    "producerRate": rate, "consumerBacklogSizeGB": 0}
-        )  # fmt: skip
+    `common`: client security settings (an inventory's), `placements`: where the workers run."""
+    w = parse_workload(
+        {
+            "name": "warmup",
+            "partitionsPerTopic": 6,
+            "messageSize": 1024,
+            "producersPerTopic": 1,
+            "consumerPerSubscription": 1,
+            "testDurationMinutes": seconds / 60,
+            "producerConfig": {"acks": "all", "linger.ms": 5},
+        }
+    )
     watch = JitWatch(list(metrics_urls), quiet_cores) if metrics_urls else None
-    how = f"{seconds:g} s with {'acks=all load' if load is None else 'the workload to measure'}"
+    load = f"{seconds:g} s with acks=all load"
     if watch:
-        how = f"up to {how}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
-    say(f"warming up the brokers' JIT for {how}")
+        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
+    say(f"warming up the brokers' JIT for {load}")
     t0 = time.monotonic()
     raw = runner.run(
         w,
@@ -148,6 +130,4 @@ def warm_up(
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
     say(f"warm-up done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet,
-            "producers": w.producersPerTopic, "message_size": w.messageSize,
-            "producer_config": redact_mapping(w.producerConfig)}  # fmt: skip
+    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet}

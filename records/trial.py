@@ -46,8 +46,7 @@ class TrialRecord:
     restarts: int | None = None
     apply_s: float | None = None
     # the load after a rolling restart (loadgen.warmup): seconds `s`, the brokers' JIT `jit_cores` per broker at
-    # its end and whether they were `quiet` (False: it reached restart_warmup_s first); the trial's own workload
-    # (`producers`, `message_size`, `producer_config`, secrets redacted)
+    # its end and whether they were `quiet` (False: it reached restart_warmup_s first)
     restart_warmup: Mapping[str, Any] | None = None
     phases_s: Mapping[str, float] | None = None
     measured: Mapping[str, Any] | None = None

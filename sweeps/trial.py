@@ -175,7 +175,7 @@ class _Trial:
             self.phase = "warm-up after restart"
             self.record["restart_warmup"] = warm_up(
                 t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common,
-                metrics_urls=t.metrics_urls, load=self.workload,
+                metrics_urls=t.metrics_urls,
             )  # fmt: skip
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:

@@ -135,8 +135,6 @@ def test_sweep_applies_reads_back_and_restores(
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
         assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 4 <= w["s"] < 20), w
-        # with the trial's own workload: the JIT compiles what the trial's run will take (loadgen.warmup)
-        assert w is None or str(w["producer_config"].get("batch.size")) == str(r["config"]["batch.size"]), (w, r)
     # a trial measured while the brokers still compiled says so (loadgen.result.jit_warning: 0.5-1.1 core per
     # broker in the first minute after a restart here), one that was not does not
     for d in sorted(run_dir.glob("trials/*/")):

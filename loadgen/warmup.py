@@ -12,6 +12,11 @@ under 0.1 from about 130 s; the throughput of consecutive 20-s loads meanwhile r
 and then held at 175-188. A fixed 20-s warm-up ended in the first of those: the sweep trials that followed a
 restart measured 10-40 % less than the next ones of their group.
 
+A quiet JIT is not yet a warm cluster for every load. After a rolling restart and a warm-up ended quiet (over
+10 s or 30 s, with this load or with the next run's own), a 20-s max-rate run of 128-KiB batches found the JIT at
+1.0-1.6 cores again and measured 39-84 MB/s, against 90-121 MB/s for the same run on the warm cluster (2 restarts
+per variant). Such a run carries loadgen.result's JIT warning.
+
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
 at the end of a 30-s warm-up).

@@ -157,6 +157,10 @@ class _Trial:
         for k in ("measured", "phases_s", "probe_msg_s", "faults"):
             self.record.pop(k, None)
 
+    def _check_disturbed(self, rec: res.RunRecord) -> None:
+        """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped."""
+        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=self.target.metrics_urls or ())
+
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)
         if broken:
@@ -225,7 +229,7 @@ class _Trial:
         t_build = time.monotonic()
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
-            self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
+            self._check_disturbed(rec)
         else:
             rec.result["faults"] = self.record["faults"]
         write_run(self.out_dir, rec)
@@ -254,7 +258,7 @@ class _Trial:
         )
         found.ramp_s = time.monotonic() - t_ramp
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
+        self._check_disturbed(rec)
         write_run(where, rec)
         if self.known_probe is not None:  # no max-rate run: the ramp run alone says whether the trial worked
             out.ok = rec.summary["acknowledged"] > 0
@@ -293,7 +297,7 @@ class _Trial:
         raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
                          metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=t.metrics_urls or ())
+        self._check_disturbed(rec)
         write_run(self.out_dir, rec)
         sm = rec.summary
         h = s.hold.headroom

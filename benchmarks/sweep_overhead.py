@@ -14,6 +14,8 @@ wall clock:
     record           building and writing the run record
     apply            broker configs applied and read back (a rolling restart included)
     restart warm-up  load after a rolling restart, before the trial's run
+    measured again   attempts set aside (an unplanned event or a compiling JIT in the window), the wait or warm-up
+                     after each
     between trials   the sweep's own work: sampling, storage, progress, start and end of the study
 
 then one JSON line of the same figures, and the study's warm-up check (sweeps.timing.warmup_check: whether the

@@ -19,7 +19,7 @@ TRIAL = "trial.json"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
 _OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
              "restarts", "apply_s", "restart_warmup", "phases_s", "measured", "constraints", "disturbed",
-             "faults")  # fmt: skip
+             "jit_busy", "faults")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,12 @@ class TrialRecord:
     measured: Mapping[str, Any] | None = None
     constraints: Mapping[str, Any] | None = None
     # attempts set aside because their window showed an event the trial did not plan (faults.disturbed):
-    # [{attempt, events, values, measured}], the measurement above is the next attempt's
+    # [{attempt, events, values, measured, s}], the measurement above is a later attempt's; `s`: the attempt and
+    # the wait for a whole cluster after it (absent when the last attempt failed the trial)
     disturbed: list[Mapping[str, Any]] | None = None
+    # attempts set aside because the brokers' JIT still compiled in their window (sweeps.trial): the same fields,
+    # `events` the JIT warning, and `warm_up` the load until the compilers were quiet (loadgen.warmup's answer)
+    jit_busy: list[Mapping[str, Any]] | None = None
     # a robustness study's planned faults in this trial's run (faults.inject's events: effect and recovery times)
     faults: list[Mapping[str, Any]] | None = None
     schema_version: int = SCHEMA_VERSION
@@ -62,7 +66,7 @@ class TrialRecord:
         order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
                  "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "config", "applied",
                  "broker_read_back", "restarts", "apply_s", "restart_warmup", "phases_s", "measured",
-                 "constraints", "disturbed", "faults", "state", "fail_reason", "total_s"]  # fmt: skip
+                 "constraints", "disturbed", "jit_busy", "faults", "state", "fail_reason", "total_s"]  # fmt: skip
         assert set(order) == {f.name for f in fields(self)}
         return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
 

@@ -22,6 +22,10 @@ class Measurement(_Model):
     # After a rolling restart the brokers' JIT is cold again: load them until their compilers are quiet
     # (loadgen.warmup.JitWatch; about 85 s on the testbed), for this long at the most (0: no warm-up).
     restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 180
+    # A run whose window found a broker's JIT still compiling (loadgen.result.JIT_BUSY_CORES) measured the compiler:
+    # the trial is measured again after loading the brokers until their compilers are quiet, for this long at the
+    # most (sweeps.trial, at most MAX_ATTEMPTS runs: the last is kept, with its warning). 0: keep the first run.
+    jit_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 120
     # Longest wait for consumers to receive everything acknowledged after the window (acks=0: 5 s).
     drain_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120
     # A stage that sweeps restart-only keys keeps them for this many trials in a row: fewer restarts.

@@ -22,8 +22,15 @@ PARTS = {
     "record": "building and writing the run record",
     "apply": "broker configs applied and read back (rolling restarts included)",
     "restart warm-up": "load after a rolling restart, before the trial's run",
+    "measured again": "attempts set aside (an unplanned event or a compiling JIT in the window) and the wait or "
+    "warm-up after each",
     "between trials": "the sweep's own work: sampling, storage, progress, start and end of the study",
 }
+
+
+def aside(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A trial record's attempts set aside (sweeps.trial): disturbed, or measured while the JIT compiled."""
+    return [*(trial.get("disturbed") or ()), *(trial.get("jit_busy") or ())]
 
 
 def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -52,8 +59,10 @@ def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, A
         # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
         rest = max(0.0, t.get("total_s", 0.0) - apply_s - runs - ph.get("record", 0.0))
         restart = min(rest, float((t.get("restart_warmup") or {}).get("s") or 0.0))
+        again = min(rest - restart, sum(float(a.get("s") or 0.0) for a in aside(t)))
         out["restart warm-up"] += restart
-        out["between trials"] += rest - restart
+        out["measured again"] += again
+        out["between trials"] += rest - restart - again
         total += t.get("total_s", 0.0)
     out["between trials"] += max(0.0, wall_s - total)
     return {

@@ -74,16 +74,28 @@ def run_trial(
     try:
         t.apply(snapshot, on_applied)
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            t_attempt = time.monotonic()
             t.measure(on_tick)
-            if not t.disturbed:
+            why = t.why_again()
+            if why is None:
                 break
-            t.set_aside(attempt)
-            if attempt == MAX_ATTEMPTS:
+            last = attempt == MAX_ATTEMPTS
+            if why == "jit_busy" and last:  # the compilers never went quiet: the last run stands, with its warning
+                say(f"the brokers still compiled in all {MAX_ATTEMPTS} runs: keeping the last, with its JIT warning")
+                break
+            entry = t.set_aside(attempt, why)
+            if last:
                 t.outcome.ok = False
                 t.outcome.fail_reason = f"disturbed in all {MAX_ATTEMPTS} attempts: {'; '.join(t.disturbed)}"
                 break
-            say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
-            wait_whole(target, say)
+            if why == "disturbed":
+                say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
+                wait_whole(target, say)
+            else:
+                say(f"{t.jit_busy}: warming the brokers until their compilers are quiet, then measuring it again")
+                t.phase = "warm-up before measuring again"
+                entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s)
+            entry["s"] = round(time.monotonic() - t_attempt, 1)
             t.rerun()
     except KeyboardInterrupt:
         write_trial(out_dir, TrialRecord(**t.record, state="interrupted", total_s=time.monotonic() - t.t_start))
@@ -101,7 +113,10 @@ def run_trial(
 
 # A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
 # shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
-# the optimizer. The record keeps each disturbed attempt's events and figures under `disturbed`.
+# the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.result.jit_warning), after
+# a warm-up until the compilers are quiet (measurement.jit_warmup_s; 0: not measured again); when the last
+# attempt still finds them compiling, it is kept, with its warning. The record keeps each attempt set aside, its
+# events and figures, under `disturbed` or `jit_busy`.
 MAX_ATTEMPTS = 3
 
 
@@ -142,24 +157,43 @@ class _Trial:
         }
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
+        self.jit_busy: str | None = None  # the current attempt's JIT warning (loadgen.result.jit_warning)
 
-    def set_aside(self, attempt: int) -> None:
-        """Keep a disturbed attempt's events and figures in the record; they feed nothing else."""
-        self.record.setdefault("disturbed", []).append(
-            {"attempt": attempt, "events": list(self.disturbed), "values": dict(self.outcome.values),
-             "measured": self.record.get("measured")}
-        )  # fmt: skip
+    def why_again(self) -> str | None:
+        """Why this attempt is not the trial's measurement: "disturbed", "jit_busy" (only when the spec measures
+        such a trial again), or None."""
+        if self.disturbed:
+            return "disturbed"
+        if self.jit_busy and self.spec.measurement.jit_warmup_s:
+            return "jit_busy"
+        return None
+
+    def set_aside(self, attempt: int, why: str) -> dict[str, Any]:
+        """Keep an attempt's events and figures in the record under `why`; they feed nothing else."""
+        entry = {"attempt": attempt, "events": list(self.disturbed) if why == "disturbed" else [self.jit_busy],
+                 "values": dict(self.outcome.values), "measured": self.record.get("measured")}  # fmt: skip
+        self.record.setdefault(why, []).append(entry)
+        return entry
+
+    def warm_up(self, cap_s: float) -> dict[str, Any]:
+        """Load the brokers until their JIT is quiet, for `cap_s` at the most (loadgen.warmup)."""
+        t = self.target
+        return warm_up(t.bootstrap, cap_s, placements=t.placements, say=self.say, common=t.common,
+                       metrics_urls=t.metrics_urls)  # fmt: skip
 
     def rerun(self) -> None:
         restarts = self.outcome.restarts
         self.outcome = Outcome(False, self.out_dir, restarts=restarts)
-        self.disturbed = []
+        self.disturbed, self.jit_busy = [], None
         for k in ("measured", "phases_s", "probe_msg_s", "faults"):
             self.record.pop(k, None)
 
     def _check_disturbed(self, rec: res.RunRecord) -> None:
-        """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped."""
-        self.disturbed += disturbances(rec.brokers.to_pylist(), brokers=self.target.metrics_urls or ())
+        """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
+        whether their compilers were still busy in it."""
+        rows = rec.brokers.to_pylist()
+        self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
+        self.jit_busy = self.jit_busy or res.jit_warning(rows)
 
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)
@@ -174,13 +208,9 @@ class _Trial:
         self.outcome.restarts = applied.restarts
         self.record.update(broker_read_back=applied.read_back, restarts=applied.restarts)
         self.record["apply_s"] = time.monotonic() - t_apply
-        m, t = self.spec.measurement, self.target
-        if applied.restarts and m.restart_warmup_s:
+        if applied.restarts and self.spec.measurement.restart_warmup_s:
             self.phase = "warm-up after restart"
-            self.record["restart_warmup"] = warm_up(
-                t.bootstrap, m.restart_warmup_s, placements=t.placements, say=self.say, common=t.common,
-                metrics_urls=t.metrics_urls,
-            )  # fmt: skip
+            self.record["restart_warmup"] = self.warm_up(self.spec.measurement.restart_warmup_s)
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         if self.hold_msg_s is not None:

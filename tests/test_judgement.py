@@ -249,13 +249,18 @@ def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> Non
 
 def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one() -> None:
     """sweeps.timing.breakdown: what a trial spent outside its apply, runs and record is its restart warm-up (as
-    its record gives it) and, for the rest, the sweep's own work; a trial with no restart has no restart warm-up
-    (a sweep with no restart-only key printed 0.1 s of it)."""
+    its record gives it), its attempts set aside with the wait or warm-up after each (a disturbance, a compiling
+    JIT) and, for the rest, the sweep's own work; a trial with no restart has no restart warm-up (a sweep with no
+    restart-only key printed 0.1 s of it)."""
     ph = {"run": 12.0, "windows": 10.0, "warmup": 1.0, "create_topics": 0.1, "record": 0.2}
     restarted = {"state": "complete", "total_s": 40.0, "apply_s": 5.0, "phases_s": ph, "restart_warmup": {"s": 22.5}}
     plain = {"state": "complete", "total_s": 12.5, "apply_s": 0.1, "phases_s": ph}
-    b = timing.breakdown([restarted, plain], wall_s=55.0)
+    again = {"state": "complete", "total_s": 50.0, "apply_s": 0.1, "phases_s": ph,
+             "jit_busy": [{"attempt": 1, "s": 30.0}], "disturbed": [{"attempt": 2, "s": 7.0}]}  # fmt: skip
+    b = timing.breakdown([restarted, plain, again], wall_s=107.0)
     sec = b["seconds"]
-    assert sec["restart warm-up"] == pytest.approx(22.5)
-    assert sec["between trials"] == pytest.approx((40 - 5 - 12 - 0.2 - 22.5) + (12.5 - 0.1 - 12 - 0.2) + 2.5)
-    assert sum(sec.values()) == pytest.approx(55.0) and b["not_measuring"] == pytest.approx(1 - 20 / 55, abs=1e-4)
+    assert sec["restart warm-up"] == pytest.approx(22.5) and sec["measured again"] == pytest.approx(37.0)
+    assert sec["between trials"] == pytest.approx(
+        (40 - 5 - 12 - 0.2 - 22.5) + (12.5 - 0.1 - 12 - 0.2) + (50 - 0.1 - 12 - 0.2 - 37) + 4.5
+    )
+    assert sum(sec.values()) == pytest.approx(107.0) and b["not_measuring"] == pytest.approx(1 - 30 / 107, abs=1e-4)

@@ -24,7 +24,7 @@ from testbed import dist
 from testbed.lifecycle import Testbed
 from tests.helpers import REPO, kafkatune
 
-FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0}
+FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0}
 
 
 def write_spec(path: Path, name: str, stages: list[dict[str, Any]], **extra: Any) -> Path:
@@ -209,6 +209,45 @@ def test_sweep_applies_reads_back_and_restores(
     finally:
         dash.terminate()
         dash.wait(timeout=10)
+
+
+def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm_up(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path
+) -> None:
+    """Right after a rolling restart with no warm-up the brokers' JIT compiles (0.5-1.1 core per broker in the
+    first minute here): that run measured the compiler. It is set aside under `jit_busy` with its figures, the
+    brokers are loaded until their compilers are quiet (jit_warmup_s at the most), and the trial runs again; a
+    third run that still finds them compiling is kept, with its warning (sweeps.trial)."""
+    bc = configs(testbed)
+    before = bc.snapshot()
+    spec = write_spec(
+        tmp_path / "s.yaml",
+        "jit-again",
+        [{"name": "fetch", "params": {"replica.fetch.max.bytes": {"choices": [2097152]}}, "trials": 1}],
+        measurement={**FAST, "jit_warmup_s": 20},
+    )
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    (rec,) = records(tmp_path / "jit-again")
+    assert rec["state"] == "complete" and rec["restarts"] >= 3 and "restart_warmup" not in rec, rec.get("fail_reason")
+    aside = rec["jit_busy"]
+    assert [a["attempt"] for a in aside] == list(range(1, len(aside) + 1)) and 1 <= len(aside) <= 2, aside
+    for a in aside:
+        (said,) = a["events"]
+        assert "brokers still compiling" in said and said in a["measured"]["warnings"], a
+        assert a["values"]["throughput_mb_s"] > 0 and "disturbed" not in rec
+        w = a["warm_up"]  # ended by the JIT watch, or at its 20-s cap
+        assert w["jit_cores"] is not None and w["s"] < 30 and (w["quiet"] or w["s"] >= 20), w
+        assert a["s"] >= w["s"]
+    # the measurement the optimizer was told is the last run's: quiet, or the third run, still compiling
+    kept = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
+    assert not kept or len(aside) == 2, rec["measured"]["warnings"]
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    assert summary["best"]["mb_s"] == pytest.approx(rec["measured"]["throughput_mb_s"])
+    b = summary["this_invocation"]["breakdown"]["seconds"]
+    assert b["measured again"] == pytest.approx(sum(a["s"] for a in aside), abs=0.5)
+    assert "measuring it again" in p.stderr
+    assert same_configs(configs(testbed).snapshot(), before)
 
 
 def test_sigint_mid_trial_restores_configs(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:

@@ -214,31 +214,35 @@ def test_sweep_applies_reads_back_and_restores(
 def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm_up(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path
 ) -> None:
-    """Right after a rolling restart with no warm-up the brokers' JIT compiles (0.5-1.1 core per broker in the
-    first minute here): that run measured the compiler. It is set aside under `jit_busy` with its figures, the
-    brokers are loaded until their compilers are quiet (jit_warmup_s at the most), and the trial runs again; a
-    third run that still finds them compiling is kept, with its warning (sweeps.trial)."""
-    bc = configs(testbed)
-    before = bc.snapshot()
+    """A broker just restarted compiles under load (0.5-1.1 core of JIT in its first minute here): a run then
+    measures the compiler. It is set aside under `jit_busy` with its figures, the brokers are loaded until their
+    compilers are quiet (jit_warmup_s at the most), and the trial runs again; a third run that still finds them
+    compiling is kept, with its warning (sweeps.trial)."""
+    from cluster import admin
+
+    testbed.stop(3)  # a clean restart: its JIT starts cold
+    testbed.start(3, progress=print)
+    admin.wait_full_isr(admin.admin_client(healthy.bootstrap_servers), timeout_s=180)
     spec = write_spec(
         tmp_path / "s.yaml",
         "jit-again",
-        [{"name": "fetch", "params": {"replica.fetch.max.bytes": {"choices": [2097152]}}, "trials": 1}],
-        measurement={**FAST, "jit_warmup_s": 20},
+        [{"name": "producer", "params": {"batch.size": {"choices": [65536]}}, "trials": 1}],
+        measurement={**FAST, "jit_warmup_s": 10},
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
     (rec,) = records(tmp_path / "jit-again")
-    assert rec["state"] == "complete" and rec["restarts"] >= 3 and "restart_warmup" not in rec, rec.get("fail_reason")
+    assert rec["state"] == "complete" and "disturbed" not in rec, rec.get("fail_reason")
     aside = rec["jit_busy"]
     assert [a["attempt"] for a in aside] == list(range(1, len(aside) + 1)) and 1 <= len(aside) <= 2, aside
     for a in aside:
         (said,) = a["events"]
         assert "brokers still compiling" in said and said in a["measured"]["warnings"], a
-        assert a["values"]["throughput_mb_s"] > 0 and "disturbed" not in rec
-        w = a["warm_up"]  # ended by the JIT watch, or at its 20-s cap
-        assert w["jit_cores"] is not None and w["s"] < 30 and (w["quiet"] or w["s"] >= 20), w
+        assert a["values"]["throughput_mb_s"] > 0
+        w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
+        assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w
         assert a["s"] >= w["s"]
+    assert "broker 3" in aside[0]["events"][0]
     # the measurement the optimizer was told is the last run's: quiet, or the third run, still compiling
     kept = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
     assert not kept or len(aside) == 2, rec["measured"]["warnings"]
@@ -246,8 +250,7 @@ def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm
     assert summary["best"]["mb_s"] == pytest.approx(rec["measured"]["throughput_mb_s"])
     b = summary["this_invocation"]["breakdown"]["seconds"]
     assert b["measured again"] == pytest.approx(sum(a["s"] for a in aside), abs=0.5)
-    assert "measuring it again" in p.stderr
-    assert same_configs(configs(testbed).snapshot(), before)
+    assert "then measuring it again" in p.stderr
 
 
 def test_sigint_mid_trial_restores_configs(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ brokers       one row per broker per second (bytes in/out, replication in/out, i
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -157,21 +158,34 @@ def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 JIT_BUSY_CORES = 0.25
 
 
-def jit_warning(rows: list[dict[str, Any]]) -> str | None:
-    """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
-    exporter has no JVM collector)."""
+def jit_busy(rows: list[dict[str, Any]]) -> dict[int, float]:
+    """The brokers still compiling (JIT) in the measure window: broker id -> its compilers' mean cores, for those at
+    JIT_BUSY_CORES or more (none without the exporter's JVM collector)."""
     per: dict[int, list[float]] = defaultdict(list)
     for r in rows:
         if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
             per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
     means = {b: float(np.mean(v)) for b, v in sorted(per.items())}
-    busy = {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
-    if not busy:
-        return None
+    return {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
+
+
+def jit_busy_words(busy: Mapping[int, float]) -> str:
+    """jit_busy's answer in words."""
     each = ", ".join(f"broker {b} {c:.2f}" for b, c in busy.items())
     return (
         f"brokers still compiling in the measure window (JIT cores on average: {each}; ≥ {JIT_BUSY_CORES:g} is a "
-        "cluster still warming up): its figures may read low. Warm the cluster first (kafkatune testbed up "
+        "cluster still warming up)"
+    )
+
+
+def jit_warning(rows: list[dict[str, Any]]) -> str | None:
+    """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
+    exporter has no JVM collector)."""
+    busy = jit_busy(rows)
+    if not busy:
+        return None
+    return (
+        f"{jit_busy_words(busy)}: its figures may read low. Warm the cluster first (kafkatune testbed up "
         "--warm-up 240 loads it until the compilers are quiet) or give the run a longer warm-up"
     )
 

@@ -92,7 +92,7 @@ def run_trial(
                 say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
                 wait_whole(target, say)
             else:
-                say(f"{t.jit_busy}: warming the brokers until their compilers are quiet, then measuring it again")
+                say(f"{t.jit_busy}: warming them until their compilers are quiet, then measuring it again")
                 t.phase = "warm-up before measuring again"
                 entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s)
             entry["s"] = round(time.monotonic() - t_attempt, 1)
@@ -157,7 +157,7 @@ class _Trial:
         }
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
-        self.jit_busy: str | None = None  # the current attempt's JIT warning (loadgen.result.jit_warning)
+        self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.result.jit_busy)
 
     def why_again(self) -> str | None:
         """Why this attempt is not the trial's measurement: "disturbed", "jit_busy" (only when the spec measures
@@ -193,7 +193,8 @@ class _Trial:
         whether their compilers were still busy in it."""
         rows = rec.brokers.to_pylist()
         self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
-        self.jit_busy = self.jit_busy or res.jit_warning(rows)
+        if not self.jit_busy and (busy := res.jit_busy(rows)):
+            self.jit_busy = res.jit_busy_words(busy)
 
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)

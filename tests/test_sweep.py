@@ -237,7 +237,7 @@ def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm
     assert [a["attempt"] for a in aside] == list(range(1, len(aside) + 1)) and 1 <= len(aside) <= 2, aside
     for a in aside:
         (said,) = a["events"]
-        assert "brokers still compiling" in said and said in a["measured"]["warnings"], a
+        assert said.startswith("brokers still compiling") and any(x.startswith(said) for x in a["measured"]["warnings"])
         assert a["values"]["throughput_mb_s"] > 0
         w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
         assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w

@@ -146,6 +146,11 @@ class Consumer(abc.ABC):
     def ready(self) -> bool:
         """True once the consumer will receive every message sent to its topic from now on."""
 
+    def client_state(self) -> str | None:
+        """What the client says of its subscription, in words (where a consumer that received nothing waits);
+        None: this driver cannot tell."""
+        return None
+
     def pause(self) -> None:
         """Stop receiving while keeping the subscription, so the system holds a backlog for it (OMB's
         pauseConsumers); poll() goes on and returns 0. Only drivers whose `holds_backlog` is True have it:

@@ -85,6 +85,27 @@ def client_stats(doc: Mapping[str, Any], topic: str) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if v is not None}
 
 
+def consumer_state(doc: Mapping[str, Any], topic: str) -> str:
+    """One librdkafka consumer statistics document (its STATISTICS.md) in words: the group's state, and how many
+    of the topic's partitions are in each fetch state, with their leaders and the offsets they wait at."""
+    g = doc.get("cgrp") or {}
+    parts = {p: v for p, v in ((doc.get("topics") or {}).get(topic, {}).get("partitions") or {}).items() if p != "-1"}
+
+    def offset(v: Any) -> str:  # librdkafka's -1001 (and any logical offset): none known yet
+        return str(v) if isinstance(v, int) and v >= 0 else "not known"
+
+    states: dict[str, list[str]] = {}
+    for p, v in sorted(parts.items(), key=lambda kv: int(kv[0])):
+        where = f"{p} (leader {v.get('leader')}, next offset {offset(v.get('next_offset'))}, high watermark " \
+            f"{offset(v.get('hi_offset'))})"  # fmt: skip
+        states.setdefault(str(v.get("fetch_state")), []).append(where)
+    fetch = "; ".join(f"{st}: {', '.join(ps)}" for st, ps in states.items()) or "none known"
+    return (
+        f"group {g.get('state')}/{g.get('join_state')}, {g.get('assignment_size')} partition(s) assigned, "
+        f"rebalances {g.get('rebalance_cnt')}; fetch state per partition: {fetch}"
+    )
+
+
 class KafkaProducer(api.Producer):
     """`counting`: librdkafka reports failed deliveries only (`delivery.report.only.error`), and `unresolved()` reads
     its queue length: no Python call per acknowledged message (see api.Driver.create_counting_producer)."""
@@ -196,7 +217,10 @@ class KafkaProducer(api.Producer):
 
 class KafkaConsumer(api.Consumer):
     def __init__(self, conf: dict[str, Any], topic: str, on_message: api.MessageCallback) -> None:
-        self._c = _Consumer(conf)
+        # its statistics say where a consumer that receives nothing is stuck (client_state)
+        self._stats_json: str | None = None
+        self._c = _Consumer({"statistics.interval.ms": STATS_INTERVAL_MS, **conf, "stats_cb": self._on_stats})
+        self._topic = topic
         self._on_message = on_message
         self._on_batch: api.BatchCallback | None = None
         self._assigned = False
@@ -209,6 +233,12 @@ class KafkaConsumer(api.Consumer):
 
     def _on_assign(self, consumer: Any, partitions: Any) -> None:
         self._assigned = True
+
+    def _on_stats(self, text: str) -> None:
+        self._stats_json = text  # parsed when asked for
+
+    def client_state(self) -> str | None:
+        return consumer_state(json.loads(self._stats_json), self._topic) if self._stats_json else None
 
     def ready(self) -> bool:
         return self._assigned

@@ -77,6 +77,7 @@ def run_consumer(
                 count_at = now + COUNT_EVERY_NS
         tick.emit()
         errors = getattr(cons, "errors", 0)
+        state = cons.client_state() if not received else None  # where it waited (clientside.summary)
         cons.close()
         drv.close()
         q.put(
@@ -88,6 +89,7 @@ def run_consumer(
                     "received": received,
                     "records_per_receive_call": round(received / st.batches, 1) if st.batches else 1,
                     "errors": errors,
+                    "client_state": state,
                     "seen": {pid: bytes(m) for pid, m in st.seen.items()},
                     "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
                 },

@@ -124,7 +124,7 @@ def test_sweep_applies_reads_back_and_restores(
                 assert rb["num.io.threads"] == str(cfg["num.io.threads"])
             if "replica.fetch.max.bytes" in cfg:
                 assert rb["replica.fetch.max.bytes"] == "2097152"
-        assert r["measured"]["lost"] == 0 and r["measured"]["mean_mb_s"] > 0
+        assert r["measured"]["lost"] == 0 and r["measured"]["mean_mb_s"] > 0, r["measured"]["warnings"]
         assert len(r["measured"]["windows_mb_s"]) == 2
     # The baseline ran with Kafka's defaults; the first stage trial needed one rolling restart (3 nodes);
     # the later trials kept replica.fetch.max.bytes, so no more restarts until the final restore.

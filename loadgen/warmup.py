@@ -17,6 +17,11 @@ A quiet JIT is not yet a warm cluster for every load. After a rolling restart an
 1.0-1.6 cores again and measured 39-84 MB/s, against 90-121 MB/s for the same run on the warm cluster (2 restarts
 per variant). Such a run carries loadgen.result's JIT warning.
 
+So the warm-up loads the brokers in two shapes of batch (`SHAPES`), each until the compilers are quiet: the
+producers' default 16-KiB batches, then 1-MiB ones at max rate. Measured on a testbed warmed quiet with the first
+shape alone (about 100 s), the first 20-s max-rate run of 1-MiB batches found its brokers' compilers at 0.68 core
+in all and carried the JIT warning; a sweep's first trial set aside that way cost 44.6 s of a 1,286-s study.
+
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
 at the end of a 30-s warm-up).
@@ -37,6 +42,8 @@ from loadgen.workload import parse_workload
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
 JIT_WINDOW_S = 10.0
+# The producer settings the warm-up loads the brokers with, one after the other, each for its share of the time.
+SHAPES: tuple[Mapping[str, Any], ...] = ({"linger.ms": 0}, {"linger.ms": 20, "batch.size": 1 << 20})
 
 
 @dataclass
@@ -91,13 +98,41 @@ def warm_up(
     common: Mapping[str, str] | None = None,
     metrics_urls: Mapping[int, str] | None = None,
     quiet_cores: float = JIT_QUIET_CORES,
+    shapes: Sequence[Mapping[str, Any]] = SHAPES,
 ) -> dict[str, Any]:
-    """Run acks=all load through every broker (6 partitions) and read it back, for `seconds`, or with
-    `metrics_urls` until the brokers' JIT is quiet (`seconds` is then the cap). Returns how long it ran (`s`),
-    the brokers' JIT cores per broker at its end (`jit_cores`) and whether they were `quiet` (both None without
-    metrics).
+    """Run acks=all load through every broker (6 partitions) and read it back, in each of `shapes` (producer
+    settings) in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the
+    share is then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last
+    shape (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's
+    own figures (`shapes`).
 
     `common`: client security settings (an inventory's), `placements`: where the workers run."""
+    if not shapes:
+        raise ValueError("warm_up needs at least one shape of load")
+    each = seconds / len(shapes)
+    cap = f"{each:g} s" if len(shapes) == 1 else f"{each:g} s each, {len(shapes)} shapes of batch"
+    load = f"{cap} with acks=all load"
+    if metrics_urls:
+        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
+    say(f"warming up the brokers' JIT for {load}")
+    t0 = time.monotonic()
+    done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores) for shape in shapes]
+    last = done[-1]
+    quiet = all(d["quiet"] for d in done) if metrics_urls else None
+    return {"s": round(time.monotonic() - t0, 1), "jit_cores": last["jit_cores"], "quiet": quiet, "shapes": done}
+
+
+def _warm_shape(
+    bootstrap: str,
+    seconds: float,
+    shape: Mapping[str, Any],
+    placements: Sequence[Placement],
+    say: Callable[[str], None],
+    common: Mapping[str, str] | None,
+    metrics_urls: Mapping[int, str] | None,
+    quiet_cores: float,
+) -> dict[str, Any]:
+    """One shape of warm_up's load: for `seconds`, or until the JIT is quiet when `metrics_urls` are given."""
     w = parse_workload(
         {
             "name": "warmup",
@@ -106,14 +141,10 @@ def warm_up(
             "producersPerTopic": 1,
             "consumerPerSubscription": 1,
             "testDurationMinutes": seconds / 60,
-            "producerConfig": {"acks": "all", "linger.ms": 5},
+            "producerConfig": {"acks": "all", **shape},
         }
     )
     watch = JitWatch(list(metrics_urls), quiet_cores) if metrics_urls else None
-    load = f"{seconds:g} s with acks=all load"
-    if watch:
-        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
-    say(f"warming up the brokers' JIT for {load}")
     t0 = time.monotonic()
     raw = runner.run(
         w,
@@ -133,6 +164,8 @@ def warm_up(
     if watch:
         jit_text = f"{jit:.2f} core per broker" if jit is not None else "not read"
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
-    say(f"warm-up done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
+    batches = ", ".join(f"{k} {v}" for k, v in shape.items())
+    say(f"warm-up ({batches}) done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return {"s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3), "quiet": quiet}
+    return {"producer": dict(shape), "s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3),
+            "quiet": quiet}  # fmt: skip

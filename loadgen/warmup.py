@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.metrics import BrokerSample
@@ -87,6 +87,34 @@ class JitWatch:
     def __call__(self, raw: runner.RawRun) -> bool:
         c = self.cores(raw.broker_samples)
         return c is not None and c <= self.quiet_cores
+
+
+@dataclass
+class JitBusyWatch:
+    """As a runner `stop_when` of a max-rate run: True once a broker's compilers have taken so much time since the
+    measure window began that its mean over the whole window is loadgen.result's JIT_BUSY_CORES or more whatever
+    the rest of the window holds (the counter only grows): a run that is going to be set aside for a compiling JIT
+    and measured again (sweeps.trial) stops there instead of running out its windows. `busy`: then, each such
+    broker's cores since the window began."""
+
+    busy: dict[int, float] = field(default_factory=dict)
+
+    def __call__(self, raw: runner.RawRun) -> bool:
+        start = raw.timing.get("measure_start_ns")
+        if start is None:
+            return False
+        need = result.JIT_BUSY_CORES * raw.test_s
+        first: dict[int, tuple[int, float]] = {}
+        last: dict[int, tuple[int, float]] = {}
+        for smp in list(raw.broker_samples):
+            if smp.t_ns >= start and (v := smp.values.get("jit_compile_s")) is not None:
+                first.setdefault(smp.broker_id, (smp.t_ns, v))
+                last[smp.broker_id] = (smp.t_ns, v)
+        for b, (t0, v0) in first.items():
+            t1, v1 = last[b]
+            if v1 - v0 >= need:  # a broker restarted within the window starts its counter again: not busy
+                self.busy[b] = (v1 - v0) / max(1e-9, (t1 - t0) / 1e9)
+        return bool(self.busy)
 
 
 def warm_up(

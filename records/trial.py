@@ -56,7 +56,9 @@ class TrialRecord:
     # the wait for a whole cluster after it (absent when the last attempt failed the trial)
     disturbed: list[Mapping[str, Any]] | None = None
     # attempts set aside because the brokers' JIT still compiled in their window (sweeps.trial): the same fields,
-    # `events` the JIT warning, and `warm_up` the load until the compilers were quiet (loadgen.warmup's answer)
+    # `events` the JIT warning, and `warm_up` the load until the compilers were quiet (loadgen.warmup's answer);
+    # `stopped_at_s`: the second of its window the run stopped at, certain to be set aside (its figures cover that
+    # much; absent: it ran its windows out)
     jit_busy: list[Mapping[str, Any]] | None = None
     # a robustness study's planned faults in this trial's run (faults.inject's events: effect and recovery times)
     faults: list[Mapping[str, Any]] | None = None

@@ -25,7 +25,7 @@ from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
-from loadgen.warmup import warm_up
+from loadgen.warmup import JitBusyWatch, warm_up
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
@@ -75,6 +75,7 @@ def run_trial(
         t.apply(snapshot, on_applied)
         for attempt in range(1, MAX_ATTEMPTS + 1):
             t_attempt = time.monotonic()
+            t.last_attempt = attempt == MAX_ATTEMPTS
             t.measure(on_tick)
             why = t.why_again()
             if why is None:
@@ -92,7 +93,8 @@ def run_trial(
                 say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
                 wait_whole(target, say)
             else:
-                say(f"{t.jit_busy}: warming them until their compilers are quiet, then measuring it again")
+                cut = "" if t.stopped_at is None else f" (the run stopped {t.stopped_at} s into its window)"
+                say(f"{t.jit_busy}{cut}: warming them until their compilers are quiet, then measuring it again")
                 t.phase = "warm-up before measuring again"
                 entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s)
             entry["s"] = round(time.monotonic() - t_attempt, 1)
@@ -158,6 +160,10 @@ class _Trial:
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
         self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.result.jit_busy)
+        # the second of its measure window the current attempt's run was stopped at, its JIT already too busy
+        # for the window to stand (loadgen.warmup.JitBusyWatch); None: it ran its course
+        self.stopped_at: int | None = None
+        self.last_attempt = False  # the current attempt is the last: it stands whatever the JIT did
 
     def why_again(self) -> str | None:
         """Why this attempt is not the trial's measurement: "disturbed", "jit_busy" (only when the spec measures
@@ -172,6 +178,8 @@ class _Trial:
         """Keep an attempt's events and figures in the record under `why`; they feed nothing else."""
         entry = {"attempt": attempt, "events": list(self.disturbed) if why == "disturbed" else [self.jit_busy],
                  "values": dict(self.outcome.values), "measured": self.record.get("measured")}  # fmt: skip
+        if self.stopped_at is not None:  # its windows' figures cover this much of them only
+            entry["stopped_at_s"] = self.stopped_at
         self.record.setdefault(why, []).append(entry)
         return entry
 
@@ -184,7 +192,7 @@ class _Trial:
     def rerun(self) -> None:
         restarts = self.outcome.restarts
         self.outcome = Outcome(False, self.out_dir, restarts=restarts)
-        self.disturbed, self.jit_busy = [], None
+        self.disturbed, self.jit_busy, self.stopped_at = [], None, None
         for k in ("measured", "phases_s", "probe_msg_s", "faults"):
             self.record.pop(k, None)
 
@@ -219,7 +227,7 @@ class _Trial:
             return
         if self.known_probe is None:
             raw = self._max_rate(on_tick)
-            if not (self.spec.sustainable and self.outcome.ok):
+            if not (self.spec.sustainable and self.outcome.ok) or self.stopped_at is not None:
                 return
             u, where = sustainable.probe_rate(raw), self.out_dir / "ramp"
         else:  # the ramp is the trial's only run: its record is the trial's
@@ -245,6 +253,9 @@ class _Trial:
         planned = self.spec.fault_list()
         inj = Injector(t.testbed, planned, say=self.say) if planned and t.testbed is not None else None
         w = self.workload if inj is None else self.workload.with_faults()
+        # a run whose window can no longer stand for a compiling JIT stops there, unless it is to be kept anyway
+        # (the last attempt, jit_warmup_s 0) or its faults are the measurement
+        watch = JitBusyWatch() if inj is None and t.metrics_urls and m.jit_warmup_s and not self.last_attempt else None
         try:
             raw = runner.run(
                 w,
@@ -253,6 +264,7 @@ class _Trial:
                 metrics_urls=t.metrics_urls,
                 on_tick=on_tick if inj is None else runner.chain(on_tick, inj.on_tick),
                 say=lambda m: None,
+                stop_when=watch,
             )
         finally:
             if inj is not None:
@@ -261,6 +273,9 @@ class _Trial:
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
+        if watch is not None and raw.stopped_early_at is not None:
+            self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
+            self.jit_busy = self.jit_busy or res.jit_busy_words(watch.busy)
         else:
             rec.result["faults"] = self.record["faults"]
         write_run(self.out_dir, rec)

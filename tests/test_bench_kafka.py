@@ -340,6 +340,39 @@ def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() ->
     assert w.cores(samples) is None
 
 
+def test_a_max_rate_run_stops_once_its_window_can_no_longer_stand_for_a_compiling_jit() -> None:
+    """JitBusyWatch (a sweep trial's stop_when): once a broker's compile time since the window began reaches
+    JIT_BUSY_CORES times the whole window, the window's mean is over the threshold whatever follows, and the run
+    stops. Broker 2 at 0.75 core (the first minute after a restart here) reaches it a third of the way into a 30-s
+    window; broker 1 at 0.1 never does; the warm-up's compiling does not count, nor a counter that went back."""
+    w = parse_workload({"name": "w", "warmupDurationMinutes": 5 / 60, "testDurationMinutes": 0.5})
+    raw = runner.RawRun(w, [], {"measure_start_ns": int(5e9)}, 0)
+    total = {1: 100.0, 2: 100.0}
+
+    def feed(rates: dict[int, float], second: int) -> None:
+        for b, r in rates.items():
+            total[b] += r
+            raw.broker_samples.append(BrokerSample(b, int(second * 1e9), {"jit_compile_s": total[b]}))
+
+    watch = warmup.JitBusyWatch()
+    need = result.JIT_BUSY_CORES * 30
+    for sec in range(5):  # the warm-up: all compiling, none of it counts
+        feed({1: 2.0, 2: 2.0}, sec)
+    stopped = None
+    for sec in range(5, 36):
+        feed({1: 0.1, 2: 0.75}, sec)
+        if watch(raw):
+            stopped = sec
+            break
+    assert stopped == 5 + need / 0.75, stopped  # the first second broker 2's 0.75 a second adds up to `need`
+    assert set(watch.busy) == {2} and watch.busy[2] == pytest.approx(0.75), watch.busy
+    quiet = warmup.JitBusyWatch()
+    raw.broker_samples = [s for s in raw.broker_samples if s.broker_id == 1]
+    assert not quiet(raw) and not quiet.busy
+    raw.broker_samples.append(BrokerSample(1, int(40e9), {"jit_compile_s": 50.0}))  # restarted: went back
+    assert not quiet(raw)
+
+
 def test_a_run_measured_while_brokers_still_compiled_says_so_and_names_them() -> None:
     """The measure window's JIT cores per broker (the exporter's compile-time rate, one row a broker a second):
     broker 2 at 0.5 core, as in the first minute after a restart here, is named; broker 1 at 0.05 and the

@@ -71,8 +71,9 @@ def install(cache_dir: Path | None) -> None:
     default=0,
     show_default=True,
     help="Seconds of acks=all load after start at the most, so the brokers' JIT is warm before anything is "
-    "measured (a cold testbed here is several times slower for 3-4 minutes); it ends sooner once their JIT "
-    "compilers take at most 0.1 core per broker over 10 s.",
+    "measured (a cold testbed here is several times slower for 3-4 minutes): half of it with small batches, "
+    "half with 1-MiB ones (a cluster warmed with one compiles again under the other), each half ending sooner "
+    "once their JIT compilers take at most 0.1 core per broker over 10 s.",
 )
 def up(
     state_dir: Path | None,

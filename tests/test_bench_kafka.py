@@ -299,14 +299,19 @@ def test_a_consumers_statistics_in_words_group_each_partition_by_its_fetch_state
 
 def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(healthy: TestbedState) -> None:
     """loadgen.warmup with the metrics endpoints reads the brokers' JIT compile time while it loads them and ends
-    at the first whole window under the threshold, not at its cap. The threshold here is one no broker exceeds (10
-    cores each on 2 cores), so the end is the first whole 10-s window: the cap is 90 s."""
-    got = warmup.warm_up(healthy.bootstrap_servers, 90, say=print, metrics_urls=healthy.metrics_urls, quiet_cores=10)
+    each shape of load (small batches, then 1-MiB ones) at the first whole window under the threshold, not at its
+    share of the cap. The threshold here is one no broker exceeds (10 cores each on 2 cores), so each shape ends
+    at its first whole 10-s window: the cap is 90 s each."""
+    got = warmup.warm_up(healthy.bootstrap_servers, 180, say=print, metrics_urls=healthy.metrics_urls, quiet_cores=10)
     assert got["quiet"] is True and got["jit_cores"] is not None and 0 <= got["jit_cores"] < 10, got
-    assert warmup.JIT_WINDOW_S <= got["s"] < 45, got
-    # without the endpoints it runs its whole length and says nothing about the JIT
+    assert [s["producer"] for s in got["shapes"]] == [dict(s) for s in warmup.SHAPES], got
+    for shape in got["shapes"]:
+        assert shape["quiet"] is True and warmup.JIT_WINDOW_S <= shape["s"] < 45, got
+    assert got["s"] >= sum(s["s"] for s in got["shapes"]), got
+    # without the endpoints each shape runs its share and says nothing about the JIT
     fixed = warmup.warm_up(healthy.bootstrap_servers, 3, say=print)
     assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 3, fixed
+    assert [s["s"] >= 1.5 and s["quiet"] is None for s in fixed["shapes"]] == [True, True], fixed
 
 
 def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() -> None:

@@ -25,7 +25,7 @@ from loadgen import result as res
 from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
-from loadgen.warmup import JitBusyWatch, warm_up
+from loadgen.warmup import SHAPES, JitBusyWatch, warm_up
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
@@ -96,7 +96,7 @@ def run_trial(
                 cut = "" if t.stopped_at is None else f" (the run stopped {t.stopped_at} s into its window)"
                 say(f"{t.jit_busy}{cut}: warming them until their compilers are quiet, then measuring it again")
                 t.phase = "warm-up before measuring again"
-                entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s)
+                entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s, own_load=True)
             entry["s"] = round(time.monotonic() - t_attempt, 1)
             t.rerun()
     except KeyboardInterrupt:
@@ -116,7 +116,7 @@ def run_trial(
 # A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
 # shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
 # the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.result.jit_busy), after
-# a warm-up until the compilers are quiet (measurement.jit_warmup_s; 0: not measured again); when the last
+# a warm-up with its own producer settings until the compilers are quiet (measurement.jit_warmup_s; 0: not measured again); when the last
 # attempt still finds them compiling, it is kept, with its warning. The record keeps each attempt set aside, its
 # events and figures, under `disturbed` or `jit_busy`.
 MAX_ATTEMPTS = 3
@@ -183,11 +183,13 @@ class _Trial:
         self.record.setdefault(why, []).append(entry)
         return entry
 
-    def warm_up(self, cap_s: float) -> dict[str, Any]:
-        """Load the brokers until their JIT is quiet, for `cap_s` at the most (loadgen.warmup)."""
+    def warm_up(self, cap_s: float, *, own_load: bool = False) -> dict[str, Any]:
+        """Load the brokers until their JIT is quiet, for `cap_s` at the most (loadgen.warmup): in its shapes of
+        batch, or `own_load`, with this trial's producer settings (what its run found them compiling for)."""
         t = self.target
+        shapes = (dict(self.workload.producerConfig),) if own_load else SHAPES
         return warm_up(t.bootstrap, cap_s, placements=t.placements, say=self.say, common=t.common,
-                       metrics_urls=t.metrics_urls)  # fmt: skip
+                       metrics_urls=t.metrics_urls, shapes=shapes)  # fmt: skip
 
     def rerun(self) -> None:
         restarts = self.outcome.restarts

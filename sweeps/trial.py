@@ -116,9 +116,9 @@ def run_trial(
 # A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
 # shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
 # the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.result.jit_busy), after
-# a warm-up with its own producer settings until the compilers are quiet (measurement.jit_warmup_s; 0: not measured again); when the last
-# attempt still finds them compiling, it is kept, with its warning. The record keeps each attempt set aside, its
-# events and figures, under `disturbed` or `jit_busy`.
+# a warm-up with its own producer settings until the compilers are quiet (measurement.jit_warmup_s; 0: not
+# measured again); when the last attempt still finds them compiling, it is kept, with its warning. The record
+# keeps each attempt set aside, its events and figures, under `disturbed` or `jit_busy`.
 MAX_ATTEMPTS = 3
 
 

@@ -18,9 +18,11 @@ A quiet JIT is not yet a warm cluster for every load. After a rolling restart an
 per variant). Such a run carries loadgen.result's JIT warning.
 
 So the warm-up loads the brokers in two shapes of batch (`SHAPES`), each until the compilers are quiet: the
-producers' default 16-KiB batches, then 1-MiB ones at max rate. Measured on a testbed warmed quiet with the first
-shape alone (about 100 s), the first 20-s max-rate run of 1-MiB batches found its brokers' compilers at 0.68 core
-in all and carried the JIT warning; a sweep's first trial set aside that way cost 44.6 s of a 1,286-s study.
+producers' default 16-KiB batches at linger.ms 0, then 1-MiB ones. Measured on a fresh testbed warmed quiet with
+16-KiB batches alone (linger.ms 5, about 100 s), the first 20-s max-rate run of 1-MiB batches (1-KB records) found
+the brokers' compilers at 0.68 core in all and carried the JIT warning; a sweep's first trial set aside that way
+cost 44.6 s of a 1,286-s study. Warmed in both shapes (73 s, then 28 s), the same run found 0.39 core (no broker
+at the warning's 0.25) and the next ones 0.33 (16-KiB batches), 0.04 and 0.20: one run of each, not medians.
 
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s

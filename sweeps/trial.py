@@ -275,11 +275,11 @@ class _Trial:
         rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
+        else:
+            rec.result["faults"] = self.record["faults"]
         if watch is not None and raw.stopped_early_at is not None:
             self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
             self.jit_busy = self.jit_busy or res.jit_busy_words(watch.busy)
-        else:
-            rec.result["faults"] = self.record["faults"]
         write_run(self.out_dir, rec)
         self.record["phases_s"] = {
             **raw.phases_s,

@@ -34,7 +34,7 @@ from records.trial import read_trial
 from sweeps import confirm, hold, space, storage, timing
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
-from sweeps.trial import Outcome, run_trial, wait_whole
+from sweeps.trial import Outcome, run_trial
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
@@ -194,7 +194,7 @@ class Sweep:
     def _heal(self, why: str) -> None:
         self.view.note(f"trial failed ({why}); healing the cluster")
         try:
-            wait_whole(self.target, self.view.note)
+            self.target.wait_whole(self.view.note)
         except Exception as e:
             raise EnvironmentProblem(f"the cluster did not recover after a failed trial: {e}") from None
 

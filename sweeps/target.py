@@ -49,6 +49,13 @@ class SweepTarget:
             cid = self.bootstrap
         return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in str(cid))
 
+    def wait_whole(self, say: Callable[[str], None]) -> None:
+        """Every broker up and every partition in full ISR (the testbed or an inventory restarts what is down)."""
+        if self.configs.restarts is not None:
+            self.configs.restarts.heal(say)
+        else:
+            admin.wait_full_isr(self.configs.admin, timeout_s=180, progress=say)
+
 
 def resolve(
     spec: Spec,

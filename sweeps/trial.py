@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
-from cluster import admin
 from faults.disturbed import disturbances
 from faults.inject import Injector
 from loadgen import result as res
@@ -91,7 +90,7 @@ def run_trial(
                 break
             if why == "disturbed":
                 say(f"trial disturbed by what it did not plan ({'; '.join(t.disturbed)}): measuring it again")
-                wait_whole(target, say)
+                target.wait_whole(say)
             else:
                 cut = "" if t.stopped_at is None else f" (the run stopped {t.stopped_at} s into its window)"
                 say(f"{t.jit_busy}{cut}: warming them until their compilers are quiet, then measuring it again")
@@ -120,14 +119,6 @@ def run_trial(
 # measured again); when the last attempt still finds them compiling, it is kept, with its warning. The record
 # keeps each attempt set aside, its events and figures, under `disturbed` or `jit_busy`.
 MAX_ATTEMPTS = 3
-
-
-def wait_whole(target: SweepTarget, say: Callable[[str], None]) -> None:
-    """Every broker up and every partition in full ISR (the testbed or an inventory restarts what is down)."""
-    if target.configs.restarts is not None:
-        target.configs.restarts.heal(say)
-    else:
-        admin.wait_full_isr(target.configs.admin, timeout_s=180, progress=say)
 
 
 class _Trial:
@@ -160,9 +151,7 @@ class _Trial:
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
         self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.result.jit_busy)
-        # the second of its measure window the current attempt's run was stopped at, its JIT already too busy
-        # for the window to stand (loadgen.warmup.JitBusyWatch); None: it ran its course
-        self.stopped_at: int | None = None
+        self.stopped_at: int | None = None  # the window's second a JitBusyWatch stopped the attempt's run at
         self.last_attempt = False  # the current attempt is the last: it stands whatever the JIT did
 
     def why_again(self) -> str | None:
@@ -184,10 +173,8 @@ class _Trial:
         return entry
 
     def warm_up(self, cap_s: float, *, own_load: bool = False) -> dict[str, Any]:
-        """Load the brokers until their JIT is quiet, for `cap_s` at the most (loadgen.warmup): in its shapes of
-        batch, or `own_load`, with this trial's producer settings (what its run found them compiling for)."""
-        t = self.target
-        shapes = (dict(self.workload.producerConfig),) if own_load else SHAPES
+        """Load the brokers until their JIT is quiet, `cap_s` at the most (loadgen.warmup); `own_load`: as the trial."""
+        t, shapes = self.target, (dict(self.workload.producerConfig),) if own_load else SHAPES
         return warm_up(t.bootstrap, cap_s, placements=t.placements, say=self.say, common=t.common,
                        metrics_urls=t.metrics_urls, shapes=shapes)  # fmt: skip
 
@@ -255,8 +242,7 @@ class _Trial:
         planned = self.spec.fault_list()
         inj = Injector(t.testbed, planned, say=self.say) if planned and t.testbed is not None else None
         w = self.workload if inj is None else self.workload.with_faults()
-        # a run whose window can no longer stand for a compiling JIT stops there, unless it is to be kept anyway
-        # (the last attempt, jit_warmup_s 0) or its faults are the measurement
+        # a run whose window can no longer stand for a compiling JIT stops there, unless it is kept anyway (below)
         watch = JitBusyWatch() if inj is None and t.metrics_urls and m.jit_warmup_s and not self.last_attempt else None
         try:
             raw = runner.run(

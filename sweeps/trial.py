@@ -242,7 +242,8 @@ class _Trial:
         planned = self.spec.fault_list()
         inj = Injector(t.testbed, planned, say=self.say) if planned and t.testbed is not None else None
         w = self.workload if inj is None else self.workload.with_faults()
-        # a run whose window can no longer stand for a compiling JIT stops there, unless it is kept anyway (below)
+        # a run whose window can no longer stand for a compiling JIT stops there, unless kept anyway: the last
+        # attempt, jit_warmup_s 0, planned faults
         watch = JitBusyWatch() if inj is None and t.metrics_urls and m.jit_warmup_s and not self.last_attempt else None
         try:
             raw = runner.run(

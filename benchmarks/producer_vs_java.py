@@ -3,12 +3,14 @@
 Same topic layout (a pre-created topic, 6 partitions, RF 3), same producer configs (acks=all,
 linger.ms=5, batch.size=128 KiB, no compression), no consumers, 100 B and 1 KB records. Each size runs
 the three contenders in turn, `--reps` times (each one first in a third of the rounds; medians reported), on
-one warmed loopback testbed. Beside MB/s, each side's client CPU per record (µs): for kafkatune the producer
-processes' CPU (loop and librdkafka threads) over the measure window per record sent; for the Java tool its
-process's CPU between its first and last 5-s report lines per record in those windows (JVM start-up and the
-first window's JIT left out). Prints a table, then one JSON line of the figures.
+one warmed loopback testbed, after `--warm-rounds` rounds left out of the medians (the testbed's warm-up
+loads 16-KiB and 1-MiB batches; a size's own record shape warms the brokers' JIT further, and last
+stops' rounds rose from the first to the third). Beside MB/s, each side's client CPU per record (µs): for
+kafkatune the producer processes' CPU (loop and librdkafka threads) over the measure window per record sent;
+for the Java tool its process's CPU between its first and last 5-s report lines per record in those windows
+(JVM start-up and the first window's JIT left out). Prints a table, then one JSON line of the figures.
 
-    .venv/bin/python benchmarks/producer_vs_java.py [--seconds 20] [--reps 3]
+    .venv/bin/python benchmarks/producer_vs_java.py [--seconds 20] [--reps 3] [--warm-rounds 1]
 """
 
 from __future__ import annotations
@@ -134,6 +136,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--warm-up", type=float, default=90)
     ap.add_argument("--sizes", default="100,1024")
+    ap.add_argument(
+        "--warm-rounds",
+        type=int,
+        default=1,
+        help="rounds of all three contenders run first at each size and left out of the medians (the cluster's "
+        "JIT warms for the size's own record shape; their figures are printed and kept apart in the JSON)",
+    )
     a = ap.parse_args()
     figures: dict[str, dict[str, Any]] = {}
     names = ["java", "kafkatune_1proc", "kafkatune_2proc"]
@@ -144,7 +153,8 @@ def main() -> None:
             mbs: dict[str, list[float]] = {k: [] for k in names}
             cpu: dict[str, list[float]] = {k: [] for k in names}
             est = 200_000.0 if size <= 100 else 30_000.0
-            for rep in range(a.reps):
+            warm: dict[str, list[float]] = {k: [] for k in names}
+            for rep in range(-a.warm_rounds, a.reps):
                 for name in names[rep % 3 :] + names[: rep % 3]:  # each contender first once in three reps
                     if name == "java":
                         drv = api.load_driver("kafka")({"bootstrap.servers": boot})
@@ -156,12 +166,18 @@ def main() -> None:
                         drv.delete_topics([topic])
                     else:
                         mb, us = kafkatune_run(boot, size, a.seconds, 1 if name.endswith("1proc") else 2)
+                    if rep < 0:
+                        warm[name].append(mb)
+                        log(f"{size} B warm round {rep + a.warm_rounds + 1} (left out): {name} {mb:.2f} MB/s")
+                        continue
                     mbs[name].append(mb)
                     if us is not None:
                         cpu[name].append(us)
-                log(f"{size} B rep {rep + 1}: " + "  ".join(
-                    f"{k} {mbs[k][-1]:.2f} MB/s {cpu[k][-1] if cpu[k] else float('nan'):.2f} us/rec" for k in names
-                ))  # fmt: skip
+                if rep >= 0:
+                    log(f"{size} B rep {rep + 1}: " + "  ".join(
+                        f"{k} {mbs[k][-1]:.2f} MB/s {cpu[k][-1] if cpu[k] else float('nan'):.2f} us/rec"
+                        for k in names
+                    ))  # fmt: skip
             med = {k: median(v) for k, v in mbs.items()}
             cmed = {k: median(v) if v else None for k, v in cpu.items()}
             figures[f"{size}B"] = {
@@ -171,6 +187,7 @@ def main() -> None:
                 "ratio_2proc": round(med["kafkatune_2proc"] / med["java"], 3),
                 "runs": {k: [round(x, 2) for x in v] for k, v in mbs.items()},
                 "cpu_runs": {k: [round(x, 3) for x in v] for k, v in cpu.items()},
+                "warm_rounds_left_out": {k: [round(x, 2) for x in v] for k, v in warm.items()},
             }
     print(f"{'size':>6} {'java MB/s':>10} {'kt 1 proc':>10} {'kt 2 proc':>10} {'ratio 1':>8} {'ratio 2':>8}"
           f" {'CPU us/record: java':>20} {'kt 1':>6} {'kt 2':>6}")  # fmt: skip
@@ -186,6 +203,7 @@ def main() -> None:
             {
                 "bench": "producer_vs_java",
                 "median_of": a.reps,
+                "warm_rounds": a.warm_rounds,
                 "seconds": a.seconds,
                 "configs": CONFIGS,
                 "partitions": PARTITIONS,

@@ -48,6 +48,15 @@ JIT_WINDOW_S = 10.0
 SHAPES: tuple[Mapping[str, Any], ...] = ({"linger.ms": 0}, {"linger.ms": 20, "batch.size": 1 << 20})
 
 
+def jit_series(samples: Sequence[BrokerSample], since_ns: int = 0) -> dict[int, list[tuple[float, float]]]:
+    """Per broker, its (seconds, JIT compile seconds) samples from `since_ns` on, in the order they came."""
+    series: dict[int, list[tuple[float, float]]] = {}
+    for smp in list(samples):
+        if smp.t_ns >= since_ns and (v := smp.values.get("jit_compile_s")) is not None:
+            series.setdefault(smp.broker_id, []).append((smp.t_ns / 1e9, v))
+    return series
+
+
 @dataclass
 class JitWatch:
     """The brokers' JIT compile time, read from the run's own broker samples (the runner's BrokerMetricsSampler
@@ -63,10 +72,7 @@ class JitWatch:
         """Mean cores per broker their compilers took over the last window of `samples`; None until every broker
         has a whole window of them, or when a broker stopped answering or restarted within it (its counter went
         back). `whole=False`: over what there is when that is less than a window (a warm-up's closing figure)."""
-        series: dict[int, list[tuple[float, float]]] = {}
-        for smp in list(samples):
-            if (v := smp.values.get("jit_compile_s")) is not None:
-                series.setdefault(smp.broker_id, []).append((smp.t_ns / 1e9, v))
+        series = jit_series(samples)
         if not self.brokers or any(len(series.get(b, ())) < 2 for b in self.brokers):
             return None
         newest = max(series[b][-1][0] for b in self.brokers)
@@ -106,16 +112,10 @@ class JitBusyWatch:
         if start is None:
             return False
         need = result.JIT_BUSY_CORES * raw.test_s
-        first: dict[int, tuple[int, float]] = {}
-        last: dict[int, tuple[int, float]] = {}
-        for smp in list(raw.broker_samples):
-            if smp.t_ns >= start and (v := smp.values.get("jit_compile_s")) is not None:
-                first.setdefault(smp.broker_id, (smp.t_ns, v))
-                last[smp.broker_id] = (smp.t_ns, v)
-        for b, (t0, v0) in first.items():
-            t1, v1 = last[b]
+        for b, pts in jit_series(raw.broker_samples, since_ns=start).items():
+            (t0, v0), (t1, v1) = pts[0], pts[-1]
             if v1 - v0 >= need:  # a broker restarted within the window starts its counter again: not busy
-                self.busy[b] = (v1 - v0) / max(1e-9, (t1 - t0) / 1e9)
+                self.busy[b] = (v1 - v0) / max(1e-9, t1 - t0)
         return bool(self.busy)
 
 

@@ -149,7 +149,10 @@ def _produce(
     pool = _bodies(task)
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
-    pack, pid, poll = payload.packer(task.message_size), task.wid, prod.poll
+    pid, poll = task.wid, prod.poll
+    # header and body in one allocation; every body of a pool has the same length (payload.bodies, omb_bodies)
+    (body_len,) = {len(b) for b in pool}
+    pack = payload.record_packer(task.message_size, body_len)
     on_done = st.on_failure() if counting else st.on_done()
     send, full = prod.sender(on_done)
     if counting:
@@ -212,7 +215,7 @@ def _produce(
             capacity = len(acked)
         key = None if no_key else (str(seq % parts).encode() if round_robin else str(now).encode())
         try:
-            send(pack(pid, seq, stamp) + pool[seq % n_pool], key)
+            send(pack(pid, seq, stamp, pool[seq % n_pool]), key)
         except full:
             tick.buffer_full += 1
             poll(full_wait)  # the same sequence number goes again: its delay keeps growing
@@ -234,7 +237,7 @@ def _blast(
     clock: Clock,
     end: int,
     pool: list[bytes],
-    pack: Callable[[int, int, int], bytes],
+    pack: Callable[[int, int, int, bytes], bytes],
     counting: bool,
 ) -> int:
     """Max rate, no keys: the records go to the driver a batch at a time, one clock read and one call per batch (at
@@ -268,7 +271,7 @@ def _blast(
             if seq > capacity:
                 acked.extend(bytes(capacity))
                 capacity = len(acked)
-        refused = send_batch([pack(pid, s, now) + pool[s % n_pool] for s in seqs])
+        refused = send_batch([pack(pid, s, now, pool[s % n_pool]) for s in seqs])
         if refused:
             pending = [seqs[i] for i in refused]
             tick.buffer_full += 1

@@ -38,6 +38,17 @@ def test_header_fits_every_size_from_8_bytes_and_round_trips(size: int, timed: b
     assert sent == (1_700_000_000_123_456_789 if timed else 0)
 
 
+@pytest.mark.parametrize("size", [8, 12, 16, 19, 20, 100, 1024])
+def test_the_one_allocation_packer_gives_the_same_payload_as_header_plus_body(size: int) -> None:
+    """The send loops build each payload with record_packer (loadgen.worker): byte for byte the header packer's
+    bytes followed by the body, of the run's size, read back by the unpacker."""
+    pool = payload.bodies(size - payload.header_bytes(size))
+    body = pool[len(pool) // 2]
+    msg = payload.record_packer(size, len(body))(513, (1 << 40) + 7, 1_700_000_000_123_456_789, body)
+    assert msg == payload.packer(size)(513, (1 << 40) + 7, 1_700_000_000_123_456_789) + body
+    assert len(msg) == size and payload.unpacker(size)(msg)[:2] == (513, (1 << 40) + 7)
+
+
 def test_a_consumer_counts_a_record_it_read_twice_once_in_its_distinct_records() -> None:
     """The drain ends on distinct records (loadgen.runner): a consumer that re-reads after its group rebalanced
     must not reach the acknowledged count with duplicates while other records are still to come."""

@@ -33,3 +33,15 @@ def test_java_only_keys_are_translated() -> None:
         "queue.buffering.max.kbytes": "32768",
         "acks": "all",
     }
+
+
+def test_a_kafka_producer_keeps_javas_five_requests_in_flight_unless_the_workload_says_otherwise() -> None:
+    """librdkafka allows 1,000,000 requests in flight per connection, the Java producer 5: the harness's producer
+    sends as the Java one does (drivers.kafka.HARNESS_PRODUCER), and a producerConfig key overrides it."""
+    drv = KafkaDriver({"bootstrap.servers": "127.0.0.1:1"})
+    assert drv._producer_conf(None)["max.in.flight.requests.per.connection"] == "5"
+    assert drv._producer_conf({"acks": "all"})["max.in.flight.requests.per.connection"] == "5"
+    assert (
+        drv._producer_conf({"max.in.flight.requests.per.connection": "1"})["max.in.flight.requests.per.connection"]
+        == "1"
+    )

@@ -17,29 +17,9 @@ import tempfile
 from pathlib import Path
 
 from _common import log, median, testbed
-from producer_vs_java import CONFIGS, PARTITIONS, cpu_per_record_us
-
-from loadgen import result, runner
-from loadgen.workload import parse_workload
+from producer_vs_java import kafkatune_run
 
 SIDES = {"librdkafka 1000000": "1000000", "java 5": "5"}
-
-
-def one_run(boot: str, size: int, seconds: float, inflight: str) -> tuple[float, float | None]:
-    w = parse_workload(
-        {
-            "name": "inflight",
-            "partitionsPerTopic": PARTITIONS,
-            "messageSize": size,
-            "producersPerTopic": 1,
-            "subscriptionsPerTopic": 0,
-            "testDurationMinutes": seconds / 60,
-            "warmupDurationMinutes": 2 / 60,
-            "producerConfig": {**CONFIGS, "max.in.flight.requests.per.connection": inflight},
-        }
-    )
-    raw = runner.run(w, {"bootstrap.servers": boot}, say=lambda m: None)
-    return float(result.build(raw)[0]["summary"]["publish_mb_s"]), cpu_per_record_us(raw)
 
 
 def main() -> None:
@@ -56,7 +36,8 @@ def main() -> None:
         for pair in range(a.pairs):
             names = list(SIDES) if pair % 2 == 0 else list(reversed(SIDES))
             for name in names:
-                mb, us = one_run(boot, a.size, a.seconds, SIDES[name])
+                extra = {"max.in.flight.requests.per.connection": SIDES[name]}
+                mb, us = kafkatune_run(boot, a.size, a.seconds, 1, extra)
                 mbs[name].append(mb)
                 if us is not None:
                     cpu[name].append(us)

@@ -16,8 +16,8 @@ One producer default is the harness's too: `max.in.flight.requests.per.connectio
 the value a sweep's trials send, from the catalogue's defaults), not librdkafka's 1,000,000. With librdkafka's,
 one producer of 100-B records at max rate (acks=all, linger.ms 5, batch.size 128 KiB, 6 partitions) moved
 62.7 MB/s against 72.8 MB/s with 5, and its client spent 1.26 µs of CPU per record against 1.08 (medians of 6
-alternating pairs on the warm loopback testbed; 6 of 6 pairs favoured 5, `benchmarks/producer_inflight.py`). A
-`producerConfig` key of the same name overrides it.
+alternating pairs on a warm loopback testbed, 6 of 6 favouring 5, from a dev run of the method that
+`benchmarks/producer_inflight.py` repeats). A `producerConfig` key of the same name overrides it.
 """
 
 from __future__ import annotations

@@ -51,8 +51,8 @@ def packer(size: int) -> Callable[[int, int, int], bytes]:
 
 def record_packer(size: int, body_len: int) -> Callable[[int, int, int, bytes], bytes]:
     """pack(producer id, sequence, send ns, body) -> the whole payload, header and `body_len`-byte body, built in
-    one allocation (the header's bytes and then their concatenation with the body cost a second one: at 100 B
-    records, benchmarks/send_batch.py)."""
+    one allocation (packing the header alone, then joining it to the body, takes two; benchmarks/send_batch.py
+    measures the send path either way)."""
     if size >= HEADER_BYTES:
         return struct.Struct(f"<IQq{body_len}s").pack
     if size >= SHORT.size:

@@ -192,6 +192,9 @@ def sweep_story(run: Path, s: dict[str, Any]) -> str:
     candidates (repeats, eligibility, why not) and the end of the sweep's own output."""
     lines = []
     for d in sorted((run / "trials").glob("*/")):
+        if not (d / "trial.json").is_file():  # a trial the sweep never finished: named, not a second error
+            lines.append(f"{d.name}: no trial.json")
+            continue
         r = json.loads((d / "trial.json").read_text())
         steps = ((r.get("measured") or {}).get("sustainable") or {}).get("steps") or []
         ramp = " ".join(f"{st['rate_msg_s']:.0f}{'+' if st['held'] else '-'}" for st in steps)

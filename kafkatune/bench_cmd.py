@@ -87,12 +87,14 @@ def _show(rec: RunRecord, d: Path, as_json: bool) -> None:
         say(f"degraded link: {degraded}")
 
 
-def _judge(s: dict[str, Any], d: Path) -> None:
-    """Exit 4 when an acknowledged message was lost (naming their sequence numbers) or nothing was acknowledged."""
-    if s["lost"]:
-        raise RunFailed(
-            f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}"
-        )
+def _judge(s: dict[str, Any], d: Path, above: dict[str, Any] | None = None) -> None:
+    """Exit 4 when an acknowledged message was lost (naming their sequence numbers) or nothing was acknowledged.
+    `above`: the summary of a sustainable-rate ramp none of whose steps held (its run's losses are losses too)."""
+    for part, where in ((above, "result.json: ramp_above"), (s, "result.json")):
+        if part and part["lost"]:
+            raise RunFailed(
+                f"{part['lost']} acknowledged message(s) were never consumed (see {d}/{where}): {_lost_seqs(part)}"
+            )
     if s["acknowledged"] == 0:
         raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
 
@@ -256,4 +258,4 @@ def command(
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     _show(rec, d, as_json)
-    _judge(rec.summary, d)
+    _judge(rec.summary, d, rec.result.get("ramp_above"))

@@ -82,12 +82,15 @@ def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
         f"probe (max rate): {d['probe_msg_s']:,.0f} msg/s, {d['probe_mb_s']:.2f} MB/s",
         f"ramp, SLO {d['slo']['describe']}:",
     ]
-    for st in d["steps"]:
-        verdict = "held" if st["held"] else f"missed: {st['why']}"
-        lines.append(
-            f"  {st['rate_msg_s']:>10,.0f} msg/s  {st['mb_s']:7.2f} MB/s  p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms"
-            f"  {verdict}"
-        )
+    above = d.get("missed_above") or []
+    for head, steps in (("  first ramp, no step held:", above), ("  the ramp below it:" if above else "", d["steps"])):
+        lines += [head] if head and steps else []
+        for st in steps:
+            verdict = "held" if st["held"] else f"missed: {st['why']}"
+            lines.append(
+                f"  {st['rate_msg_s']:>10,.0f} msg/s  {st['mb_s']:7.2f} MB/s  "
+                f"p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms  {verdict}"
+            )
     if d["rate_msg_s"] is None:
         lines.append(f"SUSTAINABLE RATE: not found: {d['note']}")
     else:

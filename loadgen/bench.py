@@ -94,10 +94,11 @@ def measure(
     sampler = links.Sampler(net).start() if net is not None else None
     try:
         if w.discovers_rate:
-            probe, raw, found = sustainable.discover(
+            probe, ramped, found = sustainable.discover(
                 w, common, slo or Slo(), ramp or Ramp(), placements=t.placements, metrics_urls=t.metrics_urls,
                 on_tick=on_tick, say=say,
             )  # fmt: skip
+            raw = ramped.raw
         else:
             kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick,
                                   "say": say, "keep_topics": keep_topics}  # fmt: skip
@@ -123,4 +124,6 @@ def measure(
     if found is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]
+        if ramped.above is not None:  # the ramp none of whose steps held: its losses count as the answer's do
+            rec.result["ramp_above"] = result.build(ramped.above, t.profile, client).result["summary"]
     return rec

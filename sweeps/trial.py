@@ -285,19 +285,26 @@ class _Trial:
         r = s.ramp
         ramp, slo = r.stepped(), s.slo.judged()
         t_ramp = time.monotonic()
-        raw, steps = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
-                                          placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
-                                          say=lambda m: None)  # fmt: skip
+        ramped = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
+                                      placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
+                                      say=lambda m: None)  # fmt: skip
+        if a := ramped.missed_above:
+            self.say(f"no step of the ramp from {a[0].rate_msg_s:,.0f} to {a[-1].rate_msg_s:,.0f} msg/s held: "
+                     f"ramped again below it ({ramped.ramp.low * u:,.0f} msg/s and up)")  # fmt: skip
         found = sustainable.conclude(
-            Sustainable(slo, ramp, self.workload.messageSize, u, u * self.workload.messageSize / MB), steps
+            Sustainable(slo, ramp, self.workload.messageSize, u, u * self.workload.messageSize / MB), ramped
         )
         found.ramp_s = time.monotonic() - t_ramp
-        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-        self._check_disturbed(rec)
-        write_run(where, rec)
-        if self.known_probe is not None:  # no max-rate run: the ramp run alone says whether the trial worked
-            out.ok = rec.summary["acknowledged"] > 0
-            out.fail_reason = None if out.ok else f"nothing acknowledged: {rec.summary['publish_error_samples']}"
+        lost, acks = 0, str(self.cfg.get("acks", "all"))
+        for i, raw in enumerate(ramped.runs):  # the ramp that went below first (sustainable.Ramped)
+            rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+            self._check_disturbed(rec)
+            write_run(where if raw is ramped.raw else where / "ramp-above", rec)
+            lost += rec.summary["lost"] if acks != "0" else 0
+            if i == len(ramped.runs) - 1 and self.known_probe is not None:
+                # no max-rate run: the ramp run alone says whether the trial worked
+                out.ok = rec.summary["acknowledged"] > 0
+                out.fail_reason = None if out.ok else f"nothing acknowledged: {rec.summary['publish_error_samples']}"
         held = next(
             (st for st in found.steps if found.rate_msg_s is not None and st.rate_msg_s == found.rate_msg_s), None
         )
@@ -310,17 +317,14 @@ class _Trial:
             out.violations.append(f"no rate held within the SLO: {found.note}")
         out.values["p99_e2e_ms"] = _or_inf(held.p99_e2e_ms if held else None)
         out.values["p99_publish_ms"] = _or_inf(held.p99_publish_ms if held else None)
-        acks = str(self.cfg.get("acks", "all"))
-        lost = rec.summary["lost"] if acks != "0" else 0
-        if lost > self.spec.constraints.max_lost:
-            out.constraints["lost"] = max(
-                out.constraints.get("lost", 0.0), float(lost - self.spec.constraints.max_lost)
-            )
+        if (over := lost - self.spec.constraints.max_lost) > 0:
+            out.constraints["lost"] = max(out.constraints.get("lost", 0.0), float(over))
             out.violations.append(f"ramp run: lost {lost} > {self.spec.constraints.max_lost}")
         self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
-        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=r.warmup_s,
-                                       ramp_windows=len(found.steps) * r.step_s)  # fmt: skip
-        out.measure_s += r.warmup_s + len(found.steps) * r.step_s
+        n_steps, n_runs = len(found.steps) + len(found.missed_above), len(ramped.runs)
+        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=n_runs * r.warmup_s,
+                                       ramp_windows=n_steps * r.step_s)  # fmt: skip
+        out.measure_s += n_runs * r.warmup_s + n_steps * r.step_s
 
     def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a ramp step on all of them,

@@ -14,7 +14,7 @@ import pytest
 from cluster import admin
 from cluster.metrics import BrokerSample
 from drivers import api
-from loadgen import clientside, result, runner, warmup
+from loadgen import clientside, result, runner, sustainable, warmup
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
 from records.testbed import TestbedState
@@ -224,6 +224,31 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     # arrive in the next second, whose tick comes 1 s later, then DRAIN_QUIET_S)
     print("run phases, s:", raw.phases_s)
     assert raw.phases_s["after_produce_end"] < 1.0, raw.phases_s
+
+
+def test_a_ramp_none_of_whose_steps_held_ramps_again_below_it(healthy: TestbedState, unique: str) -> None:
+    """An SLO no step can hold (p99 end-to-end within 1 µs): the ramp under the probe misses every step, so it runs
+    once more at the next steps below its lowest; nothing holds there either and the answer says both."""
+    w = parse_workload({"name": f"below-{unique}", "partitionsPerTopic": 3, "messageSize": 200, "producerRate": 0,
+                        "producerConfig": {"acks": "all"}})  # fmt: skip
+    ramp = sustainable.Ramp(warmup_s=1, probe_s=2, step_s=2, low=0.5, high=0.8, steps=2)
+    said: list[str] = []
+    _, ramped, found = sustainable.discover(
+        w, {"bootstrap.servers": healthy.bootstrap_servers}, sustainable.Slo(p99_e2e_ms=0.001), ramp, say=said.append
+    )
+    assert found.probe_msg_s > 0 and ramped.above is not None and ramped.runs == [ramped.above, ramped.raw]
+    above = [st.rate_msg_s for st in found.missed_above]
+    assert len(above) == 2 and not any(st.held for st in found.missed_above)
+    assert above == pytest.approx([0.5 * found.probe_msg_s, 0.8 * found.probe_msg_s])
+    below = [st.rate_msg_s for st in ramped.steps]  # the ramp below: same ratio, its top one step under 0.5x
+    assert found.ramp == ramp.below() and below == pytest.approx([0.5 / 1.6**2 * found.probe_msg_s,
+                                                                   0.5 / 1.6 * found.probe_msg_s])  # fmt: skip
+    assert all(not st.held and st.why for st in ramped.steps), [st.why for st in ramped.steps]
+    assert found.rate_msg_s is None and "no step held in two ramps" in found.note, found.note
+    assert any("ramping" in m for m in said), said
+    for run in ramped.runs:  # each ramp is a run of its own, every message accounted for
+        s = result.build(run).result["summary"]
+        assert s["acknowledged"] > 0 and s["lost"] == 0, s
 
 
 def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: TestbedState, unique: str) -> None:

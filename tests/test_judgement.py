@@ -15,6 +15,7 @@ from loadgen.result import build
 from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import (
     Ramp,
+    Ramped,
     Slo,
     Sustainable,
     answer,
@@ -123,7 +124,7 @@ def test_the_ramp_answers_the_highest_step_held_before_two_misses() -> None:
     best, read, ended = answer(steps)
     assert best is not None and best.rate_msg_s == 800 and read == 6 and ended  # one miss alone does not end it
     assert answer(steps[:3]) == (steps[1], 3, False)
-    found = conclude(Sustainable(Slo(), Ramp(steps=6), 1024, 1100, 1.1), steps)
+    found = conclude(Sustainable(Slo(), Ramp(steps=6), 1024, 1100, 1.1), Ramped(raw, steps, Ramp(steps=6)))
     assert found.rate_msg_s == 800 and found.mb_s == pytest.approx(800 * 1024 / 1e6) and not found.at_top
 
 
@@ -140,8 +141,29 @@ def test_a_step_the_producers_could_not_keep_does_not_hold() -> None:
     raw, starts = _ramp_run(rates, [5, 5], kept=0.9)  # 10 % of the schedule never sent
     steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
     assert not any(s.held for s in steps) and "fell behind the schedule" in steps[0].why
-    found = conclude(Sustainable(Slo(), Ramp(steps=2), 1024, 700, 0.7), steps)
+    found = conclude(Sustainable(Slo(), Ramp(steps=2), 1024, 700, 0.7), Ramped(raw, steps, Ramp(steps=2)))
     assert found.rate_msg_s is None and found.mb_s is None and "below 500 msg/s" in found.note
+
+
+def test_a_ramp_none_of_whose_steps_held_goes_below_it_and_its_top_is_bounded_by_the_ramp_above() -> None:
+    ramp = Ramp(low=0.6, high=1.1, steps=6)
+    lower = ramp.below()  # the next 6 steps down, at the same ratio
+    assert lower.steps == 6 and lower.ratio == pytest.approx(ramp.ratio)
+    assert lower.high * ramp.ratio == pytest.approx(ramp.low) and lower.low == pytest.approx(0.6 / ramp.ratio**6)
+    assert Ramp(low=0.8, high=0.8, steps=1).below().high == pytest.approx(0.4)  # one step: half of it
+    above_raw, above_starts = _ramp_run([600.0, 700.0], [500, 500])
+    above = judge_steps(above_raw, above_starts, [600.0, 700.0], 2, Slo(p99_e2e_ms=100))
+    rates = [400.0, 500.0]
+    raw, starts = _ramp_run(rates, [5, 5])  # the lower ramp's every step held: its top is bounded all the same
+    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
+    r2 = Ramp(steps=2)
+    found = conclude(Sustainable(Slo(), r2, 1024, 1000, 1.0), Ramped(raw, steps, r2.below(), above_raw, above))
+    assert found.rate_msg_s == 500 and not found.at_top and "ramp above" in found.note
+    assert found.ramp == r2.below() and [s.rate_msg_s for s in found.missed_above] == [600, 700]
+    raw, starts = _ramp_run(rates, [500, 500])  # nothing held in either
+    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
+    found = conclude(Sustainable(Slo(), r2, 1024, 1000, 1.0), Ramped(raw, steps, r2.below(), above_raw, above))
+    assert found.rate_msg_s is None and "no step held in two ramps" in found.note and "below 400 msg/s" in found.note
 
 
 def test_no_latency_sample_is_said_not_printed_as_zero() -> None:

@@ -155,7 +155,7 @@ def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
     spec = write_spec(
         tmp_path / "s.yaml",
         "disturbed",
-        [{"name": "producer", "params": {"batch.size": {"choices": [65536, 131072]}}, "trials": 3}],
+        [{"name": "producer", "params": {"batch.size": {"choices": [65536, 131072]}}, "trials": 2}],
         # the bounced broker's JIT is cold again: its runs are kept, with their warning (jit_warmup_s 0)
         measurement={"warmup_s": 3, "window_s": 5, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0},
     )

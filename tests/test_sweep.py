@@ -97,9 +97,9 @@ def test_sweep_applies_reads_back_and_restores(
         confirm={"top": 1, "repeats": 2},
         ablate={"repeats": 0},
         baselines=["kafka-defaults"],
-        # after each rolling restart, load until the brokers' JIT is quiet, for 4 s at the most: less than the JIT
+        # after each rolling restart, load until the brokers' JIT is quiet, for 2 s at the most: less than the JIT
         # watch's window, so the record's figure covers what was sampled and the test does not wait for a quiet JIT
-        measurement={**FAST, "restart_warmup_s": 4},
+        measurement={**FAST, "restart_warmup_s": 2},
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -134,7 +134,7 @@ def test_sweep_applies_reads_back_and_restores(
     for r in recs:  # each restart was followed by load, ended by the JIT watch or its cap
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
-        assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 4 <= w["s"] < 20), w
+        assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20), w
     # a trial measured while the brokers still compiled says so (loadgen.result.jit_warning: 0.5-1.1 core per
     # broker in the first minute after a restart here), one that was not does not
     for d in sorted(run_dir.glob("trials/*/")):
@@ -357,7 +357,7 @@ def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
     spec = write_spec(
         tmp_path / "s.yaml",
         "heal",
-        [{"name": "s1", "params": {"num.io.threads": {"choices": [16]}}, "trials": 4}],
+        [{"name": "s1", "params": {"num.io.threads": {"choices": [16]}}, "trials": 2}],
         measurement={**FAST, "window_s": 3, "windows": 2},
     )
     run_dir = tmp_path / "heal"
@@ -384,7 +384,7 @@ def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
         else:  # the attempt names the broker that died, whether it died in the window or before it
             assert any("broker 3" in e for e in r["disturbed"][0]["events"]), r["disturbed"]
     assert "healing: starting node 3" in log
-    assert len(recs) == 4  # a failed trial counts against the budget
+    assert len(recs) == 2  # a failed trial counts against the budget
     first = min(r["number"] for r in broken)
     assert any(r["state"] == "complete" and r["number"] > first for r in recs)  # it went on
     assert all(n["alive"] for n in testbed.status()["nodes"])

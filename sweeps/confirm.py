@@ -50,6 +50,7 @@ RECOMMENDED = "recommended"  # the recommended configuration, among the ablation
 
 class Phases(Protocol):
     spec: Spec
+    run_dir: Path
 
     def _study(self, suffix: str, stage: Stage | None = None) -> Any: ...
 

@@ -96,8 +96,9 @@ class Ablate(_Model):
 
 class Hold(_Model):
     """The operating point (sustainable_mb_s only): the recommended configuration run at one fixed rate for
-    `run_s` seconds, starting at the lowest rate its confirmation repeats held and going `step` lower after
-    each miss, at most `tries` runs (0: no operating point). A run holds when its p99s are within `headroom`
+    `run_s` seconds, starting at the highest ramp step every confirmation repeat held within `headroom` (at
+    most the lowest rate they held) and going `step` lower after each miss, at most `tries` runs (0: no
+    operating point). A run holds when its p99s are within `headroom`
     times the SLO: the p99 of one rate moves between runs (benchmarks/p99_between_runs.py), and the rate an
     operator sets must hold the SLO in the next run too, not only in the one that found it. 30 s by default: a
     run's p99 is set by a few seconds of spikes, and on the shaped testbed five 10-s runs of one rate spread

@@ -193,6 +193,21 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     # the start: the lowest rate any confirmation repeat held; a miss goes one ramp step (12 %) lower
     assert start_rate({"rates_msg_s": [7608.0, 6800.0, 7608.0]}) == 6800.0
     assert start_rate({"rates_msg_s": [7608.0, None]}) is None
+    # lower when every repeat's ramp held a step within the headroom: the highest such step all of them held
+    # (the shaped testbed's repeats, rate and p99 e2e of each step)
+    ramps = [
+        [(6303, True, 29), (7115, True, 53), (8032, False, 121)],
+        [(6303, True, 38), (7115, False, 252)],
+        [(6303, True, 55), (7115, True, 96)],
+        [(6303, True, 51), (7115, True, 62), (8032, False, 452)],
+    ]
+    steps = [[{"rate_msg_s": r, "held": h, "p99_e2e_ms": p} for r, h, p in ramp] for ramp in ramps]
+    chosen = {"rates_msg_s": [7115.0, 6303.0, 7115.0, 7115.0]}
+    assert start_rate(chosen, steps, Slo().scaled(0.6)) == 6303.0
+    assert start_rate({"rates_msg_s": [7115.0] * 4}, steps, Slo().scaled(0.6)) == 6303.0
+    assert start_rate({"rates_msg_s": [6000.0] * 4}, steps, Slo().scaled(0.6)) == 6000.0  # never above the lowest
+    steps[2][0]["p99_e2e_ms"] = 61.0  # one repeat without a step within the headroom: the lowest rate held
+    assert start_rate({"rates_msg_s": [7115.0] * 4}, steps, Slo().scaled(0.6)) == 7115.0
     assert 1 / Ramp(low=0.5, high=1.1, steps=8).ratio == pytest.approx((0.5 / 1.1) ** (1 / 7))
     op = {"held": True, "rate_msg_s": 6072.0, "mb_s": 6.2, "p99_e2e_ms": 71.5, "p99_publish_ms": None, "run_s": 10,
           "headroom": 0.7,

@@ -58,7 +58,7 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-logo
 
 test: deps lint
-	$(PY) -m pytest -v -ra --durations=60 $(PYTEST_ARGS)
+	$(PY) -m pytest -v -ra --durations=100 $(PYTEST_ARGS)
 
 demo: deps
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \

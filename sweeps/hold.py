@@ -10,7 +10,7 @@ fixed rate for `hold.run_s` seconds (after the ramp's warm-up):
             one is below the lowest rate any repeat held (every repeat held at least that); otherwise that rate.
             Measured on the shaped testbed: from the lowest held, 7,115 msg/s, the runs missed at 7,115 (p99
             100 ms against 60) and 6,404 (82 ms) and held at 5,763 (44 ms); the ramps' steps had held 6,303
-            msg/s within 60 ms in every repeat (29-55 ms), one 30-s run fewer
+            msg/s within 60 ms in every repeat (29-55 ms): starting there skips the try at 7,115
     miss    `hold.step` (6 %) lower, at most `hold.tries` runs: finer than a ramp step (12 %), since
             the headroom already keeps the rate off the edge
     held    the step rules over the whole run, against the SLO times `hold.headroom`: the p99 of one rate

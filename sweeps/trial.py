@@ -296,7 +296,7 @@ class _Trial:
         )
         found.ramp_s = time.monotonic() - t_ramp
         lost, acks = 0, str(self.cfg.get("acks", "all"))
-        for i, raw in enumerate(ramped.runs):  # the ramp that went below first (sustainable.Ramped)
+        for i, raw in enumerate(ramped.runs):  # the ramp above (none of its steps held) first, then the answer's
             rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
             self._check_disturbed(rec)
             write_run(where if raw is ramped.raw else where / "ramp-above", rec)

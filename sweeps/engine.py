@@ -274,7 +274,8 @@ class Sweep:
             f"confirmation: {len(todo)} configuration(s) × {spec.confirm.repeats} runs, interleaved: "
             + ", ".join(label for label, _ in todo)
         )
-        judged = confirm.summary(confirm.repeat(self, "confirm", todo, spec.confirm.repeats), confirm.resolution(spec))
+        confirmed = confirm.repeat(self, "confirm", todo, spec.confirm.repeats)
+        judged = confirm.summary(confirmed, confirm.resolution(spec))
         chosen = dict(todo).get(judged["chosen"] or "")
         effects: list[dict[str, Any]] = []
         blocked: list[dict[str, Any]] = []
@@ -285,10 +286,10 @@ class Sweep:
                     self.view.extend((len(ablate) + 1) * spec.ablate.repeats)
                     self.view.note(
                         f"ablations: {len(ablate)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
-                        "interleaved with the recommended configuration"
+                        "interleaved with the recommended configuration (its confirmation repeats count too)"
                     )
                     runs = confirm.repeat(self, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], spec.ablate.repeats)
-                    effects = confirm.effects(spec, chosen, runs)
+                    effects = confirm.effects(spec, chosen, runs, confirmed.get(judged["chosen"], []))
             else:
                 blocked = [
                     {"key": k, "old": o, "new": n, "why": "not ablated (ablate.repeats: 0)"}

@@ -87,7 +87,8 @@ class Confirm(_Model):
 
 class Ablate(_Model):
     """Per key the recommended configuration changes from Kafka's defaults: the configuration with that key
-    put back, `repeats` times, interleaved with the recommended one (0 repeats: no ablation)."""
+    put back, `repeats` times, interleaved with the recommended one, whose confirmation repeats count beside
+    its runs here (0 repeats: no ablation)."""
 
     repeats: Annotated[int, Field(ge=0, le=20)] = 3
     # An effect must also be this share of the recommended rate: smaller ones are reported, not recommended.

@@ -82,6 +82,30 @@ def test_an_ablation_within_one_ramp_step_is_no_effect_and_says_why() -> None:
     assert beyond == {"buffer.memory", "partitions"}
 
 
+def test_an_ablation_counts_the_confirmation_repeats_of_the_recommended_configuration() -> None:
+    """One CI sweep's figures (MB/s): with its 3 ablation runs alone, partitions 1 -> 6 is within noise; with its 4
+    confirmation repeats too, beyond it, and buffer.memory stays no effect."""
+    from sweeps.spec import parse_spec
+
+    spec = parse_spec({"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
+                       "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1})  # fmt: skip
+    cfg = {"partitions": 6, "buffer.memory": 67108864}
+
+    def reps(label: str, vs: list[float]) -> list[dict[str, object]]:
+        return [{"value": v, "feasible": True, "violations": [], "trial_id": f"{label}-{i}"} for i, v in enumerate(vs)]
+
+    runs = {confirm.RECOMMENDED: reps("ablate", [7.43, 4.99, 5.71]), "without:partitions": reps("p", [3.64, 3.6, 3.6]),
+            "without:buffer.memory": reps("b", [5.96, 5.96, 6.77])}  # fmt: skip
+    alone = {e["key"]: e for e in confirm.effects(spec, cfg, runs)}
+    assert not alone["partitions"]["beyond_noise"] and alone["partitions"]["n"] == 6
+    confirmed = reps("confirm", [8.24, 7.31, 6.46, 7.35])
+    pooled = {e["key"]: e for e in confirm.effects(spec, cfg, runs, confirmed)}
+    p = pooled["partitions"]
+    assert p["beyond_noise"] and p["n"] == 10 and p["effect_mb_s"] == pytest.approx(3.17, abs=0.01)
+    assert {f"confirm-{i}" for i in range(4)} <= set(p["trial_ids"]) and len(p["trial_ids"]) == 10
+    assert not pooled["buffer.memory"]["beyond_noise"]
+
+
 def test_ratio_interval_brackets_the_ratio_of_means() -> None:
     r = stats.ratio([40.0, 42.0, 41.0], [10.0, 10.5, 9.5])
     assert r is not None and r.estimate == pytest.approx(41 / 10)

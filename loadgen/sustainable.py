@@ -229,6 +229,14 @@ class Ramped:
     def runs(self) -> list[RawRun]:
         return [self.raw] if self.above is None else [self.above, self.raw]
 
+    def went_below(self, probe_msg_s: float) -> str | None:
+        """What to say when the ramp went below (None when it did not)."""
+        a = self.missed_above
+        if not a:
+            return None
+        return (f"no step from {a[0].rate_msg_s:,.0f} to {a[-1].rate_msg_s:,.0f} msg/s held: ramping again below "
+                f"them, from {self.ramp.low * probe_msg_s:,.0f} msg/s")  # fmt: skip
+
 
 def ramp_run(
     w: Workload,
@@ -241,10 +249,9 @@ def ramp_run(
     metrics_urls: Mapping[int, str] | None = None,
     on_tick: runner.View | None = None,
     say: Callable[[str], None] = print,
-    descend: bool = True,
 ) -> Ramped:
     """The ramp for an upper bound of `probe_msg_s` (from a probe, or a known one): its run and its steps; when
-    none of them held (`descend`), the ramp below it too."""
+    none of them held, the ramp below it too (`Ramp.below`)."""
 
     def one(r: Ramp) -> tuple[RawRun, list[Step]]:
         rw = ramp_workload(w, 1.0, r)
@@ -260,13 +267,13 @@ def ramp_run(
         return raw, judge_steps(raw, starts, rates, r.step_s, slo)
 
     raw, steps = one(ramp)
-    if not descend or any(st.held for st in steps) or len(steps) < ramp.steps:
+    if any(st.held for st in steps) or len(steps) < ramp.steps:
         return Ramped(raw, steps, ramp)
     lower = ramp.below()
-    say(f"no step from {steps[0].rate_msg_s:,.0f} to {steps[-1].rate_msg_s:,.0f} msg/s held: ramping "
-        f"{lower.low:.2g}–{lower.high:.2g}× the max rate")  # fmt: skip
     low_raw, low_steps = one(lower)
-    return Ramped(low_raw, low_steps, lower, above=raw, missed_above=steps)
+    ramped = Ramped(low_raw, low_steps, lower, above=raw, missed_above=steps)
+    say(ramped.went_below(probe_msg_s) or "")
+    return ramped
 
 
 def conclude(found: Sustainable, ramped: Ramped) -> Sustainable:

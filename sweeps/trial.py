@@ -288,20 +288,19 @@ class _Trial:
         ramped = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
                                       placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
                                       say=lambda m: None)  # fmt: skip
-        if a := ramped.missed_above:
-            self.say(f"no step of the ramp from {a[0].rate_msg_s:,.0f} to {a[-1].rate_msg_s:,.0f} msg/s held: "
-                     f"ramped again below it ({ramped.ramp.low * u:,.0f} msg/s and up)")  # fmt: skip
+        if said := ramped.went_below(u):
+            self.say(said)
         found = sustainable.conclude(
             Sustainable(slo, ramp, self.workload.messageSize, u, u * self.workload.messageSize / MB), ramped
         )
         found.ramp_s = time.monotonic() - t_ramp
         lost, acks = 0, str(self.cfg.get("acks", "all"))
-        for i, raw in enumerate(ramped.runs):  # the ramp above (none of its steps held) first, then the answer's
+        for raw in ramped.runs:  # the ramp above (none of its steps held) first, then the answer's
             rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
             self._check_disturbed(rec)
             write_run(where if raw is ramped.raw else where / "ramp-above", rec)
             lost += rec.summary["lost"] if acks != "0" else 0
-            if i == len(ramped.runs) - 1 and self.known_probe is not None:
+            if raw is ramped.raw and self.known_probe is not None:
                 # no max-rate run: the ramp run alone says whether the trial worked
                 out.ok = rec.summary["acknowledged"] > 0
                 out.fail_reason = None if out.ok else f"nothing acknowledged: {rec.summary['publish_error_samples']}"

@@ -23,7 +23,8 @@ run. A search trial's probe is not reused (it may have run on colder JVMs), nor 
 top step (too low a bound).
 
 Within a round, configurations that share their restart-only keys run together, so a round changes
-restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about a minute.
+restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about 3 minutes
+here (docs/design.md, what a restart-only key costs).
 
 Repeats are Optuna trials of `<study>.confirm` and `<study>.ablate` with the key `<label>@<repeat>`, so a
 killed sweep resumes where it stopped and no repeat runs twice.
@@ -114,8 +115,8 @@ def repeat(
 def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int, tuple[str, space.Config]]]:
     """The order of the repeats: round by round, every configuration once per round (interleaved), but
     within a round the configurations that share their restart-only keys run together, and a round starts
-    with the group the round before ended with (another member of it first): a rolling restart costs a
-    minute with its warm-up, and the first run after it meets colder JVMs, so the rounds change restart-only
+    with the group the round before ended with (another member of it first): a rolling restart costs about 3
+    minutes with its warm-up, and the first run after it meets colder JVMs, so the rounds change restart-only
     values as few times as they can. A configuration alone in its restart group therefore runs twice in a row
     across a round's end (A B C | C A B): that saves a restart, and its second run is not the first after one."""
     group_of = {label: canonical(space.split(cfg)["restart"]) for label, cfg in todo}
@@ -296,11 +297,23 @@ def effects(
                     "rate): no practical effect"
                 )
             else:
-                row["why"] = "interval includes 0: no measurable effect"
+                row["why"] = "interval includes 0: no measurable effect" + _unresolved(d, floor, statistics.fmean(ref))
         if broke and not row["beyond_noise"]:  # needed to hold the constraints, whatever the rate says
             row.update(beyond_noise=True, why=f"without it: {'; '.join(broke)}")
         out.append(row)
     return out
+
+
+def _unresolved(d: stats.Interval, floor: float, rate: float) -> str:
+    """What a difference whose interval includes 0 cannot rule out, when its far end is beyond ablate.min_effect
+    (`floor`, MB/s) of the recommended `rate`: with 2 ablation runs a side, one CI sweep gave buffer.memory -8.01 to
+    +10.54 MB/s, "no measurable effect" that says little about the key. Empty when the interval rules out a
+    practical effect either way."""
+    reach = max(abs(d.low or 0.0), abs(d.high or 0.0))
+    if reach <= floor:
+        return ""
+    return (f"; with n={d.n} an effect up to {reach:.2f} MB/s ({reach / rate:.0%} of the recommended rate) is not "
+            "ruled out: more ablate.repeats narrow the interval")  # fmt: skip
 
 
 def chosen(judged: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -103,7 +103,20 @@ def test_an_ablation_counts_the_confirmation_repeats_of_the_recommended_configur
     p = pooled["partitions"]
     assert p["beyond_noise"] and p["n"] == 10 and p["effect_mb_s"] == pytest.approx(3.17, abs=0.01)
     assert {f"confirm-{i}" for i in range(4)} <= set(p["trial_ids"]) and len(p["trial_ids"]) == 10
-    assert not pooled["buffer.memory"]["beyond_noise"]
+    mem = pooled["buffer.memory"]
+    assert not mem["beyond_noise"] and mem["interval"]["high"] == pytest.approx(2.56, abs=0.01)
+    # so wide an interval cannot rule out a practical effect (ablate.min_effect: 5 % of the recommended rate): it says
+    # how large an effect is left open and what would narrow it
+    assert "an effect up to 2.56 MB/s (38% of the recommended rate) is not ruled out" in mem["why"], mem["why"]
+    assert "ablate.repeats" in mem["why"]
+    # a narrow interval around 0 rules one out and says nothing more
+    tight = {confirm.RECOMMENDED: reps("r", [10.0, 10.1, 9.9]), "without:partitions": reps("p", [10.05, 9.95, 10.0]),
+             "without:buffer.memory": reps("b", [2.0, 2.1, 1.9])}  # fmt: skip
+    mx = parse_spec({"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
+                     "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1,
+                     "objectives": ["throughput_mb_s"]})  # fmt: skip
+    flat = {e["key"]: e for e in confirm.effects(mx, cfg, tight)}["partitions"]
+    assert not flat["beyond_noise"] and flat["why"] == "interval includes 0: no measurable effect", flat
 
 
 def test_ratio_interval_brackets_the_ratio_of_means() -> None:

@@ -287,19 +287,19 @@ def test_the_sustainable_rate_holds_its_slo_and_20_percent_more_does_not(
         return dict(json.loads(proc.stdout))
 
     # "at": the operator's next run, as long as the one that found it; "above" only has to miss
-    at = bench("at", rate, op["run_s"])
-    nexts = [at["end_to_end_latency_ms"]["p99"]]
+    ats = [bench("at", rate, op["run_s"])]
+    nexts = [ats[0]["end_to_end_latency_ms"]["p99"]]
     if nexts[0] is None or nexts[0] > SLO_MS:
         # One transient is allowed for, once. Measured: a rate that held p99 41 ms in the sweep's 30-s run gave 107 ms
         # in the next, from 3 bursts of 1-3 s at 100-180 ms (one with all 3 brokers' JIT at 0.33-0.41 core at once)
         # among seconds at 21-70 ms; the confirmation ramps had held it at 34-50 ms. The run after a miss must hold.
-        at = bench("at-again", rate, op["run_s"])
-        nexts.append(at["end_to_end_latency_ms"]["p99"])
+        ats.append(bench("at-again", rate, op["run_s"]))
+        nexts.append(ats[-1]["end_to_end_latency_ms"]["p99"])
     above = bench("above", 1.2 * sustained, 10)
     print(f"operating point {rate:,.0f} msg/s held p99 e2e {op['p99_e2e_ms']} ms; its next runs {nexts} ms; "
           f"1.2x the highest held {sustained:,.0f} msg/s: {above['end_to_end_latency_ms']['p99']} ms, delivered "
           f"{above['consume_msg_s']:,.0f} msg/s")  # fmt: skip
-    assert at["lost"] == 0 and at["consume_msg_s"] >= 0.95 * rate
+    assert all(at["lost"] == 0 for at in ats) and ats[-1]["consume_msg_s"] >= 0.95 * rate
     assert nexts[-1] is not None and nexts[-1] <= SLO_MS, nexts
     missed = above["end_to_end_latency_ms"]["p99"] is None or above["end_to_end_latency_ms"]["p99"] > SLO_MS
     assert missed or above["consume_msg_s"] < 0.95 * 1.2 * sustained

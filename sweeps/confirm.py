@@ -279,7 +279,8 @@ def effects(
             row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
         else:
             d = stats.quantized_difference(ref, vals, step)
-            floor = spec.ablate.min_effect * statistics.fmean(ref)
+            rate = statistics.fmean(ref)
+            floor = spec.ablate.min_effect * rate
             row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=d.excludes(0) and d.estimate >= floor)
             row["resolution"] = step
             if row["beyond_noise"]:
@@ -297,7 +298,7 @@ def effects(
                     "rate): no practical effect"
                 )
             else:
-                row["why"] = "interval includes 0: no measurable effect" + _unresolved(d, floor, statistics.fmean(ref))
+                row["why"] = "interval includes 0: no measurable effect" + _unresolved(d, floor, rate)
         if broke and not row["beyond_noise"]:  # needed to hold the constraints, whatever the rate says
             row.update(beyond_noise=True, why=f"without it: {'; '.join(broke)}")
         out.append(row)

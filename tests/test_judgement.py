@@ -87,8 +87,9 @@ def test_an_ablation_counts_the_confirmation_repeats_of_the_recommended_configur
     confirmation repeats too, beyond it, and buffer.memory stays no effect."""
     from sweeps.spec import parse_spec
 
-    spec = parse_spec({"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
-                       "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1})  # fmt: skip
+    base = {"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
+            "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1}  # fmt: skip
+    spec = parse_spec(base)
     cfg = {"partitions": 6, "buffer.memory": 67108864}
 
     def reps(label: str, vs: list[float]) -> list[dict[str, object]]:
@@ -112,9 +113,7 @@ def test_an_ablation_counts_the_confirmation_repeats_of_the_recommended_configur
     # a narrow interval around 0 rules one out and says nothing more
     tight = {confirm.RECOMMENDED: reps("r", [10.0, 10.1, 9.9]), "without:partitions": reps("p", [10.05, 9.95, 10.0]),
              "without:buffer.memory": reps("b", [2.0, 2.1, 1.9])}  # fmt: skip
-    mx = parse_spec({"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
-                     "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1,
-                     "objectives": ["throughput_mb_s"]})  # fmt: skip
+    mx = parse_spec({**base, "objectives": ["throughput_mb_s"]})
     flat = {e["key"]: e for e in confirm.effects(mx, cfg, tight)}["partitions"]
     assert not flat["beyond_noise"] and flat["why"] == "interval includes 0: no measurable effect", flat
 

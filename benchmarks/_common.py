@@ -61,3 +61,50 @@ def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path
     study = runs_dir / s["study"]
     log(f"study folder: {study}")
     return s, study, wall
+
+
+def machine() -> dict[str, Any]:
+    """What a result was measured on: cores, memory, kernel, Python (asv's machine.json, in small)."""
+    import os
+    import platform
+
+    mem = next(
+        (
+            int(ln.split()[1]) * 1024
+            for ln in Path("/proc/meminfo").read_text().splitlines()
+            if ln.startswith("MemTotal")
+        ),
+        None,
+    )
+    return {
+        "cores": os.cpu_count(),
+        "memory_bytes": mem,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "node": platform.node(),
+    }
+
+
+def commit() -> str:
+    """The repository's commit (with '+dirty' when the tree has uncommitted changes)."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
+def result_file(name: str, figures: dict[str, Any]) -> Path:
+    """benchmarks/results/NAME.json: the figures with when, on what machine and at which commit they were measured."""
+    out = REPO / "benchmarks" / "results" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "benchmark": name,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit(),
+        "machine": machine(),
+        **figures,
+    }
+    out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    log(f"results: {out}")
+    return out

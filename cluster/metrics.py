@@ -65,6 +65,12 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     # measured meanwhile measures the compiler as much as Kafka
     "jit_compile_s": ("jvm_compilation_time_seconds_total", None),
 }
+# Summed over the label that tells collectors apart (the exporter's JVM collector): the brokers' GC pause time, s.
+# A stop-the-world pause holds every request the broker has; G1's young pauses here are about 20 ms each.
+LABEL_SUMS: Mapping[str, str] = {
+    "gc_pause_s": "jvm_gc_collection_seconds_sum",
+    "gc_pauses": "jvm_gc_collection_seconds_count",
+}
 # A produce request's time, split as Kafka's RequestMetrics split it (request="Produce"): queued for a handler,
 # on the leader (append, flush), waiting for the followers (acks=all), queued for and sending the response.
 PRODUCE_TIMES: Mapping[str, str] = {
@@ -89,7 +95,7 @@ SUMS: Mapping[str, tuple[str, str, str]] = {
 COUNTERS = (
     "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
     "isr_expands", "request_handler_idle_ns", "broker_handler_idle_ns", "log_flushes", "produce_requests",
-    "follower_fetches", "jit_compile_s", *SUMS,
+    "follower_fetches", "jit_compile_s", *LABEL_SUMS, *SUMS,
 )  # fmt: skip
 
 # True counters (one attribute each, never decreasing while the broker runs): a drop means it restarted.
@@ -108,6 +114,7 @@ def parse(text: str) -> dict[str, float]:
     """Pick our series out of a Prometheus text page (metrics absent from the page are left out)."""
     wanted: dict[tuple[str, str | None], str] = {v: k for k, v in SERIES.items()}
     sums = {v: k for k, v in SUMS.items()}
+    label_sums = {v: k for k, v in LABEL_SUMS.items()}
     out: dict[str, float] = {}
     counts: dict[str, float] = {}
     means: dict[str, float] = {}
@@ -118,6 +125,9 @@ def parse(text: str) -> dict[str, float]:
         if not m:
             continue
         fam, labels, value = m.group(1), m.group(2) or "", m.group(3)
+        if fam in label_sums:
+            out[label_sums[fam]] = out.get(label_sums[fam], 0.0) + float(value)
+            continue
         if "topic=" in labels:
             continue
         nm = _NAME_LABEL.search(labels)

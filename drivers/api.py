@@ -47,10 +47,12 @@ DROPPED = "dropped unsent at the end of the run"
 # The error a counting producer's callback gets for a message `give_up` abandoned: sent, but its
 # acknowledgement never came before the run ended (neither acknowledged nor a publish error).
 ABANDONED = "abandoned in flight at the end of the run"
-# What a producer's `stats()` may report (each a mean over its last interval), for the diagnosis:
+# What a producer's `stats()` may report (over its last interval), for the diagnosis and the tail budget:
 CLIENT_STATS = {
     "queue_ms": "time a record waited in the client's queue before its request was sent (linger, batching)",
     "rtt_ms": "a produce request's round trip to the broker and back (the broker's own time included)",
+    "queue_p99_ms": "the 99th percentile of queue_ms, the highest over the brokers (the tail budget's client side)",
+    "rtt_p99_ms": "the 99th percentile of rtt_ms, the highest over the brokers (the tail budget's broker side)",
     "inflight": "requests sent and awaiting a response, summed over brokers",
     "batch_bytes": "bytes per batch (one partition's share of a produce request)",
     "batch_records": "records per batch",

@@ -77,18 +77,25 @@ STATS_INTERVAL_MS = 1000
 
 def client_stats(doc: Mapping[str, Any], topic: str) -> dict[str, float]:
     """One librdkafka statistics document as api.CLIENT_STATS: queue time and round trip averaged over the
-    brokers (weighted by their sample counts, µs to ms), requests in flight summed, the topic's batch size."""
+    brokers (weighted by their sample counts, µs to ms) and their p99s (the highest broker's), requests in flight
+    summed, the topic's batch size."""
 
     def weighted(field: str) -> float | None:
         ws = [(b[field]["avg"], b[field]["cnt"]) for b in brokers if (b.get(field) or {}).get("cnt")]
         n = sum(c for _, c in ws)
         return sum(a * c for a, c in ws) / n / 1000 if n else None
 
+    def p99(field: str) -> float | None:
+        ws = [b[field]["p99"] for b in brokers if (b.get(field) or {}).get("cnt")]
+        return max(ws) / 1000 if ws else None
+
     brokers = [b for b in (doc.get("brokers") or {}).values() if int(b.get("nodeid", -1)) >= 0]
     t = (doc.get("topics") or {}).get(topic) or {}
     out = {
         "queue_ms": weighted("int_latency"),
         "rtt_ms": weighted("rtt"),
+        "queue_p99_ms": p99("int_latency"),
+        "rtt_p99_ms": p99("rtt"),
         "inflight": float(sum(int(b.get("waitresp_cnt") or 0) for b in brokers)),
         "batch_bytes": (t.get("batchsize") or {}).get("avg") if (t.get("batchsize") or {}).get("cnt") else None,
         "batch_records": (t.get("batchcnt") or {}).get("avg") if (t.get("batchcnt") or {}).get("cnt") else None,

@@ -65,11 +65,15 @@ def run_consumer(
         received = 0
         paused = False
         count_at = tl["produce_end_ns"]
+        gap, out_of_poll = tick.watch.gap, time.perf_counter_ns()
         while not stop.is_set():
             if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)
                 paused = not paused
                 cons.pause() if paused else cons.resume()
+            in_poll = time.perf_counter_ns()
+            gap(in_poll - out_of_poll)
             received += cons.poll(0.1)
+            out_of_poll = time.perf_counter_ns()
             now = clock()
             tick.catch_up(now)
             if now >= count_at:

@@ -1,21 +1,21 @@
 """Turn a `RawRun` into the run record (records.run): OMB-named result JSON, per-second rows, broker metrics.
 
-result        schema_version, OMB's TestResult fields, and a `summary` kafkatune reads
-samples       one row per worker per second (role, worker, second, phase, msgs, bytes, …)
-brokers       one row per broker per second (bytes in/out, replication in/out, idle %)
+result        schema_version, OMB's TestResult fields, and a `summary` kafkatune reads (its tail budget too,
+              loadgen.tail, when an SLO is given)
+samples       one row per worker per second (role, worker, second, phase, msgs, bytes, stall evidence, …)
+brokers       one row per broker per second (bytes in/out, replication in/out, idle %; loadgen.brokerside)
+host          one row per second of the brokers' machine, when it is this one (cluster.hoststats)
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from cluster import metrics
-from loadgen import clientside, omb, payload, recorder
+from loadgen import brokerside, clientside, omb, payload, recorder, tail
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
@@ -111,91 +111,19 @@ def _loss(raw: RawRun) -> dict[str, Any]:
     return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received, "per_producer": per_producer}
 
 
-def _broker_rows(raw: RawRun) -> list[dict[str, Any]]:
-    rows = metrics.rates(raw.broker_samples)
-    t0 = raw.timing.get("t0_ns", 0)
-    for r in rows:
-        sec = int((r["t_ns"] - t0) // 1_000_000_000)
-        r["second"] = sec
-        r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
-    return rows
-
-
-def _broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Cluster-wide MB/s over the measure window: produce (bytes in), replicate, consume (bytes out).
-
-    Kafka counts replica fetches apart: BytesIn/OutPerSec are client traffic only and
-    ReplicationBytesIn/OutPerSec the followers' (kafka.server.BrokerTopicStats.updateBytesOut).
-    """
-    meas = [r for r in rows if r["phase"] == "measure"]
-    if not meas:
-        return None
-    by_sec: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for r in meas:
-        for k in ("bytes_in_per_s", "bytes_out_per_s", "replication_bytes_in_per_s", "replication_bytes_out_per_s"):
-            by_sec[r["second"]][k] += r.get(k, 0.0)
-        if "jit_compile_s_per_s" in r:
-            by_sec[r["second"]]["jit"] += r["jit_compile_s_per_s"]
-    secs = list(by_sec.values())
-
-    def mean(k: str) -> float:
-        return float(np.mean([s[k] for s in secs])) / MB
-
-    return {
-        "produce_mb_s": mean("bytes_in_per_s"),
-        "replicate_mb_s": mean("replication_bytes_in_per_s"),
-        "consume_mb_s": mean("bytes_out_per_s"),
-        "replication_out_mb_s": mean("replication_bytes_out_per_s"),
-        # cores the brokers' JIT compilers took, all brokers together (None: the exporter has no JVM collector)
-        "jit_compile_cores": float(np.mean([s["jit"] for s in secs])) if all("jit" in s for s in secs) else None,
-        "seconds": len(secs),
-    }
-
-
-# A broker whose JIT compilers took this much of a core on average over the measure window was still warming up:
-# 2.5 × loadgen.warmup's quiet threshold. Measured here: 0.5-1.1 core per broker in the first minute of load after
-# a restart, under 0.1 from about 130 s.
-JIT_BUSY_CORES = 0.25
-
-
-def jit_busy(rows: list[dict[str, Any]]) -> dict[int, float]:
-    """The brokers still compiling (JIT) in the measure window: broker id -> its compilers' mean cores, for those at
-    JIT_BUSY_CORES or more (none without the exporter's JVM collector)."""
-    per: dict[int, list[float]] = defaultdict(list)
-    for r in rows:
-        if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
-            per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
-    means = {b: float(np.mean(v)) for b, v in sorted(per.items())}
-    return {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
-
-
-def jit_busy_words(busy: Mapping[int, float]) -> str:
-    """jit_busy's answer in words."""
-    each = ", ".join(f"broker {b} {c:.2f}" for b, c in busy.items())
-    return (
-        f"brokers still compiling in the measure window (JIT cores on average: {each}; ≥ {JIT_BUSY_CORES:g} is a "
-        "cluster still warming up)"
-    )
-
-
-def jit_warning(rows: list[dict[str, Any]]) -> str | None:
-    """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
-    exporter has no JVM collector)."""
-    busy = jit_busy(rows)
-    if not busy:
-        return None
-    return (
-        f"{jit_busy_words(busy)}: its figures may read low. Warm the cluster first (kafkatune testbed up "
-        "--warm-up 240 loads it until the compilers are quiet) or give the run a longer warm-up"
-    )
-
-
-def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[str, Any] | None = None) -> RunRecord:
-    """The run record of `raw`: `profile` is the cluster's (records.profile), `driver_info` the client's."""
+def build(
+    raw: RawRun,
+    profile: dict[str, Any] | None = None,
+    driver_info: dict[str, Any] | None = None,
+    slo_ms: float | None = None,
+) -> RunRecord:
+    """The run record of `raw`: `profile` is the cluster's (records.profile), `driver_info` the client's; with
+    `slo_ms` (a p99 end-to-end SLO) its summary carries the tail budget against it (loadgen.tail)."""
     w = raw.workload
     timed = payload.timed(w.messageSize)
     pub, delay, e2e = _histograms(raw, timed)
-    broker_rows = _broker_rows(raw)
+    broker_rows = brokerside.broker_rows(raw)
+    hosts = brokerside.host_rows(raw)
     result: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION,
         "workload": w.name,
@@ -227,7 +155,10 @@ def build(raw: RawRun, profile: dict[str, Any] | None = None, driver_info: dict[
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
     measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
     doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
-    return RunRecord(result, _samples(raw, timed), brokers, doc)
+    if slo_ms is not None and timed:
+        result["summary"]["tail"] = tail.budget(raw, measured, slo_ms, broker_rows, hosts)
+    host = pa.Table.from_pylist(hosts) if hosts else None
+    return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
 
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
@@ -278,7 +209,7 @@ def _summary(
         warnings.append(
             f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
         )
-    jit = jit_warning(broker_rows)
+    jit = brokerside.jit_warning(broker_rows)
     if jit:
         warnings.append(jit)
     return {
@@ -310,7 +241,7 @@ def _summary(
             delay, "max rate: there is no schedule to be late against" if not w.fixed_rate else "no sends"
         ),
         "end_to_end_latency_ms": recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
-        "broker_rates": _broker_summary(broker_rows),
+        "broker_rates": brokerside.broker_summary(broker_rows),
         "drain_s": raw.drain_s,
         "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
         "client": client,
@@ -355,6 +286,8 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
                 **{f"latency_{k}_ms": v for k, v in _tick_pcts(t.hist if timed else None).items()},
                 "thread_cpu_s": t.thread_cpu_s,
                 "process_cpu_s": t.process_cpu_s,
+                "delay_max_ms": _delay_max(t.delay),
+                **{k: (t.evidence or {}).get(k) for k in EVIDENCE},
             }
             for t in raw.ticks
         ]
@@ -363,6 +296,16 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
         if pa.types.is_null(f.type):
             t = t.set_column(i, f.name, t.column(i).cast(pa.float64()))
     return t
+
+
+# A tick's evidence (loadgen.selfwatch, ticker.TAIL_STATS) kept as sample columns, ms (None: not measured).
+EVIDENCE = ("py_gc_ms", "py_gc_max_ms", "wait_ms", "loop_gap_ms", "queue_p99_ms", "rtt_p99_ms")
+
+
+def _delay_max(enc: bytes | None) -> float | None:
+    """The latest send of a second against its schedule, ms (None: no schedule or no send)."""
+    h = recorder.merge([enc])
+    return h.get_max_value() / 1000 if h.get_total_count() else None
 
 
 def _tick_pcts(enc: bytes | None) -> dict[str, float | None]:

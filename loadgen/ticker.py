@@ -11,6 +11,10 @@ from typing import Any
 from hdrh.histogram import HdrHistogram
 
 from loadgen.recorder import LatencyBuffer
+from loadgen.selfwatch import SelfWatch
+
+# The client statistics a tick carries as evidence for the tail budget (loadgen.tail), besides the worker's own.
+TAIL_STATS = ("queue_p99_ms", "rtt_p99_ms")
 
 
 class Ticker:
@@ -33,16 +37,25 @@ class Ticker:
         self._acked_at_last = 0
         # a scheduled producer's publish delay (how late each send was), folded every second like `buf`
         self.delay: HdrHistogram | None = None
+        # the worker's own stalls (Python's GC, waiting for a CPU, time away from poll), folded every second
+        self.watch = SelfWatch()
 
-    def _client_stats(self) -> None:
+    def close(self) -> None:
+        self.watch.close()
+
+    def _client_stats(self, evidence: dict[str, float]) -> None:
         assert self.stats_fn is not None
         s = self.stats_fn()
-        if s and self.window[0] <= self.t0 + self.sec * 1_000_000_000 < self.window[1]:
+        if not s:
+            return
+        evidence.update((k, s[k]) for k in TAIL_STATS if k in s)
+        if self.window[0] <= self.t0 + self.sec * 1_000_000_000 < self.window[1]:
             self.stats.append(dict(s))
 
     def emit(self) -> None:
+        evidence = self.watch.fold()
         if self.stats_fn is not None:
-            self._client_stats()
+            self._client_stats(evidence)
         msgs, hist = self.buf.fold()
         enc = hist.encode() if msgs else None
         if self.acked_fn is not None:
@@ -68,6 +81,7 @@ class Ticker:
                 self.buffer_full,
                 sent,
                 delay,
+                evidence,
             )
         )
         self._seq_at_last = self.seq

@@ -22,6 +22,7 @@ SCHEMA_VERSION = 1
 RESULT = "result.json"
 SAMPLES = "samples.parquet"
 BROKER_METRICS = "broker_metrics.parquet"
+HOST_METRICS = "host_metrics.parquet"  # the brokers' machine each second, when they ran on this one (the testbed)
 WORKLOAD = "workload.yaml"
 
 
@@ -32,6 +33,7 @@ class RunRecord(NamedTuple):
     samples: pa.Table
     brokers: pa.Table
     omb: dict[str, Any] | None = None  # OMB's TestResult of the run (records.omb), written as omb-result.json
+    host: pa.Table | None = None  # cluster.hoststats rows: CPU, brokers' CPU wait, shaped links (None: not observed)
 
     @property
     def summary(self) -> dict[str, Any]:
@@ -40,9 +42,10 @@ class RunRecord(NamedTuple):
 
 
 def write_run(out_dir: Path, rec: RunRecord) -> None:
-    """The three files, each whole or not at all (the Parquet files through a temporary name)."""
+    """The run's files, each whole or not at all (the Parquet files through a temporary name)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name, table in ((SAMPLES, rec.samples), (BROKER_METRICS, rec.brokers)):
+    tables = ((SAMPLES, rec.samples), (BROKER_METRICS, rec.brokers), (HOST_METRICS, rec.host))
+    for name, table in ((n, t) for n, t in tables if t is not None):
         tmp = out_dir / f".{name}.tmp"
         pq.write_table(table, tmp)
         tmp.replace(out_dir / name)

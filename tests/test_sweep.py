@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from brokerconf.apply import BrokerConfigs
-from loadgen import result
+from loadgen import brokerside
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
@@ -135,12 +135,12 @@ def test_sweep_applies_reads_back_and_restores(
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
         assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20), w
-    # a trial measured while the brokers still compiled says so (loadgen.result.jit_warning: 0.5-1.1 core per
+    # a trial measured while the brokers still compiled says so (loadgen.brokerside.jit_warning: 0.5-1.1 core per
     # broker in the first minute after a restart here), one that was not does not
     for d in sorted(run_dir.glob("trials/*/")):
         r = json.loads((d / "trial.json").read_text())
         said = any("brokers still compiling" in x for x in r["measured"]["warnings"])
-        assert said == (result.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
+        assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
         assert said or not r["restarts"], r["measured"]["broker_rates"]
     assert summary["best"]["from"] == "confirmation"
     # where the wall clock went (sweeps.timing), from the trial records: the parts add up to the wall clock

@@ -1,0 +1,112 @@
+"""What the brokers and their machine did during a run, as the run record keeps it: per broker per second
+(cluster.metrics rates), the cluster-wide produce / replicate / consume rates over the measure window, whether the
+brokers' JIT was still compiling, and the brokers' machine each second (cluster.hoststats) when it is this one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from cluster import hoststats, metrics
+from loadgen.runner import RawRun, phase_of
+
+MB = 1e6
+
+
+def _phase(raw: RawRun, second: int) -> str:
+    return phase_of(second, raw.workload.warmup_seconds, raw.test_s)
+
+
+def broker_rows(raw: RawRun) -> list[dict[str, Any]]:
+    rows = metrics.rates(raw.broker_samples)
+    t0 = raw.timing.get("t0_ns", 0)
+    for r in rows:
+        sec = int((r["t_ns"] - t0) // 1_000_000_000)
+        r["second"] = sec
+        r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
+    return rows
+
+
+def broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Cluster-wide MB/s over the measure window: produce (bytes in), replicate, consume (bytes out).
+
+    Kafka counts replica fetches apart: BytesIn/OutPerSec are client traffic only and
+    ReplicationBytesIn/OutPerSec the followers' (kafka.server.BrokerTopicStats.updateBytesOut).
+    """
+    meas = [r for r in rows if r["phase"] == "measure"]
+    if not meas:
+        return None
+    by_sec: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for r in meas:
+        for k in ("bytes_in_per_s", "bytes_out_per_s", "replication_bytes_in_per_s", "replication_bytes_out_per_s"):
+            by_sec[r["second"]][k] += r.get(k, 0.0)
+        if "jit_compile_s_per_s" in r:
+            by_sec[r["second"]]["jit"] += r["jit_compile_s_per_s"]
+    secs = list(by_sec.values())
+
+    def mean(k: str) -> float:
+        return float(np.mean([s[k] for s in secs])) / MB
+
+    return {
+        "produce_mb_s": mean("bytes_in_per_s"),
+        "replicate_mb_s": mean("replication_bytes_in_per_s"),
+        "consume_mb_s": mean("bytes_out_per_s"),
+        "replication_out_mb_s": mean("replication_bytes_out_per_s"),
+        # cores the brokers' JIT compilers took, all brokers together (None: the exporter has no JVM collector)
+        "jit_compile_cores": float(np.mean([s["jit"] for s in secs])) if all("jit" in s for s in secs) else None,
+        "seconds": len(secs),
+    }
+
+
+# A broker whose JIT compilers took this much of a core on average over the measure window was still warming up:
+# 2.5 × loadgen.warmup's quiet threshold. Measured here: 0.5-1.1 core per broker in the first minute of load after
+# a restart, under 0.1 from about 130 s.
+JIT_BUSY_CORES = 0.25
+
+
+def jit_busy(rows: list[dict[str, Any]]) -> dict[int, float]:
+    """The brokers still compiling (JIT) in the measure window: broker id -> its compilers' mean cores, for those at
+    JIT_BUSY_CORES or more (none without the exporter's JVM collector)."""
+    per: dict[int, list[float]] = defaultdict(list)
+    for r in rows:
+        if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
+            per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
+    means = {b: float(np.mean(v)) for b, v in sorted(per.items())}
+    return {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
+
+
+def jit_busy_words(busy: Mapping[int, float]) -> str:
+    """jit_busy's answer in words."""
+    each = ", ".join(f"broker {b} {c:.2f}" for b, c in busy.items())
+    return (
+        f"brokers still compiling in the measure window (JIT cores on average: {each}; ≥ {JIT_BUSY_CORES:g} is a "
+        "cluster still warming up)"
+    )
+
+
+def jit_warning(rows: list[dict[str, Any]]) -> str | None:
+    """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
+    exporter has no JVM collector)."""
+    busy = jit_busy(rows)
+    if not busy:
+        return None
+    return (
+        f"{jit_busy_words(busy)}: its figures may read low. Warm the cluster first (kafkatune testbed up "
+        "--warm-up 240 loads it until the compilers are quiet) or give the run a longer warm-up"
+    )
+
+
+def host_rows(raw: RawRun) -> list[dict[str, Any]]:
+    """cluster.hoststats rows of the run, each with its second and phase (empty: the brokers' host not observed)."""
+    rows = hoststats.rows(raw.host_samples)
+    t0 = raw.timing.get("t0_ns", 0)
+    for r in rows:
+        # a row covers the interval ending at t_ns: it belongs to the second that interval mostly lies in
+        sec = int((r["t_ns"] - t0 - r["interval_s"] * 5e8) // 1_000_000_000)
+        r["second"] = sec
+        r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
+    return rows

@@ -1,0 +1,205 @@
+"""The tail budget of a run: each second whose p99 end-to-end latency broke the SLO, matched with what happened in it.
+
+A p99 that does not fall with the rate is not load; to say what it is, every second of the measure window is
+read for evidence of each cause, in that second or the one before it (a message received in second s was sent up to
+an SLO earlier):
+
+    broker_gc   a broker's stop-the-world GC pauses added up to ≥ STALL_SHARE of the SLO (JMX, per broker)
+    broker_jit  a broker's JIT compilers took ≥ JIT_CORES of a core (a cluster still warming up)
+    cpu         the machine's CPUs were ≥ CPU_BUSY busy, or a broker's threads waited ≥ WAIT_CORES for one
+                (cluster.hoststats: only when the brokers run on this machine)
+    harness     the load generator's own stall: a send ≥ STALL_SHARE of the SLO late against its schedule while
+                its buffer was not full, a Python GC pause ≥ GC_SHARE of the SLO, or a consumer loop away from
+                poll ≥ STALL_SHARE of the SLO (loadgen.selfwatch)
+    link        a shaped link ran at ≥ LINK_PEAK of its rate for a tenth of a second, or dropped packets
+    log_flush   a broker's log flushes took ≥ STALL_SHARE of the SLO
+    isr         a partition's in-sync replicas shrank or grew
+
+Each above-SLO second is counted for every cause present (`seconds`), and once for its primary cause, the one whose
+evidence is furthest beyond its threshold (`primary`, so the shares add up to 100 % with `unexplained`). Beside each
+cause, how often it was present in the seconds that held the SLO (`base_rate`): a cause as common there explains
+little. `where` splits the above-SLO seconds' latency: the producer's queue (client), the produce request's round
+trip (brokers, replication, links) and the rest up to the consumer, from the client's own p99s (librdkafka).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from loadgen import recorder
+from loadgen.runner import RawRun
+
+STALL_SHARE = 0.2  # a stall of a fifth of the SLO, on top of the usual latency, can carry a p99 over it
+GC_SHARE = 0.1
+JIT_CORES = 0.25  # loadgen.brokerside.JIT_BUSY_CORES: a broker still warming up
+CPU_BUSY = 0.9
+WAIT_CORES = 0.5  # a broker's threads together waited half a second for a CPU in one second
+LINK_PEAK = 0.95
+
+CAUSES = {
+    "broker_gc": "broker GC pauses",
+    "broker_jit": "broker JIT compilation",
+    "cpu": "CPU starvation (the machine's CPUs busy, or a broker waiting for one)",
+    "harness": "the load generator's own stalls (late sends, Python GC, consumer loop)",
+    "link": "a link running full (a tenth of a second at its rate, or drops)",
+    "log_flush": "broker log flushes",
+    "isr": "in-sync replica changes",
+}
+
+
+def _max(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[int, float]:
+    """second -> the largest value of `keys` over `rows` of that second (None values skipped)."""
+    out: dict[int, float] = {}
+    for r in rows:
+        for k in keys:
+            v = r.get(k)
+            if v is not None and v == v:  # not NaN
+                out[r["second"]] = max(out.get(r["second"], 0.0), float(v))
+    return out
+
+
+def _evidence(
+    raw: RawRun, broker_rows: Sequence[Mapping[str, Any]], host_rows: Sequence[Mapping[str, Any]], slo_ms: float
+) -> dict[str, dict[int, float]]:
+    """cause -> second -> its evidence as a multiple of the cause's threshold (≥ 1: present)."""
+    stall = STALL_SHARE * slo_ms
+    gc = {s: v * 1000 / stall for s, v in _max(broker_rows, ["gc_pause_s_per_s"]).items()}
+    jit = {s: v / JIT_CORES for s, v in _max(broker_rows, ["jit_compile_s_per_s"]).items()}
+    flush = {s: v / stall for s, v in _max(broker_rows, ["log_flush_ms_per_s"]).items()}
+    isr = {s: 1.0 + v for s, v in _max(broker_rows, ["isr_shrinks_per_s", "isr_expands_per_s"]).items() if v > 0}
+    waits = [k for r in host_rows for k in r if k.endswith("_wait")]
+    cpu = {s: v / CPU_BUSY for s, v in _max(host_rows, ["cpu_busy"]).items()}
+    for s, v in _max(host_rows, sorted(set(waits))).items():
+        cpu[s] = max(cpu.get(s, 0.0), v / WAIT_CORES)
+    peaks = sorted({k for r in host_rows for k in r if "_peak_" in k})
+    link = {s: v / LINK_PEAK for s, v in _max(host_rows, peaks).items()}
+    drops = sorted({k for r in host_rows for k in r if k.endswith("_dropped")})
+    for s, v in _max(host_rows, drops).items():
+        if v > 0:
+            link[s] = max(link.get(s, 0.0), 1.0 + v)
+    harness: dict[int, float] = defaultdict(float)
+    for t in raw.ticks:
+        ev = t.evidence or {}
+        score = max(ev.get("py_gc_max_ms", 0.0) / (GC_SHARE * slo_ms), ev.get("loop_gap_ms", 0.0) / stall)
+        if t.role == "producer" and t.delay and not t.buffer_full:
+            score = max(score, recorder.merge([t.delay]).get_max_value() / 1000 / stall)
+        harness[t.second] = max(harness[t.second], score)
+    return {
+        "broker_gc": gc,
+        "broker_jit": jit,
+        "cpu": cpu,
+        "harness": dict(harness),
+        "link": link,
+        "log_flush": flush,
+        "isr": isr,
+    }
+
+
+def _p99_by_second(raw: RawRun, role: str) -> dict[int, float]:
+    by: dict[int, list[bytes | None]] = defaultdict(list)
+    for t in raw.ticks:
+        if t.role == role:
+            by[t.second].append(t.hist)
+    out = {}
+    for s, hs in by.items():
+        h = recorder.merge(hs)
+        if h.get_total_count():
+            out[s] = recorder.percentiles(h, [99])[0] / 1000
+    return out
+
+
+def budget(
+    raw: RawRun,
+    seconds: Sequence[int],
+    slo_ms: float,
+    broker_rows: Sequence[Mapping[str, Any]],
+    host_rows: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The tail budget of `raw` over `seconds` (the measure window) against a p99 end-to-end SLO of `slo_ms`."""
+    p99 = _p99_by_second(raw, "consumer")
+    judged = [s for s in seconds if s in p99]
+    above = [s for s in judged if p99[s] > slo_ms]
+    below = [s for s in judged if p99[s] <= slo_ms]
+    ev = _evidence(raw, broker_rows, host_rows, slo_ms)
+    observed = sorted(c for c, by in ev.items() if by or c in ("harness",))
+
+    def score(cause: str, s: int) -> float:
+        by = ev[cause]
+        return max(by.get(s, 0.0), by.get(s - 1, 0.0))
+
+    primary: dict[str, int] = defaultdict(int)
+    per_second = []
+    for s in above:
+        present = {c: score(c, s) for c in CAUSES if score(c, s) >= 1.0}
+        top = max(present, key=present.__getitem__) if present else None
+        primary[top or "unexplained"] += 1
+        per_second.append({"second": s, "p99_e2e_ms": round(p99[s], 1), "causes": sorted(present), "primary": top})
+    causes = []
+    for c, what in CAUSES.items():
+        n = sum(1 for s in above if score(c, s) >= 1.0)
+        base = sum(1 for s in below if score(c, s) >= 1.0)
+        causes.append(
+            {
+                "cause": c,
+                "what": what,
+                "observed": c in observed,
+                "seconds": n,
+                "primary": primary[c],
+                "share": primary[c] / len(above) if above else 0.0,
+                "base_rate": base / len(below) if below else None,
+            }
+        )
+    return {
+        "slo_p99_e2e_ms": slo_ms,
+        "seconds": len(judged),
+        "above_slo": len(above),
+        "causes": causes,
+        "unexplained": {
+            "seconds": primary["unexplained"],
+            "share": primary["unexplained"] / len(above) if above else 0.0,
+        },
+        "not_observed": [c for c in CAUSES if c not in observed],
+        "where": _where(raw, above),
+        "per_second": per_second,
+    }
+
+
+def _where(raw: RawRun, above: Sequence[int]) -> dict[str, float | None]:
+    """Median over the above-SLO seconds of the producers' queue p99, request round-trip p99 and the e2e p99 (ms)."""
+    if not above:
+        return {"queue_p99_ms": None, "rtt_p99_ms": None, "e2e_p99_ms": None}
+    keep = set(above)
+    q = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("queue_p99_ms")) is not None]
+    r = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("rtt_p99_ms")) is not None]
+    e = sorted(_p99_by_second(raw, "consumer")[s] for s in above)
+
+    def med(xs: list[float]) -> float | None:
+        return round(sorted(xs)[len(xs) // 2], 1) if xs else None
+
+    return {"queue_p99_ms": med(q), "rtt_p99_ms": med(r), "e2e_p99_ms": med(e)}
+
+
+def words(b: Mapping[str, Any]) -> list[str]:
+    """The budget in a few lines: above-SLO seconds, each cause's share (and base rate), what is unexplained."""
+    n = b["above_slo"]
+    head = f"tail budget: {n} of {b['seconds']} s above p99 end-to-end {b['slo_p99_e2e_ms']:g} ms"
+    if not n:
+        return [head]
+    lines = [head + " (primary cause per second; a second may show several)"]
+    for c in sorted(b["causes"], key=lambda c: -c["primary"]):
+        if c["seconds"]:
+            base = "" if c["base_rate"] is None else f"; in {c['base_rate']:.0%} of the seconds that held"
+            lines.append(f"  {c['what']}: {c['share']:.0%} ({c['primary']} s primary, in {c['seconds']} s{base})")
+    u = b["unexplained"]
+    lines.append(f"  unexplained: {u['share']:.0%} ({u['seconds']} s)")
+    if b["not_observed"]:
+        lines.append(f"  not observed here: {', '.join(CAUSES[c] for c in b['not_observed'])}")
+    w = b["where"]
+    if w["rtt_p99_ms"] is not None:
+        lines.append(
+            f"  in those seconds (medians): producer queue p99 {w['queue_p99_ms']} ms, request round trip "
+            f"p99 {w['rtt_p99_ms']} ms, end-to-end p99 {w['e2e_p99_ms']} ms"
+        )
+    return lines

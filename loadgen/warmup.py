@@ -24,6 +24,12 @@ the brokers' compilers at 0.68 core in all and carried the JIT warning; a sweep'
 cost 44.6 s of a 1,286-s study. Warmed in both shapes (73 s, then 28 s), the same run found 0.39 core (no broker
 at the warning's 0.25) and the next ones 0.33 (16-KiB batches), 0.04 and 0.20: one run of each, not medians.
 
+Nor is a cluster warmed at the maximum rate warm for a fixed rate: on a fresh shaped testbed warmed that way, a
+fixed-rate run at 12,000 msg/s found the brokers' compilers at 1.3 cores in all for its first 30 s, falling under 0.2
+only after about 60 s, and 21 of its 120 s broke a 100-ms p99 (JIT present in 19 of them; the window's p99 166.8 ms
+against 50-58 ms on a warm cluster). So a last shape loads them at a fixed rate (`PACED` of the first shape's rate,
+the producers' default batching), until quiet too.
+
 The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
 of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
 at the end of a 30-s warm-up).
@@ -39,13 +45,14 @@ from typing import Any
 
 from cluster.metrics import BrokerSample
 from cluster.target import Placement
-from loadgen import result, runner
+from loadgen import brokerside, result, runner
 from loadgen.workload import parse_workload
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
 JIT_WINDOW_S = 10.0
 # The producer settings the warm-up loads the brokers with, one after the other, each for its share of the time.
 SHAPES: tuple[Mapping[str, Any], ...] = ({"linger.ms": 0}, {"linger.ms": 20, "batch.size": 1 << 20})
+PACED = 0.6  # the fixed-rate shape after SHAPES: this share of the first shape's rate (None: no such shape)
 
 
 def jit_series(samples: Sequence[BrokerSample], since_ns: int = 0) -> dict[int, list[tuple[float, float]]]:
@@ -100,7 +107,7 @@ class JitWatch:
 @dataclass
 class JitBusyWatch:
     """As a runner `stop_when` of a max-rate run: True once a broker's compilers have taken so much time since the
-    measure window began that its mean over the whole window is loadgen.result's JIT_BUSY_CORES or more whatever
+    measure window began that its mean over the whole window is loadgen.brokerside.JIT_BUSY_CORES or more whatever
     the rest of the window holds (the counter only grows): a run that is going to be set aside for a compiling JIT
     and measured again (sweeps.trial) stops there instead of running out its windows. `busy`: then, each such
     broker's cores since the window began."""
@@ -111,7 +118,7 @@ class JitBusyWatch:
         start = raw.timing.get("measure_start_ns")
         if start is None:
             return False
-        need = result.JIT_BUSY_CORES * raw.test_s
+        need = brokerside.JIT_BUSY_CORES * raw.test_s
         for b, pts in jit_series(raw.broker_samples, since_ns=start).items():
             (t0, v0), (t1, v1) = pts[0], pts[-1]
             if v1 - v0 >= need:  # a broker restarted within the window starts its counter again: not busy
@@ -129,24 +136,30 @@ def warm_up(
     metrics_urls: Mapping[int, str] | None = None,
     quiet_cores: float = JIT_QUIET_CORES,
     shapes: Sequence[Mapping[str, Any]] = SHAPES,
+    paced: float | None = PACED,
 ) -> dict[str, Any]:
     """Run acks=all load through every broker (6 partitions) and read it back, in each of `shapes` (producer
-    settings) in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the
-    share is then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last
-    shape (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's
-    own figures (`shapes`).
+    settings) at the maximum rate, then (`paced`) at that share of the first one's rate with the default settings,
+    in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the share is
+    then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last shape
+    (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's own
+    figures (`shapes`).
 
     `common`: client security settings (an inventory's), `placements`: where the workers run."""
     if not shapes:
         raise ValueError("warm_up needs at least one shape of load")
-    each = seconds / len(shapes)
-    cap = f"{each:g} s" if len(shapes) == 1 else f"{each:g} s each, {len(shapes)} shapes of batch"
+    n = len(shapes) + (1 if paced else 0)
+    each = seconds / n
+    cap = f"{each:g} s" if n == 1 else f"{each:g} s each, {n} shapes of load"
     load = f"{cap} with acks=all load"
     if metrics_urls:
         load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
     say(f"warming up the brokers' JIT for {load}")
     t0 = time.monotonic()
     done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores) for shape in shapes]
+    if paced and done[0]["msg_s"]:
+        rate = round(paced * done[0]["msg_s"])
+        done.append(_warm_shape(bootstrap, each, {}, placements, say, common, metrics_urls, quiet_cores, rate))
     last = done[-1]
     quiet = all(d["quiet"] for d in done) if metrics_urls else None
     return {"s": round(time.monotonic() - t0, 1), "jit_cores": last["jit_cores"], "quiet": quiet, "shapes": done}
@@ -161,8 +174,10 @@ def _warm_shape(
     common: Mapping[str, str] | None,
     metrics_urls: Mapping[int, str] | None,
     quiet_cores: float,
+    rate: float | None = None,
 ) -> dict[str, Any]:
-    """One shape of warm_up's load: for `seconds`, or until the JIT is quiet when `metrics_urls` are given."""
+    """One shape of warm_up's load (at `rate` msg/s, or the maximum): for `seconds`, or until the JIT is quiet when
+    `metrics_urls` are given."""
     w = parse_workload(
         {
             "name": "warmup",
@@ -171,6 +186,7 @@ def _warm_shape(
             "producersPerTopic": 1,
             "consumerPerSubscription": 1,
             "testDurationMinutes": seconds / 60,
+            "producerRate": rate or "max",
             "producerConfig": {"acks": "all", **shape},
         }
     )
@@ -194,8 +210,15 @@ def _warm_shape(
     if watch:
         jit_text = f"{jit:.2f} core per broker" if jit is not None else "not read"
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
-    batches = ", ".join(f"{k} {v}" for k, v in shape.items())
-    say(f"warm-up ({batches}) done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
+    batches = ", ".join(f"{k} {v}" for k, v in shape.items()) or "default batching"
+    at = f" at {rate:,.0f} msg/s" if rate else ""
+    say(f"warm-up ({batches}{at}) done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return {"producer": dict(shape), "s": round(took, 1), "jit_cores": None if jit is None else round(jit, 3),
-            "quiet": quiet}  # fmt: skip
+    return {
+        "producer": dict(shape),
+        "rate_msg_s": rate,
+        "s": round(took, 1),
+        "msg_s": summary["publish_msg_s"],
+        "jit_cores": None if jit is None else round(jit, 3),
+        "quiet": quiet,
+    }

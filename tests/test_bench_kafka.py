@@ -14,7 +14,7 @@ import pytest
 from cluster import admin
 from cluster.metrics import BrokerSample
 from drivers import api
-from loadgen import clientside, result, runner, sustainable, warmup
+from loadgen import brokerside, clientside, result, runner, search, sustainable, warmup
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
 from records.testbed import TestbedState
@@ -226,29 +226,34 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     assert raw.phases_s["after_produce_end"] < 1.0, raw.phases_s
 
 
-def test_a_ramp_none_of_whose_steps_held_ramps_again_below_it(healthy: TestbedState, unique: str) -> None:
-    """An SLO no step can hold (p99 end-to-end within 1 µs): the ramp under the probe misses every step, so it runs
-    once more at the next steps below its lowest; nothing holds there either and the answer says both."""
-    w = parse_workload({"name": f"below-{unique}", "partitionsPerTopic": 3, "messageSize": 200, "producerRate": 0,
-                        "producerConfig": {"acks": "all"}})  # fmt: skip
-    ramp = sustainable.Ramp(warmup_s=1, probe_s=2, step_s=2, low=0.5, high=0.8, steps=2)
-    said: list[str] = []
-    _, ramped, found = sustainable.discover(
-        w, {"bootstrap.servers": healthy.bootstrap_servers}, sustainable.Slo(p99_e2e_ms=0.001), ramp, say=said.append
+def test_a_search_steers_the_producers_rate_step_by_step(healthy: TestbedState, unique: str) -> None:
+    """An SLO no step can hold (p99 end-to-end within 1 µs): every step misses and the next goes `grow` lower. The
+    producers follow each published step (each judged second sent its rate), the run keeps the steps in its
+    schedule, and nothing acknowledged is lost."""
+    w = parse_workload(
+        {
+            "name": f"steer-{unique}",
+            "partitionsPerTopic": 3,
+            "messageSize": 200,
+            "producerRate": 0,
+            "producersPerTopic": 2,
+            "producerConfig": {"acks": "all"},
+        }
     )
-    assert found.probe_msg_s > 0 and ramped.above is not None and ramped.runs == [ramped.above, ramped.raw]
-    above = [st.rate_msg_s for st in found.missed_above]
-    assert len(above) == 2 and not any(st.held for st in found.missed_above)
-    assert above == pytest.approx([0.5 * found.probe_msg_s, 0.8 * found.probe_msg_s])
-    below = [st.rate_msg_s for st in ramped.steps]  # the ramp below: same ratio, its top one step under 0.5x
-    assert found.ramp == ramp.below() and below == pytest.approx([0.5 / 1.6**2 * found.probe_msg_s,
-                                                                   0.5 / 1.6 * found.probe_msg_s])  # fmt: skip
-    assert all(not st.held and st.why for st in ramped.steps), [st.why for st in ramped.steps]
-    assert found.rate_msg_s is None and "no step held in two ramps" in found.note, found.note
-    assert any("ramping" in m for m in said), said
-    for run in ramped.runs:  # each ramp is a run of its own, every message accounted for
-        s = result.build(run).result["summary"]
-        assert s["acknowledged"] > 0 and s["lost"] == 0, s
+    how = sustainable.Search(warmup_s=1, probe_s=2, min_step_s=2, max_step_s=2, max_steps=3)
+    said: list[str] = []
+    slo = sustainable.Slo(p99_e2e_ms=0.001)
+    run, sr = search.search_run(w, {"bootstrap.servers": healthy.bootstrap_servers}, 20_000, how, slo, say=said.append)
+    found = search.conclude(sustainable.Sustainable(slo, how, 200, 20_000, 4.0), sr)
+    assert [st.rate_msg_s for st in found.steps] == pytest.approx([14_000 / 1.25**i for i in range(3)])
+    for st in found.steps:
+        assert not st.held and st.why and len(st.judged_s) == 2
+        assert st.sent == pytest.approx(st.rate_msg_s * 2, rel=0.03), st  # the producers kept the published rate
+    assert [r for _, r in run.schedule] == pytest.approx([st.rate_msg_s for st in found.steps])
+    assert found.rate_msg_s is None and "no step held" in found.note, found.note
+    assert sum(1 for m in said if m.startswith("step ")) == 3, said
+    s = result.build(run).result["summary"]
+    assert s["acknowledged"] > 0 and s["lost"] == 0, s
 
 
 def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: TestbedState, unique: str) -> None:
@@ -324,19 +329,22 @@ def test_a_consumers_statistics_in_words_group_each_partition_by_its_fetch_state
 
 def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(healthy: TestbedState) -> None:
     """loadgen.warmup with the metrics endpoints reads the brokers' JIT compile time while it loads them and ends
-    each shape of load (small batches, then 1-MiB ones) at the first whole window under the threshold, not at its
-    share of the cap. The threshold here is one no broker exceeds (10 cores each on 2 cores), so each shape ends
-    at its first whole 10-s window: the cap is 90 s each."""
+    each shape of load (small batches, then 1-MiB ones, then a fixed rate) at the first whole window under the
+    threshold, not at its share of the cap. The threshold here is one no broker exceeds (10 cores each on 2 cores),
+    so each shape ends at its first whole 10-s window: the cap is 60 s each."""
     got = warmup.warm_up(healthy.bootstrap_servers, 180, say=print, metrics_urls=healthy.metrics_urls, quiet_cores=10)
     assert got["quiet"] is True and got["jit_cores"] is not None and 0 <= got["jit_cores"] < 10, got
-    assert [s["producer"] for s in got["shapes"]] == [dict(s) for s in warmup.SHAPES], got
+    assert [s["producer"] for s in got["shapes"]] == [*(dict(s) for s in warmup.SHAPES), {}], got
+    paced = got["shapes"][-1]  # the fixed-rate shape: PACED of the first shape's rate, which it kept
+    assert paced["rate_msg_s"] == round(warmup.PACED * got["shapes"][0]["msg_s"]), got
+    assert paced["msg_s"] == pytest.approx(paced["rate_msg_s"], rel=0.05), got
     for shape in got["shapes"]:
         assert shape["quiet"] is True and warmup.JIT_WINDOW_S <= shape["s"] < 45, got
     assert got["s"] >= sum(s["s"] for s in got["shapes"]), got
     # without the endpoints each shape runs its share and says nothing about the JIT
     fixed = warmup.warm_up(healthy.bootstrap_servers, 3, say=print)
     assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 3, fixed
-    assert [s["s"] >= 1.5 and s["quiet"] is None for s in fixed["shapes"]] == [True, True], fixed
+    assert [s["s"] >= 1 and s["quiet"] is None for s in fixed["shapes"]] == [True, True, True], fixed
 
 
 def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() -> None:
@@ -385,7 +393,7 @@ def test_a_max_rate_run_stops_once_its_window_can_no_longer_stand_for_a_compilin
             raw.broker_samples.append(BrokerSample(b, int(second * 1e9), {"jit_compile_s": total[b]}))
 
     watch = warmup.JitBusyWatch()
-    need = result.JIT_BUSY_CORES * 30
+    need = brokerside.JIT_BUSY_CORES * 30
     for sec in range(5):  # the warm-up: all compiling, none of it counts
         feed({1: 2.0, 2: 2.0}, sec)
     stopped = None
@@ -412,10 +420,10 @@ def test_a_run_measured_while_brokers_still_compiled_says_so_and_names_them() ->
         return [{"broker_id": b, "second": s, "phase": phase, "jit_compile_s_per_s": c} for s in range(5)
                 for b, c in jit.items()]  # fmt: skip
 
-    said = result.jit_warning(rows({1: 0.05, 2: 0.5}) + rows({1: 2.0, 2: 2.0}, "warmup"))
+    said = brokerside.jit_warning(rows({1: 0.05, 2: 0.5}) + rows({1: 2.0, 2: 2.0}, "warmup"))
     assert said is not None and "broker 2 0.50" in said and "broker 1" not in said and "--warm-up" in said
-    assert result.jit_warning(rows({1: 0.05, 2: result.JIT_BUSY_CORES * 0.9})) is None
-    assert result.jit_warning([{"broker_id": 1, "second": 0, "phase": "measure"}]) is None
+    assert brokerside.jit_warning(rows({1: 0.05, 2: brokerside.JIT_BUSY_CORES * 0.9})) is None
+    assert brokerside.jit_warning([{"broker_id": 1, "second": 0, "phase": "measure"}]) is None
 
 
 def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:

@@ -77,29 +77,30 @@ def scaled_out(d: dict[str, Any]) -> None:
 
 
 def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
-    """The discovered rate, and every step of the ramp that found it (`s`: the ramp run's summary)."""
+    """The discovered rate, and every step of the search that found it (`s`: the search run's summary)."""
     lines = [
         f"probe (max rate): {d['probe_msg_s']:,.0f} msg/s, {d['probe_mb_s']:.2f} MB/s",
-        f"ramp, SLO {d['slo']['describe']}:",
+        f"search, SLO {d['slo']['describe']} (bracket, bisect, confirm; each step judged on its own seconds):",
     ]
-    above = d.get("missed_above") or []
-    for head, steps in (("  first ramp, no step held:", above), ("  the ramp below it:" if above else "", d["steps"])):
-        lines += [head] if head and steps else []
-        for st in steps:
-            verdict = "held" if st["held"] else f"missed: {st['why']}"
-            lines.append(
-                f"  {st['rate_msg_s']:>10,.0f} msg/s  {st['mb_s']:7.2f} MB/s  "
-                f"p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms  {verdict}"
-            )
+    for st in d["steps"]:
+        verdict = "held" if st["held"] else f"missed: {st['why']}"
+        secs = f"{len(st['judged_s'])} s{'*' if st.get('early') else ''}"
+        lines.append(
+            f"  {st.get('phase', ''):<8} {st['rate_msg_s']:>10,.0f} msg/s  {secs:>5}  {st['mb_s']:7.2f} MB/s  "
+            f"p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms  {verdict}"
+        )
+    if any(st.get("early") for st in d["steps"]):
+        lines.append("  * decided early: its figures were clear of the SLO (loadgen.search)")
+    lines += [f"  re-measured: {r}" for r in d.get("remeasured") or []]
     if d["rate_msg_s"] is None:
         lines.append(f"SUSTAINABLE RATE: not found: {d['note']}")
     else:
         lines.append(
             f"SUSTAINABLE RATE: {d['rate_msg_s']:,.0f} msg/s, {d['mb_s']:.2f} MB/s delivered "
-            f"({d['note']}; one discovery: repeat it for an interval)"
+            f"({d['note']}; one search: repeat it for an interval)"
         )
     lines.append(
-        f"ramp run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
+        f"search run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}"
     )
     lines.append(f"results: {out}/result.json (the answer and its steps under `sustainable`)")

@@ -16,6 +16,7 @@ from sweeps import space, storage
 from sweeps.spec import Choices, IntRange, Spec
 
 TRIAL_OVERHEAD_S = 6  # topic, workers, drain, record: measured 4-6 s per trial here
+TYPICAL_STEPS = 6  # a search's steps, typically (bracket 2, bisect 2-3, confirm 1)
 
 
 def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
@@ -23,9 +24,9 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
     m = spec.measurement
     w = spec.base_workload()
     per_trial = m.warmup_s + m.window_s * m.windows + TRIAL_OVERHEAD_S
-    r = spec.ramp
-    if spec.sustainable:  # the ramp, at most: it stops after two failed steps
-        per_trial += r.warmup_s + r.steps * r.step_s + TRIAL_OVERHEAD_S
+    r = spec.search
+    if spec.sustainable:  # the search, typically: about 6 steps, most decided early (loadgen.search)
+        per_trial += r.warmup_s + TYPICAL_STEPS * (r.min_step_s + r.max_step_s) / 2 + TRIAL_OVERHEAD_S
     stages = spec.stage_list
     n = sum(spec.planned)
     cl = (
@@ -43,11 +44,12 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         ),
         f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows at max rate"
         + (
-            f", then a ramp of {r.steps} × {r.step_s} s steps from {r.low:g}× to {r.high:g}× that rate"
+            f", then a search from {r.start:g}× that rate (bracket, bisect, confirm to {r.resolution:.0%}; steps of "
+            f"{r.min_step_s}-{r.max_step_s} s, at most {r.max_steps})"
             if spec.sustainable
             else ""
         )
-        + f" (~{per_trial:.0f} s at most with set-up and drain)",
+        + f" (~{per_trial:.0f} s with set-up and drain)",
         f"constraints: lost ≤ {spec.constraints.max_lost}"
         + "".join(
             f", {k} ≤ {v:g}" for k, v in spec.constraints.model_dump().items() if k != "max_lost" and v is not None

@@ -177,5 +177,5 @@ def _rate_note(stage: str, mb: float | None, max_rate: float | None, spread: flo
     if mb is max_rate:
         return f" ±{spread:.2f}"
     if max_rate is None:
-        return " sustained (no max-rate run: an earlier repeat's probe placed the ramp)"
+        return " sustained"
     return f" sustained (max rate {_fmt(max_rate)} ±{spread:.2f})"

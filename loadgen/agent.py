@@ -3,8 +3,9 @@ workers placed there and relays what they report, as JSON lines (loadgen.wire) o
 
 - coordinator -> agent: the tasks first (client configs travel here, never on a command line, so a SASL
   password is not visible in `ps`), then `go` with the run's time line, `stop_producers`,
-  `stop_consumers`, and for a backlog run `pause_consumers` / `resume_consumers`. End of input (the
-  coordinator died or closed the channel) stops every worker.
+  `stop_consumers`, for a backlog run `pause_consumers` / `resume_consumers`, and for a steered run
+  (loadgen.search) `step` (from which second, at what rate per producer). End of input (the coordinator died
+  or closed the channel) stops every worker.
 - agent -> coordinator: `hello` (the address it was reached at), every message its workers put on their
   queue (ticks with encoded HdrHistograms, `done` records with the sequence maps) and, last, `exit` with
   the workers' exit codes.
@@ -43,6 +44,8 @@ def _control(stdin: TextIO, ch: Channel) -> None:
             ch.pause_consumers.set()
         elif cmd.get("cmd") == "resume_consumers":
             ch.pause_consumers.clear()
+        elif cmd.get("cmd") == "step":
+            ch.publish_step(int(cmd["second"]), float(cmd["msg_s"]))
     ch.stop_producers.set()
     ch.stop_consumers.set()
     ch.go.set()

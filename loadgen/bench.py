@@ -17,9 +17,9 @@ from brokerconf.apply import current_configs
 from cluster.target import Target
 from core.errors import UserError
 from drivers.api import load_driver
-from loadgen import result, runner, scaleout, sustainable
+from loadgen import result, runner, scaleout, search
 from loadgen.backlog import GIB
-from loadgen.sustainable import Ramp, Slo
+from loadgen.sustainable import Search, Slo
 from loadgen.workload import Workload
 from records.run import RunRecord
 from records.testbed import load_state, state_path
@@ -78,13 +78,13 @@ def measure(
     say: Say = print,
     keep_topics: bool = False,
     slo: Slo | None = None,
-    ramp: Ramp | None = None,
+    how: Search | None = None,
     scale_out: bool = False,
 ) -> RunRecord:
     """Run `w` on `t` and build its record (not yet written).
 
-    producerRate 0 discovers the sustainable rate within `slo` (loadgen.sustainable): the record is the
-    ramp run's, with the answer under `sustainable` and the probe's summary under `probe`. `scale_out`: a max-rate
+    producerRate 0 discovers the sustainable rate within `slo` (loadgen.search, as `how` says): the record is the
+    search run's, with the answer under `sustainable` and the probe's summary under `probe`. `scale_out`: a max-rate
     run whose producer send loops were the limit runs again with more processes (loadgen.scaleout, `scaled_out`).
     """
     brokers = current_configs(t.bootstrap, t.common, say)
@@ -94,11 +94,11 @@ def measure(
     sampler = links.Sampler(net).start() if net is not None else None
     try:
         if w.discovers_rate:
-            probe, ramped, found = sustainable.discover(
-                w, common, slo or Slo(), ramp or Ramp(), placements=t.placements, metrics_urls=t.metrics_urls,
+            probe, searched, found = search.discover(
+                w, common, slo or Slo(), how or Search(), placements=t.placements, metrics_urls=t.metrics_urls,
                 on_tick=on_tick, say=say,
             )  # fmt: skip
-            raw = ramped.raw
+            raw = searched or probe
         else:
             kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick,
                                   "say": say, "keep_topics": keep_topics}  # fmt: skip
@@ -113,7 +113,7 @@ def measure(
         "version": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
     }
-    rec = result.build(raw, t.profile, client)
+    rec = result.build(raw, t.profile, client, (slo or Slo()).p99_e2e_ms)
     rec.result["brokerConfig"] = brokers
     if seen is not None:
         rec.result["links"] = seen
@@ -124,6 +124,4 @@ def measure(
     if found is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]
-        if ramped.above is not None:  # the ramp none of whose steps held: its losses count as the answer's do
-            rec.result["ramp_above"] = result.build(ramped.above, t.profile, client).result["summary"]
     return rec

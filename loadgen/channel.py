@@ -40,18 +40,35 @@ class Channel:
     # set: consumers stop receiving and keep their subscription (a backlog builds, OMB's pauseConsumers);
     # cleared: they receive again
     pause_consumers: Any
+    # the next rate step a steered run's coordinator decided (loadgen.search): [version, second from t0, msg/s per
+    # producer]; producers read it once a second and append it to their schedule
+    next_step: Any
 
     @classmethod
     def new(cls) -> Channel:
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(list(PRELOAD))
         timing = ctx.Array("q", len(TIMING_FIELDS), lock=False)
-        return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event())
+        step = ctx.Array("d", 3, lock=True)
+        return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event(), step)
 
     def set_timing(self, values: Mapping[str, int]) -> None:
         for i, k in enumerate(TIMING_FIELDS):
             self.timing[i] = int(values[k])
 
+    def publish_step(self, second: int, per_producer_msg_s: float) -> None:
+        """Every producer publishes at this rate from whole second `second` (from t0) on."""
+        with self.next_step.get_lock():
+            self.next_step[1], self.next_step[2] = float(second), float(per_producer_msg_s)
+            self.next_step[0] += 1
+
     def stop(self, role: str) -> Any:
         """The event that ends a worker of `role`."""
         return self.stop_producers if role == "producer" else self.stop_consumers
+
+
+def read_step(shared: Any) -> tuple[int, int, float]:
+    """(version, second, msg/s per producer) of a Channel's next_step (version 0: none published)."""
+    with shared.get_lock():
+        v, s, r = shared[0], shared[1], shared[2]
+    return int(v), int(s), float(r)

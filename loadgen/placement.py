@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from cluster.clients import WORKER_AGENT, RemoteClient
 from cluster.ssh import exit_status
 from cluster.target import Placement
-from loadgen.channel import Channel, read_timing
+from loadgen.channel import Channel, read_step, read_timing
 from loadgen.consumer import run_consumer
 from loadgen.wire import decode, encode
 from loadgen.worker import WorkerTask, run_producer
@@ -78,7 +78,7 @@ class LocalHost(Host):
             ch.ctx.Process(
                 target=run_producer if t.role == "producer" else run_consumer,
                 args=(t, ch.q, ch.timing, ch.go, ch.stop(t.role))
-                + ((ch.pause_consumers,) if t.role == "consumer" else ()),
+                + ((ch.pause_consumers,) if t.role == "consumer" else (ch.next_step,)),
                 name=f"{t.role}-{t.wid}",
                 daemon=True,
             )
@@ -87,7 +87,7 @@ class LocalHost(Host):
 
 
 class RemoteHost(Host):
-    go_delay_s = 1.0  # relayed over SSH (RemoteWorkers._forward polls every 20 ms)
+    go_delay_s = 1.0  # relayed over SSH (RemoteWorkers._forward polls every 20 ms); a steered run's steps too
 
     def __init__(self, client: RemoteClient) -> None:
         super().__init__()
@@ -143,7 +143,7 @@ class RemoteWorkers:
             (self.ch.stop_producers, lambda: {"cmd": "stop_producers"}),
             (self.ch.stop_consumers, lambda: {"cmd": "stop_consumers"}),
         ]
-        paused = False
+        paused, step_version = False, 0
         while steps and not self._closed.is_set():
             for step in [s for s in steps if s[0].is_set()]:
                 self._send(step[1]())
@@ -151,6 +151,10 @@ class RemoteWorkers:
             if self.ch.pause_consumers.is_set() != paused:  # a backlog run pauses, then resumes, its consumers
                 paused = not paused
                 self._send({"cmd": "pause_consumers" if paused else "resume_consumers"})
+            version, at, rate = read_step(self.ch.next_step)
+            if version != step_version:  # a steered run's next rate (loadgen.search)
+                step_version = version
+                self._send({"cmd": "step", "second": at, "msg_s": rate})
             self._closed.wait(0.02)
 
     def _stderr(self) -> None:

@@ -6,7 +6,7 @@ queue. Every message the workers put on it is a plain tuple:
 
     ("ready", role, wid)
     ("tick", role, wid, second, msgs, bytes, errors, hist, thread_cpu_s, process_cpu_s,
-     buffer_full, sent, delay)
+     buffer_full, sent, delay, evidence)
     ("count", "consumer", wid, received)   # after the producers' end, COUNT_EVERY_S: what arrived so far
     ("done", role, wid, report_dict)
     ("error", role, wid, text)
@@ -15,13 +15,15 @@ A consumer's `count` lets the drain end as soon as everything acknowledged arriv
 second's tick. `second` counts from the run's start (t0); `msgs`/`bytes` are acknowledged (producers) or received
 (consumers) in that second, `sent` what producers handed to the driver; `hist` is the encoded
 HdrHistogram of that second (publish latency for producers, end-to-end latency for consumers), `delay`
-the encoded publish-delay histogram of that second's sends (a producer with a rate schedule; else None).
+the encoded publish-delay histogram of that second's sends (a producer with a rate schedule; else None),
+`evidence` the worker's own stalls in that second and its client's tail figures (loadgen.selfwatch).
 Clocks: `time.time_ns` for timestamps that cross processes (the payload's send time), injected so tests
 can replace it.
 """
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
@@ -35,7 +37,7 @@ from typing import Any
 from drivers import api
 from loadgen import payload
 from loadgen.accounts import Clock, ProducerState
-from loadgen.channel import read_timing
+from loadgen.channel import read_step, read_timing
 from loadgen.recorder import new_histogram, record_ns
 from loadgen.ticker import Ticker
 from testbed import netns
@@ -105,8 +107,15 @@ def enter(task: WorkerTask) -> api.Driver:
 
 
 def run_producer(
-    task: WorkerTask, q: Queue[Any], timing: Any, go: Event, stop: Event, clock: Clock = time.time_ns
+    task: WorkerTask,
+    q: Queue[Any],
+    timing: Any,
+    go: Event,
+    stop: Event,
+    next_step: Any = None,
+    clock: Clock = time.time_ns,
 ) -> None:
+    """`next_step`: a steered run's shared next rate step (loadgen.channel.Channel.next_step), read once a second."""
     try:
         drv = enter(task)
         prod = drv.create_counting_producer(task.topic, task.overrides) if task.count_acks else None
@@ -114,7 +123,7 @@ def run_producer(
         prod = prod or drv.create_producer(task.topic, task.overrides)
         q.put(("ready", "producer", task.wid))
         go.wait()
-        _produce(task, read_timing(timing), prod, q, stop, clock, counting)
+        _produce(task, read_timing(timing), prod, q, stop, clock, counting, next_step)
         drv.close()
     except BaseException:
         q.put(("error", "producer", task.wid, traceback.format_exc(limit=8)))
@@ -141,6 +150,7 @@ def _produce(
     stop: Event,
     clock: Clock,
     counting: bool = False,
+    next_step: Any = None,
 ) -> None:
     t0, end = timing["t0_ns"], timing["produce_end_ns"]
     st = ProducerState(timing, clock)
@@ -165,6 +175,7 @@ def _produce(
     # a counting producer's callbacks are its failures only: nothing to time, so serve them less often
     poll_every, full_wait = (POLL_EVERY_NS * 10 if counting else POLL_EVERY_NS), FULL_WAIT_S
     steps = sorted((int(s), float(r)) for s, r in task.steps)
+    step_version = 0  # the last next_step taken from a steered run's coordinator
     interval = 1e9 / (steps[0][1] if steps else task.rate) if (steps or task.rate > 0) else 0.0
     base_t, base_seq, step_i = t0, 0, 0  # the current step's start and first sequence number
     key_mode, parts = task.key_mode, max(1, task.partitions)
@@ -189,6 +200,12 @@ def _produce(
             next_tick = tick.next_at
             if stop.is_set():
                 break
+            if next_step is not None and steps:
+                version, at, rate = read_step(next_step)
+                if version != step_version:
+                    step_version = version
+                    del steps[max(step_i + 1, bisect.bisect_left(steps, (at, 0.0))) :]  # a later decision wins
+                    steps.append((at, rate))
             while step_i + 1 < len(steps) and now >= t0 + steps[step_i + 1][0] * 1_000_000_000:
                 step_i += 1
                 base_t, base_seq = t0 + steps[step_i][0] * 1_000_000_000, seq

@@ -10,17 +10,11 @@
               interval; it is recommended only when the interval lies above 0 and the effect is at least
               `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
 
-A sustainable rate is read off its ramp's grid: the highest step that held, the next one (12 % higher by
-default) missed, so the rate lies somewhere in that step. Repeats of one configuration share their probe and
-so their grid, and land on the same step with almost no spread (CI, shaped testbed: buffer.memory 32 -> 64 MiB
-measured +0.71 MB/s, 95 % CI 0.53-0.89, sd 0.04, one step at 5.9 MB/s). Every difference between sustainable
-rates is therefore widened by the ramp's resolution (`resolution`, stats.quantized_difference): a difference
-within one step is no measurable effect.
-
-A sustainable-rate repeat of a configuration whose first repeat measured its max rate skips the max-rate
-probe and ramps under that rate (the probe places the ramp; it is not the figure): such a repeat costs one
-run. A search trial's probe is not reused (it may have run on colder JVMs), nor one whose ramp held to its
-top step (too low a bound).
+Every repeat is an independent measurement: its own max-rate probe, its own search (loadgen.search), so no two
+repeats share a grid of rates and the spread of the repeats is the between-run noise. A search ends when the highest
+rate held and the lowest missed are within `search.resolution` of each other, so a sustainable rate is known to
+that resolution only; every difference between sustainable rates is widened by it (`resolution`,
+stats.quantized_difference): a difference within it is no measurable effect.
 
 Within a round, configurations that share their restart-only keys run together, so a round changes
 restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about 3 minutes
@@ -58,8 +52,6 @@ class Phases(Protocol):
     def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
 
     def _out_of_time(self) -> bool: ...
-
-    def known_probe(self, cfg: Mapping[str, Any]) -> float | None: ...
 
 
 def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -106,8 +98,6 @@ def repeat(
         trial = st.ask()
         if storage.claim(st, trial, key):
             extra: dict[str, Any] = {"confirms": key, "repeat": r}
-            if (u := sw.known_probe(cfg)) is not None:
-                extra["probe_msg_s"] = u
             sw._measure(st, trial, phase, cfg, extra)
     return measured(st)
 
@@ -159,9 +149,9 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
 
 
 def resolution(spec: Spec) -> float:
-    """The relative step of the grid the objective's values lie on: the ramp's (sustainable_mb_s), 0 for a
-    max rate (not quantized)."""
-    return spec.ramp.stepped().ratio - 1 if spec.sustainable else 0.0
+    """How closely the objective's values are known: the search's resolution (sustainable_mb_s), 0 for a max rate
+    (not quantized)."""
+    return spec.search.resolution if spec.sustainable else 0.0
 
 
 def summary(runs: Mapping[str, list[dict[str, Any]]], step: float = 0.0) -> dict[str, Any]:
@@ -201,8 +191,8 @@ def summary(runs: Mapping[str, list[dict[str, Any]]], step: float = 0.0) -> dict
         "chosen": ok[0]["label"] if ok else None,
         "resolution": {
             "step": step,
-            "how": f"a sustainable rate lies within one ramp step ({step:.0%}) above the step that held: "
-            "differences between configurations are widened by it"
+            "how": f"a sustainable rate is known to the search's resolution ({step:.0%}): differences between "
+            "configurations are widened by it"
             if step
             else "max rates: not quantized",
         },
@@ -287,7 +277,7 @@ def effects(
                 row["why"] = ""
             elif not d.excludes(0) and stats.difference(ref, vals).excludes(0):
                 row["why"] = (
-                    f"within the ramp's resolution (one step, {step:.0%} of the rate): the sustainable rates "
+                    f"within the search's resolution ({step:.0%} of the rate): the sustainable rates "
                     "differ by less than a step can tell, no measurable effect"
                 )
             elif d.excludes(0) and d.estimate < 0:

@@ -108,7 +108,6 @@ class Sweep:
         self.trials_run = 0
         self.trial_dirs: list[Path] = []  # this invocation's, for the breakdown of its wall clock (sweeps.timing)
         self.restarts = 0
-        self._probes: dict[tuple[tuple[str, str], ...], float] = {}  # configuration -> its max rate (msg/s)
 
     # ---- helpers -----------------------------------------------------------------------------------
     def _study(self, suffix: str, stage: Stage | None = None) -> Any:
@@ -149,7 +148,8 @@ class Sweep:
         self.trials_run += 1
         self.trial_dirs.append(rec)
         self.restarts += out.restarts
-        self._remember_probe(trial, cfg, out, extra)
+        if out.probe_msg_s:
+            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
         self.measured_s += out.measure_s if out.ok else 0.0
         trial.set_user_attr("restarts", out.restarts)
         if out.rate_msg_s is not None:
@@ -169,27 +169,6 @@ class Sweep:
                 self._heal(out.fail_reason or "")
         self.view.trial_finished(label, trial.number, out, self.target.ceiling_mb_s)
         return out
-
-    def _remember_probe(self, trial: Any, cfg: space.Config, out: Outcome, extra: Mapping[str, Any]) -> None:
-        """A repeat's own max-rate probe places the later repeats' ramps (on the same warm cluster), unless
-        its ramp held to the top: then that rate was too low a bound, and the next repeat probes again."""
-        key = confirm.canonical(cfg)
-        if not extra.get("repeat") or not out.probe_msg_s:
-            return
-        if out.at_top:
-            self._probes.pop(key, None)
-        elif not extra.get("probe_msg_s"):  # measured here, not reused
-            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
-            self._probes[key] = out.probe_msg_s
-
-    def known_probe(self, cfg: Mapping[str, Any]) -> float | None:
-        """The max rate (msg/s) a confirmation or ablation repeat measured for `cfg` (resumed sweeps too)."""
-        if not self._probes:
-            for name in ("confirm", "ablate"):
-                for t in self._study(name).get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-                    if t.user_attrs.get("probe_msg_s"):
-                        self._probes[confirm.canonical(t.user_attrs["config"])] = t.user_attrs["probe_msg_s"]
-        return self._probes.get(confirm.canonical(cfg))
 
     def _heal(self, why: str) -> None:
         self.view.note(f"trial failed ({why}); healing the cluster")
@@ -336,7 +315,7 @@ class Sweep:
             "objective": s.objective,
             "objectives": s.objectives,
             "slo": s.slo.model_dump() if s.sustainable else None,
-            "ramp": s.ramp.model_dump() if s.sustainable else None,
+            "search": s.search.model_dump() if s.sustainable else None,
             "ceiling_mb_s": ceiling,
             "baselines": baselines,
             "stages": stages,

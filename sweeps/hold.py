@@ -86,7 +86,7 @@ def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int
     start = start_rate(chosen, confirmation_ramps(sw.run_dir, chosen), spec.slo.judged().scaled(spec.hold.headroom))
     if not (spec.sustainable and spec.hold.tries) or start is None:
         return None
-    r = spec.ramp
+    r = spec.search
     down = 1 - spec.hold.step
     st = sw._study("hold")
     storage.recover_interrupted(st)

@@ -103,3 +103,40 @@ def constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dict
         if g > limit:
             why.append(f"{label} {g:.1f} ms > {limit:g} ms")
     return vals, why
+
+
+def or_inf(ms: float | None) -> float:
+    """A latency objective for the sampler: not measured counts as the worst (the record keeps None)."""
+    return float("inf") if ms is None else float(ms)
+
+
+def objective_values(s: Mapping[str, Any], wins: list[float]) -> dict[str, float]:
+    """A max-rate run's objectives from its summary `s` and its windows' rates (MB/s)."""
+    return {
+        "throughput_mb_s": statistics.fmean(wins),
+        "p99_publish_ms": or_inf(s["publish_latency_ms"].get("p99")),
+        "p99_e2e_ms": or_inf(s["end_to_end_latency_ms"].get("p99")),
+    }
+
+
+def measured(
+    s: Mapping[str, Any], wins: list[float], values: Mapping[str, float], acks: str, ceiling: float | None
+) -> dict[str, Any]:
+    """What a trial record keeps of its max-rate run (`measured`): the objectives (None: not measured), the windows,
+    the ceiling and the share of it, losses, broker rates and the run's warnings."""
+    mean = statistics.fmean(wins)
+    return {
+        **{k: (None if v == float("inf") else v) for k, v in values.items()},
+        "windows_mb_s": wins,
+        "mean_mb_s": mean,
+        "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
+        "ceiling_mb_s": ceiling,
+        "fraction_of_ceiling": (mean / ceiling) if ceiling else None,
+        "p999_e2e_ms": s["end_to_end_latency_ms"].get("p99.9"),
+        "lost": s["lost"],
+        "loss_checked": acks != "0",
+        "duplicated": s["duplicated"],
+        "broker_rates": s["broker_rates"],
+        "client_bound": s["client_bound"],
+        "warnings": s["warnings"],
+    }

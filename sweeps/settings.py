@@ -1,4 +1,4 @@
-"""How a sweep measures and judges: the spec's measurement, constraints, SLO, ramp, confirmation, ablation,
+"""How a sweep measures and judges: the spec's measurement, constraints, SLO, search, confirmation, ablation,
 operating-point and budget sections (sweeps.spec puts them together; every error names the field and what is
 allowed)."""
 
@@ -22,7 +22,7 @@ class Measurement(_Model):
     # After a rolling restart the brokers' JIT is cold again: load them until their compilers are quiet
     # (loadgen.warmup.JitWatch; about 85 s on the testbed), for this long at the most (0: no warm-up).
     restart_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 180
-    # A run whose window found a broker's JIT still compiling (loadgen.result.JIT_BUSY_CORES) measured the compiler:
+    # A run whose window found a broker's JIT still compiling (loadgen.brokerside.JIT_BUSY_CORES) measured the compiler:
     # the trial is measured again after loading the brokers until their compilers are quiet, for this long at the
     # most (sweeps.trial, at most MAX_ATTEMPTS runs: the last is kept, with its warning). 0: keep the first run.
     jit_warmup_s: Annotated[float, Field(ge=0, le=3600)] = 120
@@ -56,25 +56,33 @@ class Slo(_Model):
         return sustainable.Slo(self.p99_e2e_ms, self.p99_publish_ms)
 
 
-class RampSpec(_Model):
-    """The sustainable-rate search (loadgen.sustainable.Ramp): after the max-rate measurement, one run stepping
-    from low× to high× its rate, step_s seconds a step."""
+class SearchSpec(_Model):
+    """The sustainable-rate search (loadgen.search): after the trial's max-rate measurement, which is its probe, one
+    steered run that brackets, bisects and confirms the highest rate held within the SLO, each step judged on its own
+    seconds (`min_step_s` to `max_step_s`, decided early when its figures are clear of the SLO)."""
 
     warmup_s: Annotated[int, Field(ge=0, le=600)] = 3
-    step_s: Annotated[int, Field(ge=1, le=600)] = 3
-    low: Annotated[float, Field(gt=0, le=1)] = 0.5
-    high: Annotated[float, Field(gt=0, le=3)] = 1.1
-    steps: Annotated[int, Field(ge=2, le=40)] = 8
+    start: Annotated[float, Field(gt=0, le=2)] = 0.7
+    grow: Annotated[float, Field(gt=1, le=4)] = 1.25
+    cap: Annotated[float, Field(gt=0, le=4)] = 1.3
+    resolution: Annotated[float, Field(gt=0, le=1)] = 0.06
+    min_step_s: Annotated[int, Field(ge=2, le=600)] = 5
+    max_step_s: Annotated[int, Field(ge=2, le=3600)] = 30
+    early_hold: Annotated[float, Field(gt=0, le=1)] = 0.6
+    early_miss: Annotated[float, Field(ge=1, le=100)] = 1.6
+    max_steps: Annotated[int, Field(ge=2, le=40)] = 12
 
     @model_validator(mode="after")
-    def _span(self) -> RampSpec:
-        if self.low >= self.high:
-            raise ValueError(f"low ({self.low:g}) must be below high ({self.high:g})")
+    def _span(self) -> SearchSpec:
+        if self.min_step_s > self.max_step_s:
+            raise ValueError(f"min_step_s ({self.min_step_s}) must not exceed max_step_s ({self.max_step_s})")
+        if self.start > self.cap:
+            raise ValueError(f"start ({self.start:g}) must not exceed cap ({self.cap:g})")
         return self
 
-    def stepped(self) -> sustainable.Ramp:
-        """The ramp as loadgen.sustainable runs it (no probe of its own: the trial's max-rate run is one)."""
-        return sustainable.Ramp(self.warmup_s, 0, self.step_s, self.low, self.high, self.steps)
+    def how(self) -> sustainable.Search:
+        """The search as loadgen.search runs it (no probe of its own: the trial's max-rate run is one)."""
+        return sustainable.Search(probe_s=0, **self.model_dump())
 
 
 class Confirm(_Model):
@@ -97,7 +105,7 @@ class Ablate(_Model):
 
 class Hold(_Model):
     """The operating point (sustainable_mb_s only): the recommended configuration run at one fixed rate for
-    `run_s` seconds, starting at the highest ramp step every confirmation repeat held within `headroom` (at
+    `run_s` seconds, starting at the highest search step every confirmation repeat held within `headroom` (at
     most the lowest rate they held) and going `step` lower after each miss, at most `tries` runs (0: no
     operating point). A run holds when its p99s are within `headroom`
     times the SLO: the p99 of one rate moves between runs (benchmarks/p99_between_runs.py), and the rate an

@@ -18,7 +18,7 @@ catalogue's legal ranges and the cross-key rules.
         trials: 8
     objectives: [sustainable_mb_s]     # the default; or throughput_mb_s (max rate); + p99_publish_ms / p99_e2e_ms
     slo: {p99_e2e_ms: 100}             # what "sustainable" holds (loadgen.sustainable)
-    ramp: {warmup_s: 3, step_s: 3, low: 0.5, high: 1.1, steps: 8}
+    search: {min_step_s: 5, max_step_s: 30, start: 0.7, resolution: 0.06}
     confirm: {top: 1, repeats: 3}      # the best of each stage and the baselines, re-measured interleaved
     ablate: {repeats: 3}               # each changed key put back alone, interleaved with the recommended
     hold: {run_s: 30, tries: 4, headroom: 0.6, step: 0.06}   # the operating point: one fixed rate, within
@@ -44,7 +44,7 @@ from core.files import read_yaml
 from faults.spec import Fault
 from faults.spec import parse as parse_fault
 from loadgen.workload import Workload, load_workload, parse_workload
-from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, RampSpec, Slo
+from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, SearchSpec, Slo
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
@@ -170,7 +170,7 @@ class Spec(_Params):
         list[Literal["sustainable_mb_s", "throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)
     ] = ["sustainable_mb_s"]
     slo: Slo = Field(default_factory=Slo)
-    ramp: RampSpec = Field(default_factory=RampSpec)
+    search: SearchSpec = Field(default_factory=SearchSpec)
     confirm: Confirm = Field(default_factory=Confirm)
     ablate: Ablate = Field(default_factory=Ablate)
     hold: Hold = Field(default_factory=Hold)
@@ -187,6 +187,12 @@ class Spec(_Params):
     @model_validator(mode="before")
     @classmethod
     def _renamed(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "ramp" in data:
+            raise ValueError(
+                "ramp: replaced by search: {min_step_s, max_step_s, start, grow, resolution, …} (the sustainable "
+                "rate is now bracketed, bisected and confirmed in one run, each step judged on its own seconds: "
+                "docs/design.md)"
+            )
         if isinstance(data, dict) and "confirm_top" in data:
             raise ValueError(
                 f"confirm_top: replaced by confirm: {{top: {data['confirm_top']}, repeats: 3}} (the best of each "
@@ -294,7 +300,7 @@ def _fault_checks(spec: Spec, source: str) -> None:
     if not spec.cluster.is_testbed:
         raise UserError(f"{source}: faults: injected on the testbed only (kafkatune starts and stops its brokers)")
     if spec.objective != "throughput_mb_s":
-        raise UserError(f"{source}: faults: with objectives [throughput_mb_s] (a fault inside a ramp's steps "
+        raise UserError(f"{source}: faults: with objectives [throughput_mb_s] (a fault inside a search's steps "
                         "would decide which step holds)")  # fmt: skip
     m = spec.measurement
     for f in faults:

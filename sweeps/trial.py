@@ -2,15 +2,14 @@
 
 apply configs (broker: dynamic per broker id, restart-only by rolling restart) -> read them back ->
 fresh topic -> warm-up -> k measurement windows at max rate -> stop, drain -> acknowledged == consumed ->
-delete the topic -> (objective sustainable_mb_s: the ramp, loadgen.sustainable, from the max rate just
-measured) -> write the record. The record (`trial.json`, schema_version) sits next to the max-rate run's
-files (`result.json`, `samples.parquet`, `broker_metrics.parquet`) in `runs/<study>/trials/<id>/`; the
-ramp run's are in its `ramp/` folder.
+delete the topic -> (objective sustainable_mb_s: the search, loadgen.search, under the max rate just
+measured: every trial and every repeat probes for itself) -> write the record. The record (`trial.json`,
+schema_version) sits next to the max-rate run's files (`result.json`, `samples.parquet`,
+`broker_metrics.parquet`) in `runs/<study>/trials/<id>/`; the search run's are in its `ramp/` folder.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,15 +19,25 @@ from typing import Any
 from brokerconf import catalogue
 from faults.disturbed import disturbances
 from faults.inject import Injector
+from loadgen import brokerside, runner, search, sustainable
 from loadgen import result as res
-from loadgen import runner, sustainable
 from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, warm_up
+from loadgen.workload import Workload
 from records.run import write_run
 from records.trial import TrialRecord, write_trial
 from sweeps import space
-from sweeps.protocol import MB, constraints, trial_workload, warmup_curve, window_rates
+from sweeps.protocol import (
+    MB,
+    constraints,
+    measured,
+    objective_values,
+    or_inf,
+    trial_workload,
+    warmup_curve,
+    window_rates,
+)
 from sweeps.spec import Spec
 from sweeps.target import SweepTarget
 
@@ -49,8 +58,8 @@ class Outcome:
     fail_reason: str | None = None
     measure_s: float = 0.0
     total_s: float = 0.0
-    probe_msg_s: float | None = None  # the max rate the ramp was placed under (measured, or reused)
-    at_top: bool = False  # the ramp's highest step held: that max rate was too low to bound it
+    probe_msg_s: float | None = None  # the max rate the search ran under (the trial's own max-rate run)
+    at_top: bool = False  # the search held at its cap: that max rate was too low to bound it
     no_rate_held: str | None = None  # why the sustainable rate is not a figure (the sampler is told 0.0)
     rate_msg_s: float | None = None  # the sustainable rate's step (msg/s), or the operating-point run's rate
     record: TrialRecord | None = None
@@ -114,7 +123,7 @@ def run_trial(
 
 # A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
 # shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
-# the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.result.jit_busy), after
+# the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.brokerside.jit_busy), after
 # a warm-up with its own producer settings until the compilers are quiet (measurement.jit_warmup_s; 0: not
 # measured again); when the last attempt still finds them compiling, it is kept, with its warning. The record
 # keeps each attempt set aside, its events and figures, under `disturbed` or `jit_busy`.
@@ -134,9 +143,6 @@ class _Trial:
         say: Callable[[str], None],
     ) -> None:
         self.spec, self.target, self.cfg, self.out_dir, self.say = spec, target, cfg, out_dir, say
-        # a repeat of a configuration whose max rate this study measured already: its ramp goes under that
-        # rate, without a probe of its own (sweeps.confirm)
-        self.known_probe: float | None = meta.get("probe_msg_s") if spec.sustainable else None
         self.hold_msg_s: float | None = meta.get("hold_msg_s")  # an operating-point run (sweeps.hold)
         self.t_start = time.monotonic()
         self.groups = space.split(cfg)
@@ -150,7 +156,7 @@ class _Trial:
         }
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
-        self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.result.jit_busy)
+        self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.brokerside.jit_busy)
         self.stopped_at: int | None = None  # the window's second a JitBusyWatch stopped the attempt's run at
         self.last_attempt = False  # the current attempt is the last: it stands whatever the JIT did
 
@@ -165,8 +171,12 @@ class _Trial:
 
     def set_aside(self, attempt: int, why: str) -> dict[str, Any]:
         """Keep an attempt's events and figures in the record under `why`; they feed nothing else."""
-        entry = {"attempt": attempt, "events": list(self.disturbed) if why == "disturbed" else [self.jit_busy],
-                 "values": dict(self.outcome.values), "measured": self.record.get("measured")}  # fmt: skip
+        entry = {
+            "attempt": attempt,
+            "events": list(self.disturbed) if why == "disturbed" else [self.jit_busy],
+            "values": dict(self.outcome.values),
+            "measured": self.record.get("measured"),
+        }
         if self.stopped_at is not None:  # its windows' figures cover this much of them only
             entry["stopped_at_s"] = self.stopped_at
         self.record.setdefault(why, []).append(entry)
@@ -175,8 +185,15 @@ class _Trial:
     def warm_up(self, cap_s: float, *, own_load: bool = False) -> dict[str, Any]:
         """Load the brokers until their JIT is quiet, `cap_s` at the most (loadgen.warmup); `own_load`: as the trial."""
         t, shapes = self.target, (dict(self.workload.producerConfig),) if own_load else SHAPES
-        return warm_up(t.bootstrap, cap_s, placements=t.placements, say=self.say, common=t.common,
-                       metrics_urls=t.metrics_urls, shapes=shapes)  # fmt: skip
+        return warm_up(
+            t.bootstrap,
+            cap_s,
+            placements=t.placements,
+            say=self.say,
+            common=t.common,
+            metrics_urls=t.metrics_urls,
+            shapes=shapes,
+        )
 
     def rerun(self) -> None:
         restarts = self.outcome.restarts
@@ -185,13 +202,25 @@ class _Trial:
         for k in ("measured", "phases_s", "probe_msg_s", "faults"):
             self.record.pop(k, None)
 
+    def _run(self, w: Workload, on_tick: runner.View | None, **kw: Any) -> RawRun:
+        """One run of `w` on the target (loadgen.runner), quietly."""
+        t = self.target
+        common = {"bootstrap.servers": t.bootstrap, **t.common}
+        return runner.run(
+            w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None, **kw
+        )
+
+    def _build(self, raw: RawRun) -> res.RunRecord:
+        """A run's record, with its tail budget against the spec's SLO (loadgen.tail)."""
+        return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, self.spec.slo.p99_e2e_ms)
+
     def _check_disturbed(self, rec: res.RunRecord) -> None:
         """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
         whether their compilers were still busy in it."""
         rows = rec.brokers.to_pylist()
         self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
-        if not self.jit_busy and (busy := res.jit_busy(rows)):
-            self.jit_busy = res.jit_busy_words(busy)
+        if not self.jit_busy and (busy := brokerside.jit_busy(rows)):
+            self.jit_busy = brokerside.jit_busy_words(busy)
 
     def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)
@@ -214,26 +243,13 @@ class _Trial:
         if self.hold_msg_s is not None:
             self._hold(self.hold_msg_s, on_tick)
             return
-        if self.known_probe is None:
-            raw = self._max_rate(on_tick)
-            if not (self.spec.sustainable and self.outcome.ok) or self.stopped_at is not None:
-                return
-            u, where = sustainable.probe_rate(raw), self.out_dir / "ramp"
-        else:  # the ramp is the trial's only run: its record is the trial's
-            u, where = self.known_probe, self.out_dir
-            self.record["phases_s"] = {}
-            self.record["measured"] = {"throughput_mb_s": None, "windows_mb_s": [], "mean_mb_s": None,
-                                       "stdev_mb_s": None, "probe": "reused"}  # fmt: skip
-        self.phase = "sustainable-rate ramp"
+        raw = self._max_rate(on_tick)
+        if not (self.spec.sustainable and self.outcome.ok) or self.stopped_at is not None:
+            return
+        self.phase = "sustainable-rate search"
+        u = sustainable.probe_rate(raw)
         self.outcome.probe_msg_s = self.record["probe_msg_s"] = u
-        self._ramp(u, where, on_tick)
-        if self.known_probe is not None and self.outcome.at_top:
-            # the reused max rate bounded nothing: the highest step held. A bound is not a measurement:
-            # probe this configuration again and ramp under its own max rate.
-            self.say(f"the ramp under the known max rate {u:,.0f} msg/s held to its top: probing again")
-            self.known_probe = None
-            self.record.pop("measured", None)
-            self.measure(on_tick)
+        self._search(u, self.out_dir / "ramp", on_tick)
 
     def _max_rate(self, on_tick: Callable[[RawRun, Tick], None] | None) -> RawRun:
         self.phase = "run"
@@ -246,27 +262,19 @@ class _Trial:
         # attempt, jit_warmup_s 0, planned faults
         watch = JitBusyWatch() if inj is None and t.metrics_urls and m.jit_warmup_s and not self.last_attempt else None
         try:
-            raw = runner.run(
-                w,
-                {"bootstrap.servers": t.bootstrap, **t.common},
-                placements=t.placements,
-                metrics_urls=t.metrics_urls,
-                on_tick=on_tick if inj is None else runner.chain(on_tick, inj.on_tick),
-                say=lambda m: None,
-                stop_when=watch,
-            )
+            raw = self._run(w, on_tick if inj is None else runner.chain(on_tick, inj.on_tick), stop_when=watch)
         finally:
             if inj is not None:
                 self.record["faults"] = inj.finish()
         t_build = time.monotonic()
-        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        rec = self._build(raw)
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
         else:
             rec.result["faults"] = self.record["faults"]
         if watch is not None and raw.stopped_early_at is not None:
             self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
-            self.jit_busy = self.jit_busy or res.jit_busy_words(watch.busy)
+            self.jit_busy = self.jit_busy or brokerside.jit_busy_words(watch.busy)
         write_run(self.out_dir, rec)
         self.record["phases_s"] = {
             **raw.phases_s,
@@ -279,34 +287,33 @@ class _Trial:
         self.record["measured"]["warmup_curve"] = warmup_curve(raw)
         return raw
 
-    def _ramp(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
-        """The sustainable rate: a ramp up to just above the max rate `u` (msg/s), loadgen.sustainable."""
+    def _search(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
+        """The sustainable rate: a search under the max rate `u` (msg/s) this trial just measured, loadgen.search."""
         t, s, out = self.target, self.spec, self.outcome
-        r = s.ramp
-        ramp, slo = r.stepped(), s.slo.judged()
-        t_ramp = time.monotonic()
-        ramped = sustainable.ramp_run(self.workload, {"bootstrap.servers": t.bootstrap, **t.common}, u, ramp, slo,
-                                      placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick,
-                                      say=lambda m: None)  # fmt: skip
-        if said := ramped.went_below(u):
-            self.say(said)
-        found = sustainable.conclude(
-            Sustainable(slo, ramp, self.workload.messageSize, u, u * self.workload.messageSize / MB), ramped
+        how, slo = s.search.how(), s.slo.judged()
+        t_search = time.monotonic()
+        raw, sr = search.search_run(
+            self.workload,
+            {"bootstrap.servers": t.bootstrap, **t.common},
+            u,
+            how,
+            slo,
+            placements=t.placements,
+            metrics_urls=t.metrics_urls,
+            on_tick=on_tick,
+            say=lambda m: None,
         )
-        found.ramp_s = time.monotonic() - t_ramp
-        lost, acks = 0, str(self.cfg.get("acks", "all"))
-        for raw in ramped.runs:  # the ramp above (none of its steps held) first, then the answer's
-            rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
-            self._check_disturbed(rec)
-            write_run(where if raw is ramped.raw else where / "ramp-above", rec)
-            lost += rec.summary["lost"] if acks != "0" else 0
-            if raw is ramped.raw and self.known_probe is not None:
-                # no max-rate run: the ramp run alone says whether the trial worked
-                out.ok = rec.summary["acknowledged"] > 0
-                out.fail_reason = None if out.ok else f"nothing acknowledged: {rec.summary['publish_error_samples']}"
-        held = next(
-            (st for st in found.steps if found.rate_msg_s is not None and st.rate_msg_s == found.rate_msg_s), None
+        found = search.conclude(
+            Sustainable(slo, how, self.workload.messageSize, u, u * self.workload.messageSize / MB), sr
         )
+        found.ramp_s = time.monotonic() - t_search
+        for said in found.remeasured:
+            self.say(f"re-measured: {said}")
+        rec = self._build(raw)
+        self._check_disturbed(rec)
+        write_run(where, rec)
+        lost = rec.summary["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
+        held = found.steps[-1] if found.rate_msg_s is not None else None  # the confirming step
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
         out.rate_msg_s = found.rate_msg_s
         out.at_top = found.at_top
@@ -314,27 +321,25 @@ class _Trial:
         if out.no_rate_held:  # infeasible: the samplers steer away, a confirmation repeat makes it ineligible
             out.constraints["slo"] = 1.0
             out.violations.append(f"no rate held within the SLO: {found.note}")
-        out.values["p99_e2e_ms"] = _or_inf(held.p99_e2e_ms if held else None)
-        out.values["p99_publish_ms"] = _or_inf(held.p99_publish_ms if held else None)
+        out.values["p99_e2e_ms"] = or_inf(held.p99_e2e_ms if held else None)
+        out.values["p99_publish_ms"] = or_inf(held.p99_publish_ms if held else None)
         if (over := lost - self.spec.constraints.max_lost) > 0:
             out.constraints["lost"] = max(out.constraints.get("lost", 0.0), float(over))
-            out.violations.append(f"ramp run: lost {lost} > {self.spec.constraints.max_lost}")
+            out.violations.append(f"search run: lost {lost} > {self.spec.constraints.max_lost}")
         self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
-        n_steps, n_runs = len(found.steps) + len(found.missed_above), len(ramped.runs)
-        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=n_runs * r.warmup_s,
-                                       ramp_windows=n_steps * r.step_s)  # fmt: skip
-        out.measure_s += n_runs * r.warmup_s + n_steps * r.step_s
+        judged = sum(len(st.judged_s) for st in found.steps)
+        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=float(how.warmup_s), ramp_windows=float(judged))
+        out.measure_s += how.warmup_s + judged
 
     def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
-        """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a ramp step on all of them,
+        """One run at the fixed `rate` (msg/s) for hold.run_s seconds, judged like a search step on all of them,
         against the SLO times hold.headroom."""
         self.phase = "operating-point run"
-        t, s, out = self.target, self.spec, self.outcome
-        w = sustainable.timed_workload(self.workload, rate, s.ramp.warmup_s, s.hold.run_s)
+        s, out = self.spec, self.outcome
+        w = sustainable.timed_workload(self.workload, rate, s.search.warmup_s, s.hold.run_s)
         t_run = time.monotonic()
-        raw = runner.run(w, {"bootstrap.servers": t.bootstrap, **t.common}, placements=t.placements,
-                         metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)  # fmt: skip
-        rec = res.build(raw, t.profile, {"client": "confluent-kafka"})
+        raw = self._run(w, on_tick)
+        rec = self._build(raw)
         self._check_disturbed(rec)
         write_run(self.out_dir, rec)
         sm = rec.summary
@@ -348,52 +353,48 @@ class _Trial:
         out.ok = sm["acknowledged"] > 0
         out.fail_reason = None if out.ok else f"nothing acknowledged: {sm['publish_error_samples']}"
         out.rate_msg_s, out.measure_s = rate, float(s.hold.run_s)
-        out.values = {"sustainable_mb_s": 0.0 if why else sm["consume_mb_s"], "p99_e2e_ms": _or_inf(e2e),
-                      "p99_publish_ms": _or_inf(pub)}  # fmt: skip
+        out.values = {
+            "sustainable_mb_s": 0.0 if why else sm["consume_mb_s"],
+            "p99_e2e_ms": or_inf(e2e),
+            "p99_publish_ms": or_inf(pub),
+        }
         if why:
             out.no_rate_held, out.constraints["slo"] = f"{rate:,.0f} msg/s did not hold: {why}", 1.0
             out.violations.append(out.no_rate_held)
-        hold = {"rate_msg_s": rate, "held": not why, "why": why, "run_s": sm["window_s"], "warmup_s": sm["warmup_s"],
-                "consume_msg_s": sm["consume_msg_s"], "consume_mb_s": sm["consume_mb_s"], "p99_e2e_ms": e2e,
-                "p99_publish_ms": pub, "lost": lost}  # fmt: skip
-        self.record["phases_s"] = {**raw.phases_s, "run": time.monotonic() - t_run, "warmup": float(s.ramp.warmup_s),
-                                   "windows": float(s.hold.run_s)}  # fmt: skip
-        self.record["measured"] = {"sustainable_mb_s": None if why else sm["consume_mb_s"], "throughput_mb_s": None,
-                                   "windows_mb_s": [], "hold": hold}  # fmt: skip
+        hold = {
+            "rate_msg_s": rate,
+            "held": not why,
+            "why": why,
+            "run_s": sm["window_s"],
+            "warmup_s": sm["warmup_s"],
+            "consume_msg_s": sm["consume_msg_s"],
+            "consume_mb_s": sm["consume_mb_s"],
+            "p99_e2e_ms": e2e,
+            "p99_publish_ms": pub,
+            "lost": lost,
+        }
+        self.record["phases_s"] = {
+            **raw.phases_s,
+            "run": time.monotonic() - t_run,
+            "warmup": float(s.search.warmup_s),
+            "windows": float(s.hold.run_s),
+        }
+        self.record["measured"] = {
+            "sustainable_mb_s": None if why else sm["consume_mb_s"],
+            "throughput_mb_s": None,
+            "windows_mb_s": [],
+            "hold": hold,
+        }
 
     def _judge(self, s: Mapping[str, Any], wins: list[float]) -> None:
-        """The objectives and constraints from the run's summary and its window rates."""
-        out, m, acks = self.outcome, self.spec.measurement, str(self.cfg.get("acks", "all"))
+        """The objectives and constraints from the run's summary and its window rates (sweeps.protocol)."""
+        out, acks = self.outcome, str(self.cfg.get("acks", "all"))
         out.windows_mb_s = wins
-        out.values = {
-            "throughput_mb_s": statistics.fmean(wins),
-            "p99_publish_ms": _or_inf(s["publish_latency_ms"].get("p99")),
-            "p99_e2e_ms": _or_inf(s["end_to_end_latency_ms"].get("p99")),
-        }
+        out.values = objective_values(s, wins)
         out.constraints, out.violations = constraints(self.spec, s, acks)
-        out.measure_s = m.window_s * m.windows
+        out.measure_s = self.spec.measurement.window_s * self.spec.measurement.windows
         out.ok = s["acknowledged"] > 0
         if not out.ok:
             out.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
-        ceiling = self.target.ceiling_mb_s
-        self.record["measured"] = {
-            **{k: (None if v == float("inf") else v) for k, v in out.values.items()},  # not measured: None
-            "windows_mb_s": wins,
-            "mean_mb_s": statistics.fmean(wins),
-            "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
-            "ceiling_mb_s": ceiling,
-            "fraction_of_ceiling": (statistics.fmean(wins) / ceiling) if ceiling else None,
-            "p999_e2e_ms": s["end_to_end_latency_ms"].get("p99.9"),
-            "lost": s["lost"],
-            "loss_checked": acks != "0",
-            "duplicated": s["duplicated"],
-            "broker_rates": s["broker_rates"],
-            "client_bound": s["client_bound"],
-            "warnings": s["warnings"],
-        }
+        self.record["measured"] = measured(s, wins, out.values, acks, self.target.ceiling_mb_s)
         self.record["constraints"] = {"values": out.constraints, "violated": out.violations}
-
-
-def _or_inf(ms: float | None) -> float:
-    """A latency objective for the sampler: not measured counts as the worst (the record keeps None)."""
-    return float("inf") if ms is None else float(ms)

@@ -1,5 +1,6 @@
-"""The arithmetic of the judgement, on data whose answer is known: intervals, the ramp's verdict per step,
-and what a run says when it has no latency sample. (The same logic on real clusters: tests/test_shaped.py.)"""
+"""The arithmetic of the judgement, on data whose answer is known: intervals, a run's verdict against the SLO,
+and what a run says when it has no latency sample. (The search's own: tests/loadgen/test_search.py; the same logic on
+real clusters: tests/test_shaped.py.)"""
 
 from __future__ import annotations
 
@@ -10,20 +11,9 @@ import pytest
 
 from advisor.verdict import operating_lines
 from core import stats
-from loadgen import recorder
 from loadgen.result import build
-from loadgen.runner import RawRun, Tick
-from loadgen.sustainable import (
-    Ramp,
-    Ramped,
-    Slo,
-    Sustainable,
-    answer,
-    conclude,
-    judge_run,
-    judge_steps,
-    schedule,
-)
+from loadgen.runner import RawRun
+from loadgen.sustainable import Slo, judge_run
 from loadgen.workload import parse_workload
 from sweeps import confirm, space, timing
 from sweeps.hold import start_rate
@@ -45,10 +35,10 @@ def test_difference_beyond_and_within_noise() -> None:
     assert not near.excludes(0) and near.low is not None and near.low < 0 < near.high  # type: ignore[operator]
 
 
-def test_a_difference_of_one_ramp_step_is_within_the_resolution() -> None:
-    """Sustainable rates read off one grid (repeats share their probe): one step apart with no spread. Welch
-    alone calls that an effect; widened by the step (12 %), the interval includes 0. Several steps apart
-    stays an effect."""
+def test_a_difference_within_the_resolution_is_no_effect() -> None:
+    """Sustainable rates known to a search's resolution (12 % here), one resolution apart with little spread. Welch
+    alone calls that an effect; widened by the resolution, the interval includes 0. Several apart stays an
+    effect."""
     one_step = [5.9, 5.9, 5.95], [6.6, 6.6, 6.65]
     assert stats.difference(one_step[1], one_step[0]).excludes(0)
     q = stats.quantized_difference(one_step[1], one_step[0], 0.119)
@@ -58,7 +48,7 @@ def test_a_difference_of_one_ramp_step_is_within_the_resolution() -> None:
     assert stats.quantized_difference(one_step[1], one_step[0], 0.0) == stats.difference(one_step[1], one_step[0])
 
 
-def test_an_ablation_within_one_ramp_step_is_no_effect_and_says_why() -> None:
+def test_an_ablation_within_the_search_resolution_is_no_effect_and_says_why() -> None:
     from sweeps.spec import parse_spec
 
     base = {"name": "res", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
@@ -71,7 +61,7 @@ def test_an_ablation_within_one_ramp_step_is_no_effect_and_says_why() -> None:
 
     measured = runs({confirm.RECOMMENDED: [6.6, 6.6, 6.65], "without:buffer.memory": [5.9, 5.9, 5.95],
                      "without:partitions": [1.9, 1.9, 1.95]})  # fmt: skip
-    sus = parse_spec({**base, "objectives": ["sustainable_mb_s"]})
+    sus = parse_spec({**base, "objectives": ["sustainable_mb_s"], "search": {"resolution": 0.119}})
     got = {e["key"]: e for e in confirm.effects(sus, cfg, measured)}
     assert got["partitions"]["beyond_noise"] and not got["buffer.memory"]["beyond_noise"]
     mem = got["buffer.memory"]
@@ -88,7 +78,8 @@ def test_an_ablation_counts_the_confirmation_repeats_of_the_recommended_configur
     from sweeps.spec import parse_spec
 
     base = {"name": "pool", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1},
-            "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1}  # fmt: skip
+            "plan": "joint", "params": {"partitions": {"choices": [6]}}, "trials": 1,
+            "search": {"resolution": 0.1192}}  # that sweep's ramp step: (1.1 / 0.5) ** (1 / 7)  # fmt: skip
     spec = parse_spec(base)
     cfg = {"partitions": 6, "buffer.memory": 67108864}
 
@@ -131,77 +122,6 @@ def test_pooled_sd_weights_groups_by_their_degrees_of_freedom() -> None:
     assert df == 3 and sd == pytest.approx(want)
 
 
-def _ramp_run(rates: list[float], p99_ms: list[float], kept: float = 1.0) -> tuple[RawRun, list[int]]:
-    """A ramp run of one producer and one consumer, where step i ran at rates[i] with p99 e2e p99_ms[i]."""
-    w = parse_workload({"name": "r", "producerRate": rates[0], "warmupDurationMinutes": 2 / 60,
-                        "testDurationMinutes": 2 * len(rates) / 60})  # fmt: skip
-    ramp = Ramp(warmup_s=2, step_s=2, steps=len(rates))
-    sched, starts = schedule(w, 1000.0, ramp)
-    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0, schedule=tuple(sched))
-    for start, rate, p99 in zip(starts, rates, p99_ms, strict=True):
-        for s in (start, start + 1):
-            h = recorder.new_histogram()
-            for _ in range(97):
-                recorder.record_ns(h, 1_000_000)
-            for _ in range(3):
-                recorder.record_ns(h, int(p99 * 1e6))  # the top 3 %: the second's p99
-            n = int(rate * kept)
-            raw.ticks.append(Tick("producer", 0, s, n, n * 1024, 0, h.encode(), 0.0, 0.0, 0, n))
-            raw.ticks.append(Tick("consumer", 0, s, n, n * 1024, 0, h.encode(), 0.0, 0.0, 0, 0))
-    return raw, starts
-
-
-def test_the_ramp_answers_the_highest_step_held_before_two_misses() -> None:
-    rates = [500.0, 600.0, 700.0, 800.0, 900.0, 1000.0]
-    raw, starts = _ramp_run(rates, [5, 5, 150, 5, 500, 900])
-    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
-    assert [s.held for s in steps] == [True, True, False, True, False, False]
-    assert "p99 end-to-end" in steps[2].why and "> 100 ms" in steps[2].why
-    best, read, ended = answer(steps)
-    assert best is not None and best.rate_msg_s == 800 and read == 6 and ended  # one miss alone does not end it
-    assert answer(steps[:3]) == (steps[1], 3, False)
-    found = conclude(Sustainable(Slo(), Ramp(steps=6), 1024, 1100, 1.1), Ramped(raw, steps, Ramp(steps=6)))
-    assert found.rate_msg_s == 800 and found.mb_s == pytest.approx(800 * 1024 / 1e6) and not found.at_top
-
-
-def test_misses_before_any_step_held_do_not_end_the_ramp() -> None:
-    rates = [500.0, 600.0, 700.0, 800.0, 900.0, 1000.0]
-    raw, starts = _ramp_run(rates, [540, 320, 180, 5, 200, 300])  # the first seconds' spikes, then the limit
-    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
-    best, read, ended = answer(steps)
-    assert best is not None and best.rate_msg_s == 800 and read == 6 and ended
-
-
-def test_a_step_the_producers_could_not_keep_does_not_hold() -> None:
-    rates = [500.0, 600.0]
-    raw, starts = _ramp_run(rates, [5, 5], kept=0.9)  # 10 % of the schedule never sent
-    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
-    assert not any(s.held for s in steps) and "fell behind the schedule" in steps[0].why
-    found = conclude(Sustainable(Slo(), Ramp(steps=2), 1024, 700, 0.7), Ramped(raw, steps, Ramp(steps=2)))
-    assert found.rate_msg_s is None and found.mb_s is None and "below 500 msg/s" in found.note
-
-
-def test_a_ramp_none_of_whose_steps_held_goes_below_it_and_its_top_is_bounded_by_the_ramp_above() -> None:
-    ramp = Ramp(low=0.6, high=1.1, steps=6)
-    lower = ramp.below()  # the next 6 steps down, at the same ratio
-    assert lower.steps == 6 and lower.ratio == pytest.approx(ramp.ratio)
-    assert lower.high * ramp.ratio == pytest.approx(ramp.low) and lower.low == pytest.approx(0.6 / ramp.ratio**6)
-    assert Ramp(low=0.8, high=0.8, steps=1).below().high == pytest.approx(0.4)  # one step: half of it
-    above_raw, above_starts = _ramp_run([600.0, 700.0], [500, 500])
-    above = judge_steps(above_raw, above_starts, [600.0, 700.0], 2, Slo(p99_e2e_ms=100))
-    rates = [400.0, 500.0]
-    raw, starts = _ramp_run(rates, [5, 5])  # the lower ramp's every step held: its top is bounded all the same
-    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
-    r2 = Ramp(steps=2)
-    found = conclude(Sustainable(Slo(), r2, 1024, 1000, 1.0), Ramped(raw, steps, r2.below(), above_raw, above))
-    assert found.rate_msg_s == 500 and not found.at_top and "ramp above" in found.note
-    assert found.ramp == r2.below() and [s.rate_msg_s for s in found.missed_above] == [600, 700]
-    raw, starts = _ramp_run(rates, [500, 500])  # nothing held in either
-    steps = judge_steps(raw, starts, rates, 2, Slo(p99_e2e_ms=100))
-    found = conclude(Sustainable(Slo(), r2, 1024, 1000, 1.0), Ramped(raw, steps, r2.below(), above_raw, above))
-    assert found.rate_msg_s is None and "no step held in two ramps" in found.note and "below 400 msg/s" in found.note
-
-
 def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
     w = parse_workload({"name": "u", "testDurationMinutes": 0.05})
     raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
@@ -226,10 +146,10 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     # with headroom: 80 ms holds a 100-ms SLO but not 70 % of it (hold.headroom)
     assert judge_run(ran, 1000, Slo().scaled(0.7)) == "p99 end-to-end 80.0 ms > 70 ms"
     assert Slo(p99_e2e_ms=None, p99_publish_ms=50).scaled(0.5) == Slo(p99_e2e_ms=None, p99_publish_ms=25)
-    # the start: the lowest rate any confirmation repeat held; a miss goes one ramp step (12 %) lower
+    # the start: the lowest rate any confirmation repeat held
     assert start_rate({"rates_msg_s": [7608.0, 6800.0, 7608.0]}) == 6800.0
     assert start_rate({"rates_msg_s": [7608.0, None]}) is None
-    # lower when every repeat's ramp held a step within the headroom: the highest such step all of them held
+    # lower when every repeat's search held a step within the headroom: the highest such step all of them held
     # (the shaped testbed's repeats, rate and p99 e2e of each step)
     ramps = [
         [(6303, True, 29), (7115, True, 53), (8032, False, 121)],
@@ -244,7 +164,6 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     assert start_rate({"rates_msg_s": [6000.0] * 4}, steps, Slo().scaled(0.6)) == 6000.0  # never above the lowest
     steps[2][0]["p99_e2e_ms"] = 61.0  # one repeat without a step within the headroom: the lowest rate held
     assert start_rate({"rates_msg_s": [7115.0] * 4}, steps, Slo().scaled(0.6)) == 7115.0
-    assert 1 / Ramp(low=0.5, high=1.1, steps=8).ratio == pytest.approx((0.5 / 1.1) ** (1 / 7))
     op = {"held": True, "rate_msg_s": 6072.0, "mb_s": 6.2, "p99_e2e_ms": 71.5, "p99_publish_ms": None, "run_s": 10,
           "headroom": 0.7,
           "tries": [{"rate_msg_s": 6800.0, "held": False, "why": "p99 end-to-end 117.0 ms > 100 ms"},

@@ -1,0 +1,98 @@
+"""What one run leaves before it is aggregated: every worker's per-second ticks, their final reports, the broker and
+host samples, and the run's time line (loadgen.runner makes it, loadgen.result turns it into the record).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.hoststats import HostSample
+from cluster.metrics import BrokerSample
+from loadgen.workload import Workload
+
+
+def phase_of(second: int, warmup_s: float, test_s: float) -> str:
+    """The phase of whole second `second` of a run: only seconds wholly inside the window are measured."""
+    if second < math.ceil(warmup_s):
+        return "warmup"
+    if second + 1 <= warmup_s + test_s + 1e-9:
+        return "measure"
+    return "drain"
+
+
+def measured_seconds(warmup_s: float, test_s: float) -> int:
+    return sum(1 for s in range(math.ceil(warmup_s + test_s) + 1) if phase_of(s, warmup_s, test_s) == "measure")
+
+
+@dataclass
+class Tick:
+    role: str
+    wid: int
+    second: int
+    msgs: int
+    nbytes: int
+    errors: int
+    hist: bytes | None
+    thread_cpu_s: float
+    process_cpu_s: float
+    buffer_full: int
+    sent: int
+    delay: bytes | None = None  # the second's publish-delay histogram (a producer with a rate schedule)
+    # the worker's own stall evidence for the second (loadgen.selfwatch: Python GC, CPU wait, loop gaps) and its
+    # client's tail statistics (ticker.TAIL_STATS), ms
+    evidence: dict[str, float] | None = None
+
+
+@dataclass
+class RawRun:
+    """What the workers and the broker sampler reported, before any aggregation."""
+
+    workload: Workload
+    topics: list[str]
+    timing: dict[str, int]
+    started_wall_ns: int
+    ticks: list[Tick] = field(default_factory=list)
+    producers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    consumers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    broker_samples: list[BrokerSample] = field(default_factory=list)
+    # this machine each second when the brokers run on it (the testbed): CPU, brokers' CPU wait, shaped links
+    host_samples: list[HostSample] = field(default_factory=list)
+    drain_s: float = 0.0
+    machine_cpu_percent: float | None = None
+    consumer_assignment_wait_s: float = 0.0
+    # (role, id) -> where the worker ran: its network namespace, a remote client host, or None (here)
+    worker_hosts: dict[tuple[str, int], str | None] = field(default_factory=dict)
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall time of set-up and clean-up steps
+    # a rate schedule's (second from t0, msg/s for the whole workload) steps, and the second the run's
+    # `stop_when` ended it early (None: it ran its course)
+    schedule: tuple[tuple[int, float], ...] = ()
+    stopped_early_at: int | None = None
+    # a backlog run (loadgen.backlog) decides its measured phase's length as it goes; its parts are in `backlog`
+    measured_s: float | None = None
+    backlog: dict[str, Any] | None = None
+
+    @property
+    def test_s(self) -> float:
+        """The measured phase's length: the workload's, or what a backlog run took."""
+        return self.measured_s if self.measured_s is not None else self.workload.test_seconds
+
+
+View = Callable[[RawRun, Tick], None]
+# Sets a steered run's rate: from whole second `second` (from t0) on, `msg_s` for the whole workload.
+Publish = Callable[[int, float], None]
+# Asked after every tick of a steered run (loadgen.search): may publish the next rate; True ends the producers.
+Steer = Callable[[RawRun, Publish], bool]
+
+
+def chain(*views: View | None) -> View:
+    """One on_tick hook that calls each of `views` (None ones skipped) in turn."""
+    live = [v for v in views if v is not None]
+
+    def tick(raw: RawRun, t: Tick) -> None:
+        for v in live:
+            v(raw, t)
+
+    return tick

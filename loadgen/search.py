@@ -1,0 +1,293 @@
+"""The sustainable rate, searched for in one steered run: bracket, bisect, confirm just below the knee.
+
+    probe    a short max-rate run of the search's own: the upper bound U (acknowledged msg/s). Every search probes:
+             a repeat never takes another's probe, so no two repeats share a grid of rates.
+    bracket  the first step at `start`×U; a step that held puts the next one `grow`× higher, one that missed
+             `grow`× lower, until one step held and a higher one missed (at most `cap`×U: a rate above the maximum
+             cannot keep its schedule, so a step held there ends the search, `at_top`).
+    bisect   the geometric middle of the highest rate that held and the lowest that missed, until they are within
+             `resolution` of each other.
+    confirm  the highest rate that held runs once more, as a step of its own: it is the answer only when it holds
+             again. When it misses, the rate did not hold on re-measurement: it becomes the lowest miss, that is
+             said (`remeasured`), and the search goes on below it.
+    a step   is judged on its own seconds, after it settled (the first second, and after a missed step until the
+             consumers have drained what it left behind). Its figures are cumulative over its judged seconds and
+             it is decided as soon as they are clear: after at least `min_step_s` judged seconds, and enough for
+             TAIL_SAMPLES latencies beyond the SLO's percentile at its rate (so the percentile is estimated from its
+             tail, not from one second), it holds early when every p99 is within `early_hold` of the SLO and misses
+             early when one is beyond `early_miss` of it or a send failed; otherwise it runs `max_step_s` judged
+             seconds. A step near the knee therefore runs longest, because a short window's p99 is mostly chance:
+             between the windows of one fixed-rate run, a p99 over a few seconds spreads several times as widely as
+             one over half a minute (benchmarks/step_length.py, benchmarks/results/step_length.json).
+
+The rules a step is held by are loadgen.sustainable's (schedule kept, consumers keeping up, no failed send, each p99
+the SLO names within it; latency from the intended send time). OpenMessaging Benchmark's `producerRate: 0` asks the
+same question with a rate controller; Conduktor's fork of it documents this bracket-bisect-confirm approach.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hdrh.histogram import HdrHistogram
+
+from cluster.target import Placement
+from loadgen import recorder, runner
+from loadgen.runner import RawRun
+from loadgen.sustainable import MB, Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
+from loadgen.workload import Workload
+
+# At most this many seconds after a missed step are spent waiting for the consumers to catch up before judging.
+MAX_SETTLE_S = 10
+# The next rate starts this many seconds after the last second the coordinator has every tick of (a second's ticks
+# arrive just after it ends; remote workers get the step relayed over SSH).
+LEAD_S = 2
+
+
+@dataclass
+class _Open:
+    """The step being measured: its rate, first second, and what its judged seconds added up to so far."""
+
+    rate: float
+    start_s: int
+    phase: str
+    judged_from: int | None = None  # the first judged second (None: still settling)
+    judged: list[int] = field(default_factory=list)
+    sent: int = 0
+    received: int = 0
+    errors: int = 0
+    nbytes: int = 0
+    e2e: HdrHistogram = field(default_factory=recorder.new_histogram)
+    pub: HdrHistogram = field(default_factory=recorder.new_histogram)
+
+
+class Searcher:
+    """The search as a runner `Steer`: after every tick it judges the open step over the seconds every worker has
+    reported, decides it when its figures are clear, and publishes the next rate; True once the answer is known."""
+
+    def __init__(self, w: Workload, probe_msg_s: float, search: Search, slo: Slo, say: Callable[[str], None]) -> None:
+        self.w, self.u, self.s, self.slo, self.say = w, probe_msg_s, search, slo, say
+        self.n_prod = w.topics * w.producersPerTopic
+        self.n_cons = w.topics * w.subscriptionsPerTopic * w.consumerPerSubscription
+        self.steps: list[Step] = []
+        self.remeasured: list[str] = []
+        self.answer: Step | None = None
+        self.at_top = False
+        self.done = False
+        self.first = max(1.0, search.start * probe_msg_s)
+        self.open = _Open(self.first, round(w.warmup_seconds), "bracket")
+        self._seen = 0  # ticks of raw.ticks already counted
+        self._count: dict[tuple[str, int], int] = {}
+        self._by_second: dict[int, list[runner.Tick]] = {}
+        self._next_second = 0  # the first second not yet complete
+        self._sent_total = self._received_total = 0
+        self._sent_before = 0  # sent before the open step began: received in full once what it left has drained
+
+    # ---- the runner's side ----------------------------------------------------------------------------------------
+    def __call__(self, raw: RawRun, publish: runner.Publish) -> bool:
+        for t in raw.ticks[self._seen :]:
+            self._count[(t.role, t.second)] = self._count.get((t.role, t.second), 0) + 1
+            self._by_second.setdefault(t.second, []).append(t)
+        self._seen = len(raw.ticks)
+        while not self.done and self._complete(self._next_second):
+            self._second(self._next_second, publish)
+            self._next_second += 1
+        return self.done
+
+    def _complete(self, s: int) -> bool:
+        return self._count.get(("producer", s), 0) >= self.n_prod and self._count.get(("consumer", s), 0) >= self.n_cons
+
+    def _second(self, s: int, publish: runner.Publish) -> None:
+        ticks = self._by_second.pop(s, [])
+        sent = sum(t.sent for t in ticks if t.role == "producer")
+        received = sum(t.msgs for t in ticks if t.role == "consumer")
+        self._sent_total += sent
+        self._received_total += received
+        o = self.open
+        if s < o.start_s:
+            return
+        if s == o.start_s:
+            self._sent_before = self._sent_total - sent
+        if o.judged_from is None:
+            owed = self._sent_before - self._received_total
+            if s == o.start_s or (owed > 0.05 * o.rate and s < o.start_s + MAX_SETTLE_S):
+                return  # the transition: the rate changes in this second, or the last step's backlog still drains
+            o.judged_from = s
+        o.judged.append(s)
+        o.sent += sent
+        o.received += received
+        o.errors += sum(t.errors for t in ticks if t.role == "producer")
+        o.nbytes += sum(t.nbytes for t in ticks if t.role == "consumer")
+        for t in ticks:
+            if t.hist:
+                (o.pub if t.role == "producer" else o.e2e).decode_and_add(t.hist)
+        st = self._decide(o)
+        if st is not None:
+            self._close(st, s, publish)
+
+    # ---- judging a step -------------------------------------------------------------------------------------------
+    def _figures(self, o: _Open) -> Step:
+        st = Step(o.rate, o.start_s, list(o.judged), sent=o.sent, received=o.received, errors=o.errors)
+        st.mb_s = o.nbytes / max(1, len(o.judged)) / MB
+        st.p99_e2e_ms = recorder.percentiles(o.e2e, [99])[0] / 1000 if o.e2e.get_total_count() else None
+        st.p99_publish_ms = recorder.percentiles(o.pub, [99])[0] / 1000 if o.pub.get_total_count() else None
+        st.phase = o.phase
+        return st
+
+    def _decide(self, o: _Open) -> Step | None:
+        """The step's verdict once its figures are clear (early) or its judged seconds are all in; None: go on."""
+        n, s = len(o.judged), self.s
+        st = self._figures(o)
+        scheduled = o.rate * n
+        st.why = why_not(st, scheduled, self.slo)
+        if n >= s.max_step_s:
+            st.held = not st.why
+            return st
+        if st.errors:
+            return st
+        if n < s.judged_at_least(o.rate):
+            return None
+        if not why_not(st, scheduled, self.slo.scaled(s.early_hold)):
+            st.held, st.early = True, True
+            return st
+        if far := why_not(st, scheduled, self.slo.scaled(s.early_miss)):
+            st.early = True
+            st.why = f"{far} ({s.early_miss:g}× the SLO: missed early)" if far.startswith("p99") else far
+            return st
+        return None
+
+    def _close(self, st: Step, s: int, publish: runner.Publish) -> None:
+        self.steps.append(st)
+        self.say(_step_words(st, len(self.steps)))
+        nxt, phase = self._next(st)
+        if nxt is None or len(self.steps) >= self.s.max_steps:
+            self.done = True
+            return
+        start = s + LEAD_S
+        publish(start, nxt)
+        self.open = _Open(nxt, start, phase)
+
+    # ---- where to go next -----------------------------------------------------------------------------------------
+    def _bounds(self) -> tuple[Step | None, Step | None]:
+        """The highest held step below the lowest missed one (its rate never since missed), and that missed one."""
+        missed = min((x for x in self.steps if not x.held), key=lambda x: x.rate_msg_s, default=None)
+        below = [x for x in self.steps if x.held and (missed is None or x.rate_msg_s < missed.rate_msg_s)]
+        below = [x for x in below if not any(not y.held and y.rate_msg_s == x.rate_msg_s for y in self.steps)]
+        return max(below, key=lambda x: x.rate_msg_s, default=None), missed
+
+    def _next(self, st: Step) -> tuple[float | None, str]:
+        """The next step's rate and phase; None: the search is over (`answer` set when a rate was confirmed)."""
+        s = self.s
+        if st.phase == "confirm":
+            if st.held:
+                self.answer = st
+                return None, ""
+            self.remeasured.append(
+                f"{st.rate_msg_s:,.0f} msg/s held, then missed when measured again ({st.why}): searching below it"
+            )
+        lo, hi = self._bounds()
+        if lo is None:  # nothing held below the lowest miss: bracket down
+            r = (hi.rate_msg_s if hi else self.first) / s.grow
+            return (r, "bracket") if r >= 1.0 and r >= self.u * 0.02 else (None, "")
+        if hi is None:  # nothing missed yet: bracket up, to the cap
+            if lo.rate_msg_s >= s.cap * self.u * 0.999:
+                self.at_top = True
+                return lo.rate_msg_s, "confirm"
+            return min(lo.rate_msg_s * s.grow, s.cap * self.u), "bracket"
+        if hi.rate_msg_s / lo.rate_msg_s <= 1 + s.resolution:
+            return lo.rate_msg_s, "confirm"
+        return math.sqrt(lo.rate_msg_s * hi.rate_msg_s), "bisect"
+
+
+def _step_words(st: Step, i: int) -> str:
+    how = f"{len(st.judged_s)} s{' (decided early)' if st.early else ''}"
+    p99 = f"p99 e2e {st.p99_e2e_ms:.1f} ms" if st.p99_e2e_ms is not None else "no end-to-end sample"
+    verdict = "held" if st.held else f"missed: {st.why}"
+    return f"step {i} ({st.phase}) {st.rate_msg_s:,.0f} msg/s, {how}: {st.mb_s:.2f} MB/s, {p99}, {verdict}"
+
+
+def search_run(
+    w: Workload,
+    common: Mapping[str, str],
+    probe_msg_s: float,
+    search: Search,
+    slo: Slo,
+    *,
+    placements: Sequence[Placement] = (None,),
+    metrics_urls: Mapping[int, str] | None = None,
+    on_tick: runner.View | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[RawRun, Searcher]:
+    """One steered run searching under the upper bound `probe_msg_s`: the run and the search's state."""
+    sr = Searcher(w, probe_msg_s, search, slo, say)
+    rw = timed_workload(w, sr.first, search.warmup_s, search.longest_run_s(MAX_SETTLE_S + LEAD_S + 1))
+    raw = runner.run(
+        rw,
+        common,
+        placements=placements,
+        metrics_urls=metrics_urls,
+        on_tick=on_tick,
+        say=say,
+        schedule=[(0, sr.first)],
+        steer=sr,
+    )
+    return raw, sr
+
+
+def conclude(found: Sustainable, sr: Searcher) -> Sustainable:
+    """The search's answer into `found`."""
+    found.steps, found.remeasured, found.at_top = list(sr.steps), list(sr.remeasured), sr.at_top
+    best = sr.answer
+    if best is None:
+        held = [x for x in sr.steps if x.held]
+        low = min((x.rate_msg_s for x in sr.steps), default=found.probe_msg_s * sr.s.start)
+        top = max((x.rate_msg_s for x in held), default=0.0)
+        found.note = (
+            f"no rate held twice in {len(sr.steps)} steps (the highest held once: {top:,.0f} msg/s)"
+            if held
+            else f"no step held: the sustainable rate is below {low:,.0f} msg/s "
+            f"({low * found.message_bytes / MB:.2f} MB/s), the lowest tried"
+        )
+        return found
+    found.rate_msg_s, found.mb_s = best.rate_msg_s, best.mb_s
+    _, hi = sr._bounds()
+    found.note = (
+        f"held at {sr.s.cap:g}× the max-rate probe, the highest the search tries"
+        if found.at_top
+        else f"held twice; {hi.rate_msg_s:,.0f} msg/s missed ({hi.rate_msg_s / best.rate_msg_s - 1:.0%} higher)"
+        if hi is not None
+        else "held twice"
+    )
+    return found
+
+
+def discover(
+    w: Workload,
+    common: Mapping[str, str],
+    slo: Slo,
+    search: Search,
+    *,
+    placements: Sequence[Placement] = (None,),
+    metrics_urls: Mapping[int, str] | None = None,
+    on_tick: runner.View | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[RawRun, RawRun | None, Sustainable]:
+    """Probe, then search: the probe run, the search run (None when the probe acknowledged nothing), the answer."""
+    t = time.monotonic()
+    pw = timed_workload(w, "max", search.warmup_s, search.probe_s)
+    probe = runner.run(pw, common, placements=placements, metrics_urls=metrics_urls, on_tick=on_tick, say=say)
+    u = probe_rate(probe)
+    found = Sustainable(slo, search, w.messageSize, u, u * w.messageSize / MB, probe_s=time.monotonic() - t)
+    say(f"probe at max rate: {u:,.0f} msg/s ({u * w.messageSize / MB:.2f} MB/s); first step at {search.start:g}× that")
+    if u <= 0:
+        found.note = "the probe acknowledged nothing: no rate to search under"
+        return probe, None, found
+    t = time.monotonic()
+    raw, sr = search_run(
+        w, common, u, search, slo, placements=placements, metrics_urls=metrics_urls, on_tick=on_tick, say=say
+    )
+    found.ramp_s = time.monotonic() - t
+    return probe, raw, conclude(found, sr)

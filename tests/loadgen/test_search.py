@@ -1,0 +1,149 @@
+"""The sustainable-rate search (loadgen.search) against a simulated cluster whose p99 at each rate is known: it
+brackets, bisects and confirms; decides a clear step early; re-measures a rate that held once and says so; and
+judges only a step's own settled seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from loadgen import recorder
+from loadgen.runner import RawRun, Tick
+from loadgen.search import LEAD_S, Searcher, conclude
+from loadgen.sustainable import Search, Slo, Sustainable
+from loadgen.workload import parse_workload
+
+P99 = Callable[[float, int], float]  # (rate, second) -> that second's p99 end-to-end, ms
+
+
+def _hist(p99_ms: float) -> bytes:
+    h = recorder.new_histogram()
+    for _ in range(97):
+        recorder.record_ns(h, 2_000_000)
+    for _ in range(3):
+        recorder.record_ns(h, int(p99_ms * 1e6))  # the top 3 %: the second's p99
+    return h.encode()
+
+
+def simulate(p99: P99, search: Search, u: float = 1000.0, *, lag: int = 0, seconds: int = 600) -> Searcher:
+    """Run a Searcher second by second against a cluster whose p99 is `p99`; the consumer receives `lag` seconds of
+    each step's messages late (a backlog to drain) after a missed step."""
+    w = parse_workload({"name": "s", "producerRate": 1, "warmupDurationMinutes": search.warmup_s / 60})
+    sr = Searcher(w, u, search, Slo(p99_e2e_ms=100), say=lambda m: None)
+    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    plan = [(0, sr.first)]
+
+    def publish(second: int, msg_s: float) -> None:
+        plan.append((second, msg_s))
+
+    owed = 0
+    for s in range(seconds):
+        rate = next(r for at, r in reversed(plan) if at <= s)
+        n = got = int(rate)
+        if lag and sr.steps and not sr.steps[-1].held and s < sr.steps[-1].judged_s[-1] + LEAD_S + lag:
+            got, owed = 0, owed + n  # after a miss, nothing arrives for a while: a backlog
+        elif owed:
+            got, owed = n + owed, 0
+        lat = _hist(p99(rate, s))
+        raw.ticks.append(Tick("producer", 0, s, n, n * 1024, 0, lat, 0.0, 0.0, 0, n))
+        raw.ticks.append(Tick("consumer", 0, s, got, got * 1024, 0, lat, 0.0, 0.0, 0, 0))
+        if sr(raw, publish):
+            return sr
+    raise AssertionError("the search never ended")
+
+
+def knee(k: float) -> P99:
+    """p99 = 100 ms at `k` msg/s, growing with the cube of the rate."""
+    return lambda rate, s: 100.0 * (rate / k) ** 3
+
+
+def test_it_brackets_bisects_and_confirms_just_below_the_knee() -> None:
+    s = Search(warmup_s=2, min_step_s=3, max_step_s=6)
+    sr = simulate(knee(800.0), s)
+    phases = [st.phase for st in sr.steps]
+    assert phases[0] == "bracket" and "bisect" in phases and phases[-1] == "confirm", phases
+    assert sr.answer is not None and sr.answer.held and sr.answer.phase == "confirm"
+    ans = sr.answer.rate_msg_s
+    assert ans <= 800 and 800 / ans <= (1 + s.resolution) ** 2, ans  # within the resolution of the knee
+    lo_missed = min(st.rate_msg_s for st in sr.steps if not st.held)
+    assert lo_missed / ans <= 1 + s.resolution  # the rate that missed just above it bounds it
+    found = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), sr)
+    assert found.rate_msg_s == ans and "held twice" in found.note and not found.remeasured
+
+
+def test_a_clear_step_is_decided_early_and_one_near_the_slo_runs_its_full_length() -> None:
+    s = Search(warmup_s=2, min_step_s=3, max_step_s=8)
+    sr = simulate(knee(800.0), s)
+    for st in sr.steps:
+        p = st.p99_e2e_ms or 0.0
+        if p <= s.early_hold * 100 or p > s.early_miss * 100:
+            assert st.early and len(st.judged_s) == s.judged_at_least(st.rate_msg_s), st
+        else:
+            assert not st.early and len(st.judged_s) == s.max_step_s, st
+
+
+def test_a_step_is_long_enough_for_its_percentiles_tail() -> None:
+    s = Search(min_step_s=5, max_step_s=30)
+    assert s.judged_at_least(10_000) == 5  # 100 latencies a second beyond the p99
+    assert s.judged_at_least(1_000) == 20  # 10 a second: 200 take 20 s
+    assert s.judged_at_least(100) == 30  # capped
+
+
+def test_a_rate_that_held_then_missed_is_measured_again_and_said_so() -> None:
+    s = Search(warmup_s=2, min_step_s=3, max_step_s=4, max_steps=30)
+    first: dict[float, int] = {}
+
+    def flaky(rate: float, sec: int) -> float:  # 650-1,000 msg/s hold the first time they run, then miss
+        if rate > 1000:
+            return 300.0
+        if rate < 650:
+            return 5.0
+        first.setdefault(rate, sec)
+        return 5.0 if sec - first[rate] < 6 else 300.0
+
+    sr = simulate(flaky, s)
+    assert sr.remeasured and "held, then missed when measured again" in sr.remeasured[0]
+    assert sr.answer is not None and sr.answer.rate_msg_s < 650  # the search went on below each of them
+    confirms = [st for st in sr.steps if st.phase == "confirm"]
+    assert len(confirms) == len(sr.remeasured) + 1 and not any(st.held for st in confirms[:-1])
+
+
+def test_only_a_steps_settled_seconds_are_judged() -> None:
+    s = Search(warmup_s=2, min_step_s=3, max_step_s=4)
+    sr = simulate(knee(800.0), s, lag=3)
+    for prev, st in zip(sr.steps, sr.steps[1:], strict=False):
+        assert st.judged_s[0] > st.start_s  # its first second is the transition
+        if not prev.held:  # after a miss, not until the consumers caught up
+            assert st.judged_s[0] >= st.start_s + 2, (prev, st)
+
+
+def test_no_rate_that_held_gives_no_answer_and_says_how_low_it_went() -> None:
+    s = Search(warmup_s=2, min_step_s=2, max_step_s=3, max_steps=4)
+    sr = simulate(lambda rate, sec: 500.0, s)
+    found = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), sr)
+    assert found.rate_msg_s is None and len(sr.steps) == 4 and "no step held" in found.note
+    assert all(not st.held for st in sr.steps)
+    assert [round(st.rate_msg_s) for st in sr.steps] == [round(700 / 1.25**i) for i in range(4)]
+
+
+def test_a_second_is_judged_only_once_every_worker_reported_it() -> None:
+    w = parse_workload({"name": "s", "producerRate": 1, "producersPerTopic": 2, "warmupDurationMinutes": 0})
+    sr = Searcher(w, 100_000.0, Search(warmup_s=0, min_step_s=2, max_step_s=3), Slo(), say=lambda m: None)
+    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    for sec in range(3):  # 70,000 msg/s, the first step (0.7 × the probe)
+        raw.ticks.append(Tick("producer", 0, sec, 35_000, 0, 0, _hist(5), 0.0, 0.0, 0, 35_000))
+        raw.ticks.append(Tick("consumer", 0, sec, 70_000, 0, 0, _hist(5), 0.0, 0.0, 0, 0))
+    assert not sr(raw, lambda s, r: None) and sr.open.judged == []  # producer 1 has not reported
+    for sec in range(3):
+        raw.ticks.append(Tick("producer", 1, sec, 35_000, 0, 0, _hist(5), 0.0, 0.0, 0, 35_000))
+    sr(raw, lambda s, r: None)
+    assert sr.steps and sr.steps[0].judged_s == [1, 2] and sr.steps[0].held
+
+
+@pytest.mark.parametrize("u", [1000.0, 12_000.0])
+def test_it_never_goes_above_its_cap(u: float) -> None:
+    s = Search(warmup_s=2, min_step_s=2, max_step_s=3)
+    sr = simulate(lambda rate, sec: 5.0, s, u=u)  # nothing is ever slow
+    assert sr.at_top and sr.answer is not None
+    assert max(st.rate_msg_s for st in sr.steps) == pytest.approx(s.cap * u)

@@ -53,6 +53,25 @@ def thread_times(pid: int | str, proc: Path = PROC) -> tuple[int, int] | None:
     return run, wait
 
 
+def task_times(pid: int | str, tid: int | str, proc: Path = PROC) -> tuple[int, int] | None:
+    """(on-CPU ns, runnable-but-waiting ns) of one thread of a process; None when it is gone."""
+    try:
+        fields = (proc / str(pid) / "task" / str(tid) / "schedstat").read_text().split()
+    except OSError:
+        return None
+    return int(fields[0]), int(fields[1])
+
+
+def cpu_pressure_us(proc: Path = PROC) -> int | None:
+    """Microseconds since boot in which some runnable task waited for a CPU (/proc/pressure/cpu, Linux PSI); None
+    without PSI."""
+    try:
+        first = (proc / "pressure" / "cpu").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    return int(first.rsplit("total=", 1)[1]) if first.startswith("some") and "total=" in first else None
+
+
 def cpu_busy_jiffies(proc: Path = PROC) -> tuple[int, int]:
     """(busy, total) jiffies of all CPUs since boot (/proc/stat's first line; idle and iowait are not busy)."""
     parts = (proc / "stat").read_text().splitlines()[0].split()[1:]
@@ -134,6 +153,7 @@ class HostSample:
 
     t_ns: int
     cpu: tuple[int, int]  # busy, total jiffies
+    pressure_us: int | None  # PSI: time some task waited for a CPU, since boot
     brokers: dict[int, tuple[int, int]]  # broker id -> (on-CPU ns, waiting ns)
     links: dict[str, tuple[int, int]]  # bridge-end dev -> (bytes its host sent, bytes its host received)
     queues: dict[str, dict[str, float]]  # bridge-end dev -> tbf rate and counters (the host's receive side)
@@ -160,7 +180,9 @@ class HostSampler:
         queues = tbf_queues() if self.links else {}
         self._devs = {d: q["rate"] for d, q in queues.items() if q["rate"] > 0}
         links = {d: b for d in queues if (b := _link_bytes(d)) is not None}
-        return HostSample(self.clock(), cpu_busy_jiffies(), brokers, links, queues, dict(peaks or {}))
+        return HostSample(
+            self.clock(), cpu_busy_jiffies(), cpu_pressure_us(), brokers, links, queues, dict(peaks or {})
+        )
 
     def start(self) -> HostSampler:
         self._thread = threading.Thread(target=self._loop, name="host-stats", daemon=True)
@@ -205,7 +227,8 @@ class HostSampler:
 
 
 def rows(samples: list[HostSample]) -> list[dict[str, Any]]:
-    """One row per interval: the machine's busy CPU share, each broker's cores on a CPU and waiting for one,
+    """One row per interval: the machine's busy CPU share and CPU pressure (the share of the interval some task
+    waited for a CPU), each broker's cores on a CPU and waiting for one,
     and per shaped link its utilisation each way (of its tbf rate) over the interval and in its fullest
     LINK_EVERY_S (`peak`), receive backlog (bytes) and the drops and throttled packets in the interval."""
     out: list[dict[str, Any]] = []
@@ -215,6 +238,8 @@ def rows(samples: list[HostSample]) -> list[dict[str, Any]]:
             continue
         busy, total = b.cpu[0] - a.cpu[0], b.cpu[1] - a.cpu[1]
         row: dict[str, Any] = {"t_ns": b.t_ns, "interval_s": dt, "cpu_busy": busy / total if total > 0 else None}
+        if a.pressure_us is not None and b.pressure_us is not None:  # the share of the interval some task waited
+            row["cpu_pressure"] = min(1.0, (b.pressure_us - a.pressure_us) / 1e6 / dt)
         for bid, (run, wait) in b.brokers.items():
             if bid in a.brokers and run >= a.brokers[bid][0]:  # a restarted broker's threads start again
                 row[f"broker{bid}_cpu"] = (run - a.brokers[bid][0]) / 1e9 / dt

@@ -19,6 +19,7 @@ from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core import fmt
 from core.fmt import num
+from loadgen import tail
 from records.analysis import rows
 
 
@@ -61,6 +62,8 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
             f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
             f"consume {b['consume_mb_s']:.2f} MB/s"
         )
+    if s.get("tail"):
+        lines += tail.words(s["tail"])
     lines += [f"WARNING: {w}" for w in s["warnings"]]
     lines.append(f"results: {d}/result.json")
     print("\n".join(lines), file=sys.stderr)
@@ -103,6 +106,8 @@ def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
         f"search run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}"
     )
+    if s.get("tail"):  # over the steps that held, or every step when none did (loadgen.sustainable.tail_seconds)
+        lines += tail.words(s["tail"])
     lines.append(f"results: {out}/result.json (the answer and its steps under `sustainable`)")
     print("\n".join(lines), file=sys.stderr)
 

@@ -113,7 +113,8 @@ def measure(
         "version": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
     }
-    rec = result.build(raw, t.profile, client, (slo or Slo()).p99_e2e_ms)
+    tail_s = found.tail_seconds() if found is not None else None
+    rec = result.build(raw, t.profile, client, (slo or Slo()).p99_e2e_ms, tail_s)
     rec.result["brokerConfig"] = brokers
     if seen is not None:
         rec.result["links"] = seen

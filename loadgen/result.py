@@ -10,6 +10,7 @@ host          one row per second of the brokers' machine, when it is this one (c
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -116,9 +117,11 @@ def build(
     profile: dict[str, Any] | None = None,
     driver_info: dict[str, Any] | None = None,
     slo_ms: float | None = None,
+    tail_seconds: Sequence[int] | None = None,
 ) -> RunRecord:
     """The run record of `raw`: `profile` is the cluster's (records.profile), `driver_info` the client's; with
-    `slo_ms` (a p99 end-to-end SLO) its summary carries the tail budget against it (loadgen.tail)."""
+    `slo_ms` (a p99 end-to-end SLO) its summary carries the tail budget against it (loadgen.tail) over
+    `tail_seconds` (default: the measure window; a search's: the seconds of its steps that held)."""
     w = raw.workload
     timed = payload.timed(w.messageSize)
     pub, delay, e2e = _histograms(raw, timed)
@@ -156,7 +159,7 @@ def build(
     measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
     doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
     if slo_ms is not None and timed:
-        result["summary"]["tail"] = tail.budget(raw, measured, slo_ms, broker_rows, hosts)
+        result["summary"]["tail"] = tail.budget(raw, tail_seconds or measured, slo_ms, broker_rows, hosts)
     host = pa.Table.from_pylist(hosts) if hosts else None
     return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
@@ -299,7 +302,7 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
 
 
 # A tick's evidence (loadgen.selfwatch, ticker.TAIL_STATS) kept as sample columns, ms (None: not measured).
-EVIDENCE = ("py_gc_ms", "py_gc_max_ms", "wait_ms", "loop_gap_ms", "queue_p99_ms", "rtt_p99_ms")
+EVIDENCE = ("py_gc_ms", "py_gc_max_ms", "wait_ms", "main_wait_ms", "loop_gap_ms", "queue_p99_ms", "rtt_p99_ms")
 
 
 def _delay_max(enc: bytes | None) -> float | None:

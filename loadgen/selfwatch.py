@@ -3,7 +3,8 @@ needs to tell the harness's own pauses from the cluster's.
 
 - Python's cyclic garbage collector stops the worker's loop while it runs (`gc.callbacks` time each pass);
 - the worker's threads (its loop and the client library's) can be ready to run and get no CPU: the time they
-  waited (`/proc/self/task/*/schedstat`, cluster.hoststats.thread_times);
+  waited (`/proc/self/task/*/schedstat`, cluster.hoststats.thread_times), and the loop's own thread's wait apart
+  (`main_wait_ms`): a loop stalled while it waited for a CPU was starved, not slow;
 - a consumer's loop can be away from `poll` (handling a batch, or descheduled): the longest such gap.
 
 Each is folded into the worker's tick once a second (`fold`), so every second of a run carries it.
@@ -13,10 +14,11 @@ from __future__ import annotations
 
 import gc
 import os
+import threading
 import time
 from typing import Any
 
-from cluster.hoststats import thread_times
+from cluster.hoststats import task_times, thread_times
 
 
 class SelfWatch:
@@ -28,6 +30,8 @@ class SelfWatch:
         self.gap_ns = 0  # the longest time outside the client's poll (consumers; 0: not measured)
         self._pid = os.getpid()
         self._sched = thread_times(self._pid)
+        self._tid = threading.get_native_id()  # the worker's loop: it folds the ticks
+        self._main = task_times(self._pid, self._tid)
         gc.callbacks.append(self._on_gc)
 
     def _on_gc(self, phase: str, _info: dict[str, Any]) -> None:
@@ -50,10 +54,12 @@ class SelfWatch:
         out = {"py_gc_ms": self.gc_ns / 1e6, "py_gc_max_ms": self.gc_max_ns / 1e6}
         if self.gap_ns:
             out["loop_gap_ms"] = self.gap_ns / 1e6
-        sched = thread_times(self._pid)
+        sched, main = thread_times(self._pid), task_times(self._pid, self._tid)
         if sched is not None and self._sched is not None:
             out["wait_ms"] = (sched[1] - self._sched[1]) / 1e6
-        self._sched = sched
+        if main is not None and self._main is not None:
+            out["main_wait_ms"] = (main[1] - self._main[1]) / 1e6
+        self._sched, self._main = sched, main
         self.gc_ns = self.gc_max_ns = self.gap_ns = 0
         return out
 

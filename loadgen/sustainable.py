@@ -111,6 +111,12 @@ class Sustainable:
     probe_s: float = 0.0  # wall time of the probe run and of the search run
     ramp_s: float = 0.0
 
+    def tail_seconds(self) -> list[int]:
+        """The seconds a tail budget reads: those of the steps that held (a missed step breaks the SLO by design);
+        every judged second when none held (then every one says why)."""
+        held = [s for st in self.steps if st.held for s in st.judged_s]
+        return held or [s for st in self.steps for s in st.judged_s]
+
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["slo"]["describe"] = self.slo.describe()

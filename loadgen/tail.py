@@ -6,11 +6,13 @@ an SLO earlier):
 
     broker_gc   a broker's stop-the-world GC pauses added up to ≥ STALL_SHARE of the SLO (JMX, per broker)
     broker_jit  a broker's JIT compilers took ≥ JIT_CORES of a core (a cluster still warming up)
-    cpu         the machine's CPUs were ≥ CPU_BUSY busy, or a broker's threads waited ≥ WAIT_CORES for one
-                (cluster.hoststats: only when the brokers run on this machine)
-    harness     the load generator's own stall: a send ≥ STALL_SHARE of the SLO late against its schedule while
-                its buffer was not full, a Python GC pause ≥ GC_SHARE of the SLO, or a consumer loop away from
-                poll ≥ STALL_SHARE of the SLO (loadgen.selfwatch)
+    cpu         the machine's CPUs were ≥ CPU_BUSY busy, some task waited for one ≥ PRESSURE of the second (Linux
+                PSI), a broker's threads waited ≥ WAIT_CORES for one (cluster.hoststats: only when the brokers run
+                on this machine), or a load worker's loop waited ≥ STALL_SHARE of the SLO for one
+    harness     the load generator's own stall, beyond the time its loop waited for a CPU (that is starvation): a
+                send ≥ STALL_SHARE of the SLO late against its schedule while its buffer was not full, a Python GC
+                pause ≥ GC_SHARE of the SLO, or a consumer loop away from poll ≥ STALL_SHARE of the SLO
+                (loadgen.selfwatch)
     link        a shaped link ran at ≥ LINK_PEAK of its rate for a tenth of a second, or dropped packets
     log_flush   a broker's log flushes took ≥ STALL_SHARE of the SLO
     isr         a partition's in-sync replicas shrank or grew
@@ -35,6 +37,7 @@ STALL_SHARE = 0.2  # a stall of a fifth of the SLO, on top of the usual latency,
 GC_SHARE = 0.1
 JIT_CORES = 0.25  # loadgen.brokerside.JIT_BUSY_CORES: a broker still warming up
 CPU_BUSY = 0.9
+PRESSURE = 0.5  # some task waited for a CPU half of the second
 WAIT_CORES = 0.5  # a broker's threads together waited half a second for a CPU in one second
 LINK_PEAK = 0.95
 
@@ -71,6 +74,8 @@ def _evidence(
     isr = {s: 1.0 + v for s, v in _max(broker_rows, ["isr_shrinks_per_s", "isr_expands_per_s"]).items() if v > 0}
     waits = [k for r in host_rows for k in r if k.endswith("_wait")]
     cpu = {s: v / CPU_BUSY for s, v in _max(host_rows, ["cpu_busy"]).items()}
+    for s, v in _max(host_rows, ["cpu_pressure"]).items():
+        cpu[s] = max(cpu.get(s, 0.0), v / PRESSURE)
     for s, v in _max(host_rows, sorted(set(waits))).items():
         cpu[s] = max(cpu.get(s, 0.0), v / WAIT_CORES)
     peaks = sorted({k for r in host_rows for k in r if "_peak_" in k})
@@ -82,9 +87,11 @@ def _evidence(
     harness: dict[int, float] = defaultdict(float)
     for t in raw.ticks:
         ev = t.evidence or {}
-        score = max(ev.get("py_gc_max_ms", 0.0) / (GC_SHARE * slo_ms), ev.get("loop_gap_ms", 0.0) / stall)
-        if t.role == "producer" and t.delay and not t.buffer_full:
-            score = max(score, recorder.merge([t.delay]).get_max_value() / 1000 / stall)
+        starved = ev.get("main_wait_ms", 0.0)
+        cpu[t.second] = max(cpu.get(t.second, 0.0), starved / stall)
+        late = recorder.merge([t.delay]).get_max_value() / 1000 if t.delay and not t.buffer_full else 0.0
+        own = max(ev.get("loop_gap_ms", 0.0), late) - starved
+        score = max(ev.get("py_gc_max_ms", 0.0) / (GC_SHARE * slo_ms), own / stall)
         harness[t.second] = max(harness[t.second], score)
     return {
         "broker_gc": gc,
@@ -203,3 +210,25 @@ def words(b: Mapping[str, Any]) -> list[str]:
             f"p99 {w['rtt_p99_ms']} ms, end-to-end p99 {w['e2e_p99_ms']} ms"
         )
     return lines
+
+
+def combine(budgets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several runs' budgets added up: their above-SLO seconds, each cause's primary seconds, the unexplained ones,
+    and the cause with most (None when none was named)."""
+    above, unexplained = 0, 0
+    primary: dict[str, int] = defaultdict(int)
+    for b in budgets:
+        above += b["above_slo"]
+        unexplained += b["unexplained"]["seconds"]
+        for c in b["causes"]:
+            primary[c["cause"]] += c["primary"]
+    top = max(primary, key=primary.__getitem__) if any(primary.values()) else None
+    return {
+        "runs": len(budgets),
+        "seconds": sum(b["seconds"] for b in budgets),
+        "above_slo_s": above,
+        "primary_s": dict(primary),
+        "unexplained_s": unexplained,
+        "cause": CAUSES[top] if top else None,
+        "cause_share": primary[top] / above if top and above else None,
+    }

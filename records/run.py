@@ -59,6 +59,14 @@ def read_result(run_dir: Path) -> dict[str, Any]:
     return files.read_json_object(run_dir / RESULT)
 
 
+def tail_budget(run_dir: Path) -> dict[str, Any] | None:
+    """The tail budget in a run's result.json (loadgen.tail), None when the run has none or no record."""
+    if not (run_dir / RESULT).exists():
+        return None
+    tail = (read_result(run_dir).get("summary") or {}).get("tail")
+    return tail if isinstance(tail, dict) else None
+
+
 def has_result(run_dir: Path) -> bool:
     return (run_dir / RESULT).exists()
 

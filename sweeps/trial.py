@@ -210,9 +210,9 @@ class _Trial:
             w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None, **kw
         )
 
-    def _build(self, raw: RawRun) -> res.RunRecord:
-        """A run's record, with its tail budget against the spec's SLO (loadgen.tail)."""
-        return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, self.spec.slo.p99_e2e_ms)
+    def _build(self, raw: RawRun, seconds: list[int] | None = None) -> res.RunRecord:
+        """A run's record, with its tail budget against the spec's SLO over `seconds` (loadgen.tail)."""
+        return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, self.spec.slo.p99_e2e_ms, seconds)
 
     def _check_disturbed(self, rec: res.RunRecord) -> None:
         """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
@@ -309,7 +309,7 @@ class _Trial:
         found.ramp_s = time.monotonic() - t_search
         for said in found.remeasured:
             self.say(f"re-measured: {said}")
-        rec = self._build(raw)
+        rec = self._build(raw, found.tail_seconds())
         self._check_disturbed(rec)
         write_run(where, rec)
         lost = rec.summary["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0

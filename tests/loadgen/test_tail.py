@@ -1,0 +1,67 @@
+"""The tail budget (loadgen.tail) on a run whose seconds' evidence is known: each second over the SLO is matched
+with the cause present in it or the second before, counted once for its primary cause; a loop stalled while it
+waited for a CPU is starvation, not the harness; base rates come from the seconds that held."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen import recorder
+from loadgen.runner import RawRun, Tick
+from loadgen.tail import budget, combine, words
+from loadgen.workload import parse_workload
+
+
+def _hist(p99_ms: float) -> bytes:
+    h = recorder.new_histogram()
+    for _ in range(97):
+        recorder.record_ns(h, 3_000_000)
+    for _ in range(3):
+        recorder.record_ns(h, int(p99_ms * 1e6))
+    return h.encode()
+
+
+def run(p99s: list[float], evidence: dict[int, dict[str, float]]) -> RawRun:
+    w = parse_workload({"name": "t", "producerRate": 1000})
+    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    for s, p in enumerate(p99s):
+        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, {}))
+        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(p), 0.0, 0.0, 0, 0, None, evidence.get(s, {})))
+    return raw
+
+
+def test_each_second_over_the_slo_is_given_its_primary_cause() -> None:
+    p99s = [20.0] * 12
+    p99s[2] = p99s[5] = p99s[8] = p99s[10] = 150.0
+    evidence = {
+        5: {"loop_gap_ms": 140.0, "main_wait_ms": 135.0},  # waited for a CPU: starved
+        8: {"loop_gap_ms": 60.0, "main_wait_ms": 1.0},
+    }  # its own stall: the harness
+    brokers: list[dict[str, Any]] = [
+        {"second": 1, "broker_id": 1, "gc_pause_s_per_s": 0.045},  # the second before 2
+        {"second": 6, "broker_id": 2, "gc_pause_s_per_s": 0.045},
+    ]  # a second that held
+    hosts: list[dict[str, Any]] = [{"second": s, "cpu_busy": 0.4, "cpu_pressure": 0.1} for s in range(12)]
+    b = budget(run(p99s, evidence), list(range(12)), 100.0, brokers, hosts)
+    assert b["seconds"] == 12 and b["above_slo"] == 4
+    by = {c["cause"]: c for c in b["causes"]}
+    assert by["broker_gc"]["primary"] == 1 and by["broker_gc"]["seconds"] == 1
+    assert by["cpu"]["primary"] == 1 and by["harness"]["primary"] == 1
+    assert b["unexplained"] == {"seconds": 1, "share": 0.25}  # second 10: nothing was there
+    assert sum(c["share"] for c in b["causes"]) + b["unexplained"]["share"] == 1.0
+    # a GC pause in a second that held counts against the cause's discrimination: its base rate
+    assert by["broker_gc"]["base_rate"] == 3 / 8  # seconds 1, 6 and 7 (each pause and the second after it)
+    assert [p["primary"] for p in b["per_second"]] == ["broker_gc", "cpu", "harness", None]
+    assert "link" in b["not_observed"] and "broker_jit" in b["not_observed"]
+    text = "\n".join(words(b))
+    assert "4 of 12 s above p99 end-to-end 100 ms" in text and "unexplained: 25% (1 s)" in text
+
+
+def test_a_run_that_held_throughout_has_an_empty_budget_and_budgets_add_up() -> None:
+    calm = budget(run([20.0] * 5, {}), list(range(5)), 100.0, [], [])
+    assert calm["above_slo"] == 0 and words(calm) == ["tail budget: 0 of 5 s above p99 end-to-end 100 ms"]
+    hot = budget(run([150.0] * 3, {1: {"main_wait_ms": 80.0}}), list(range(3)), 100.0, [], [])
+    c = combine([calm, hot, hot])
+    assert c["runs"] == 3 and c["seconds"] == 11 and c["above_slo_s"] == 6
+    assert c["primary_s"]["cpu"] == 4 and c["unexplained_s"] == 2  # seconds 1 and 2 of each hot run: 1 or its next
+    assert c["cause"] is not None and "CPU" in c["cause"] and c["cause_share"] == 4 / 6

@@ -7,6 +7,7 @@ Kafka's defaults is said to be so; a key whose effect is within noise is listed 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from advisor.recommendation import Recommendation
@@ -25,7 +26,7 @@ def objective_line(s: dict[str, Any]) -> str:
         return (
             "objective: the sustainable rate, the highest rate delivered within "
             + " and ".join(parts)
-            + " (a max-rate probe, then a ramp of fixed rates)"
+            + " (a max-rate probe, then a search of fixed rates: bracket, bisect, confirm)"
         )
     return "objective: max-rate throughput (consumer-confirmed MB/s at the producers' maximum; latency not bounded)"
 
@@ -80,17 +81,20 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
     step = (conf.get("resolution") or {}).get("step")
     if step:
         lines.append(
-            f"  differences' intervals include the ramp's resolution: a sustainable rate lies within one step "
-            f"({step:.0%}) above the step that held"
+            f"  differences' intervals include the search's resolution: a sustainable rate is known to within "
+            f"{step:.0%} (the highest rate held twice, the lowest missed just above it)"
         )
     return lines
 
 
 def operating_lines(s: dict[str, Any]) -> list[str]:
-    """The operating point (sweeps.hold): a rate the recommended configuration held in one run of its own."""
+    """The operating point (sweeps.hold): a rate picked from the fit of p99 against rate, held in a run of its own;
+    or why no rate holds reliably."""
     op = s.get("operating_point")
     if not op:
         return []
+    if op.get("not_load_driven"):
+        return [f"operating point: none: no rate holds the SLO reliably: {op['not_load_driven']}"]
     tried = "; ".join(f"{t['rate_msg_s']:,.0f} msg/s: {t.get('why') or 'held'}" for t in op["tries"] if t["rate_msg_s"])
     if not op["held"]:
         return [f"operating point: no fixed rate held in {len(op['tries'])} run(s) of {op['run_s']} s ({tried})"]
@@ -101,8 +105,15 @@ def operating_lines(s: dict[str, Any]) -> list[str]:
         + ", ".join(x for x in lat if x)
         + f" in one {op['run_s']}-s run at that fixed rate (n=1: a check, not an estimate)"
     ]
+    fit = op.get("fit")
+    if fit and op.get("predicted_p99_e2e_ms") is not None:
+        out.append(
+            f"  picked from p99 against rate over {fit['n']} search steps ({fit['low']:,.0f}-{fit['high']:,.0f} msg/s; "
+            f"p99 ∝ rate^{fit['b']:.2f}, between-run spread ×{math.exp(fit['sigma']):.2f}): predicted p99 "
+            f"{op['predicted_p99_e2e_ms']:.1f} ms there"
+        )
     if op.get("headroom", 1) < 1:
-        out.append(f"  judged against {op['headroom']:.0%} of the SLO: headroom for the p99's swing between runs")
+        out.append(f"  judged against {op['headroom']:.0%} of the SLO (hold.headroom)")
     if len(op["tries"]) > 1:
         out.append(f"  higher rates tried first: {tried}")
     return out

@@ -71,9 +71,9 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
             f"{spec.confirm.repeats} runs each, interleaved; then each changed key put back alone "
             f"({spec.ablate.repeats} runs each)"
             + (
-                f"; then the operating point: the recommended configuration at one fixed rate for "
-                f"{spec.hold.run_s} s within {spec.hold.headroom:.0%} of the SLO, {spec.hold.step:.0%} lower per "
-                f"miss (at most {spec.hold.tries} runs)"
+                f"; then the operating point: the rate whose p99, fitted against the rate over the confirmation's "
+                f"steps, is {spec.hold.z:g} between-run spreads within the SLO, checked in a {spec.hold.run_s}-s run "
+                f"at that fixed rate, {spec.hold.step:.0%} lower per miss (at most {spec.hold.tries} runs)"
                 if spec.sustainable and spec.hold.tries
                 else ""
             )

@@ -279,6 +279,11 @@ class Sweep:
         judged["not_ablated"] = blocked
         if (candidate := confirm.chosen(judged)) is not None:
             judged["operating_point"] = hold.operating_point(self, candidate, self.view.extend)
+        elif spec.sustainable and spec.hold.tries:  # no candidate held in every repeat: say why, from the tails
+            ids = [tid for c in judged["candidates"] for tid in c["trial_ids"]]
+            judged["operating_point"] = hold.refused(
+                "no configuration held a rate within the SLO in every repeat", hold.tail_causes(self.run_dir, ids)
+            )
         return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------

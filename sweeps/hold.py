@@ -1,74 +1,135 @@
-"""The operating point: a rate at which the recommended configuration holds its SLO, checked in a run of its own.
+"""The operating point: a rate at which the recommended configuration holds its SLO run after run, chosen from what
+was measured and checked in a run of its own.
 
-A ramp judges each step on a couple of seconds, and the confirmation averages its repeats: near the edge, where
-latency climbs steeply, a rate found that way can miss the SLO in a longer run (measured on the shaped
-testbed: 7,608 msg/s, the mean of three ramps, gave p99 end-to-end 117 ms > 100 in a 6-s run). What an operator
-sets is a rate that held for as long as it was run, so the sweep runs the recommended configuration at one
-fixed rate for `hold.run_s` seconds (after the ramp's warm-up):
+A sustainable rate is where the p99 reaches the SLO: an operator who runs there misses it about every other run. So
+the rate is picked from the p99 measured against the rate, with the spread measured between runs:
 
-    start   the highest ramp step every confirmation repeat held within the SLO times `hold.headroom`, when
-            one is below the lowest rate any repeat held (every repeat held at least that); otherwise that rate.
-            Measured on the shaped testbed: from the lowest held, 7,115 msg/s, the runs missed at 7,115 (p99
-            100 ms against 60) and 6,404 (82 ms) and held at 5,763 (44 ms); the ramps' steps had held 6,303
-            msg/s within 60 ms in every repeat (29-55 ms): starting there skips the try at 7,115
-    miss    `hold.step` (6 %) lower, at most `hold.tries` runs: finer than a ramp step (12 %), since
-            the headroom already keeps the rate off the edge
-    held    the step rules over the whole run, against the SLO times `hold.headroom`: the p99 of one rate
-            moves between runs (measured by benchmarks/p99_between_runs.py), and the rate must hold the SLO
-            in the operator's next run too (CI: operating points that held in a 10-s run, 7,238 and
-            7,462 msg/s, gave 102 and 126 ms in the test's own runs); `hold.run_s` is 30 s by default
-            because a 30-s run's p99 moves less between runs (1.2-1.4x) than a 10-s run's (1.4-2.5x), and the
-            headroom 60 % since one held at 68 ms (70 % then) gave 91 ms and 101 ms in the next runs. It does not
-            cover every transient of this 2-core machine: one held at 41 ms gave 107 ms in the next run, whose
-            seconds were at 21-70 ms but for 3 bursts of 1-3 s at 100-180 ms (n=1: a check, as the advice says)
-    answer  the first rate that held: the run's rate, what the consumers received, its p99s
+    fit     every step of the chosen configuration's confirmation searches (loadgen.search) that was judged on its
+            latency: log p99 = a + b·log rate, least squares weighted by each step's judged seconds (`fit_knee`).
+            The spread σ is the residuals' weighted standard deviation over the long steps (at least half the
+            search's max_step_s: the ones near the knee, as long as an operator's check), so it is the
+            between-run spread of a p99 over that length, not the within-run one.
+    pick    the highest rate whose predicted p99 plus `hold.z` spreads is within the SLO (`rate_for`), at most the
+            lowest rate a repeat confirmed: with z 2.33 one run in a hundred misses, if the fit is right.
+    check   one run at that rate for `hold.run_s` seconds, judged like a search step on all of them against the
+            SLO times `hold.headroom` (1: the fit's margin is the headroom); a miss goes `hold.step` lower, at most
+            `hold.tries` runs. The first rate that held is the answer.
+    refuse  when the p99 does not grow with the rate (b < LOAD_SLOPE), or nothing held at all, lowering the rate
+            cannot find one that holds: the sweep says so, with the causes the searches' tail budgets give for
+            their seconds over the SLO (loadgen.tail), instead of trying rates until the tries run out.
 
 Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep resumes without running one twice.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from loadgen.sustainable import Slo
+from loadgen import tail
+from records.run import tail_budget
 from records.study import TRIALS
 from records.trial import read_trial
 from sweeps import storage
 from sweeps.confirm import Phases
 
-
-def start_rate(
-    chosen: Mapping[str, Any], ramps: Sequence[Sequence[Mapping[str, Any]]] = (), within: Slo | None = None
-) -> float | None:
-    """The lowest rate (msg/s) the chosen candidate's repeats held, or lower: the highest step each of their
-    `ramps` (one list of steps per repeat) held within `within` (the SLO with headroom), when every repeat has
-    one. None when a repeat has no rate."""
-    rates = chosen.get("rates_msg_s") or []
-    if not rates or None in rates:
-        return None
-    start = min(rates)
-    if within is None or not ramps:
-        return start
-    tops = [max((st["rate_msg_s"] for st in steps if st["held"] and _within(st, within)), default=None)
-            for steps in ramps]  # fmt: skip
-    return start if None in tops else min(start, *(t for t in tops if t is not None))
+# Below this slope of log p99 on log rate the tail is not load: it grows slower than the square root of the rate (a
+# queue near its limit grows far faster; measured slopes on the shaped testbed are above 1.5).
+LOAD_SLOPE = 0.5
 
 
-def _within(step: Mapping[str, Any], slo: Slo) -> bool:
-    """A ramp step's p99s within `slo`'s bounds (a bound the step has no sample for is not met)."""
-    pairs = ((slo.p99_e2e_ms, step.get("p99_e2e_ms")), (slo.p99_publish_ms, step.get("p99_publish_ms")))
-    return all(limit is None or (got is not None and got <= limit) for limit, got in pairs)
+@dataclass(frozen=True)
+class Knee:
+    """log p99 = a + b·log rate, fitted to `n` steps between `low` and `high` msg/s; `sigma`: the spread of a long
+    step's p99 about it (log), from `n_spread` steps."""
+
+    a: float
+    b: float
+    sigma: float
+    n: int
+    n_spread: int
+    low: float
+    high: float
+
+    def p99(self, rate: float) -> float:
+        return math.exp(self.a + self.b * math.log(rate))
+
+    def rate_for(self, p99_ms: float, z: float) -> float | None:
+        """The highest rate whose p99 is within `p99_ms` `z` spreads above the fit; None when the p99 does not grow
+        with the rate (b < LOAD_SLOPE)."""
+        if self.b < LOAD_SLOPE:
+            return None
+        return math.exp((math.log(p99_ms) - self.a - z * self.sigma) / self.b)
 
 
-def confirmation_ramps(run_dir: Path, chosen: Mapping[str, Any]) -> list[list[dict[str, Any]]]:
-    """Each confirmation repeat's ramp steps, from its trial record (loadgen.sustainable's `steps`)."""
+def _points(steps: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, int]]:
+    """(rate, p99 e2e, judged seconds) of the steps judged on their latency (not on keeping the schedule up)."""
     out = []
-    for tid in chosen.get("trial_ids") or []:
-        rec = read_trial(run_dir / TRIALS / tid) or {}
-        out.append(((rec.get("measured") or {}).get("sustainable") or {}).get("steps") or [])
+    for st in steps:
+        p, why = st.get("p99_e2e_ms"), str(st.get("why") or "")
+        if p and p > 0 and st.get("rate_msg_s") and (st.get("held") or why.startswith("p99")):
+            out.append((float(st["rate_msg_s"]), float(p), len(st.get("judged_s") or []) or 1))
     return out
+
+
+def fit_knee(steps: Sequence[Mapping[str, Any]], long_s: int) -> Knee | None:
+    """The fit of `steps` (loadgen.sustainable Step dicts, several searches' together); None with fewer than 3
+    points or a single rate. The spread comes from steps of at least `long_s` judged seconds (all, if fewer than 2)."""
+    pts = _points(steps)
+    if len(pts) < 3 or len({r for r, _, _ in pts}) < 2:
+        return None
+    xs, ys, ws = ([math.log(r) for r, _, _ in pts], [math.log(p) for _, p, _ in pts], [float(w) for *_, w in pts])
+    sw = sum(ws)
+    mx, my = sum(w * x for w, x in zip(ws, xs, strict=True)) / sw, sum(w * y for w, y in zip(ws, ys, strict=True)) / sw
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs, strict=True))
+    b = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    res = [(w, y - a - b * x) for w, x, y in zip(ws, xs, ys, strict=True)]
+    long = [(w, r) for (w, r), (_, _, n) in zip(res, pts, strict=True) if n >= long_s]
+    spread = long if len(long) >= 2 else res
+    sigma = math.sqrt(sum(w * r * r for w, r in spread) / sum(w for w, _ in spread))
+    rates = [r for r, _, _ in pts]
+    return Knee(a, b, sigma, len(pts), len(spread), min(rates), max(rates))
+
+
+def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Every search step of these trials (their records' `measured.sustainable.steps`)."""
+    out: list[dict[str, Any]] = []
+    for tid in trial_ids:
+        rec = read_trial(run_dir / TRIALS / tid) or {}
+        out += ((rec.get("measured") or {}).get("sustainable") or {}).get("steps") or []
+    return out
+
+
+def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
+    """The tail budgets of these trials' search runs added up (loadgen.tail.combine)."""
+    found = [t for tid in trial_ids if (t := tail_budget(run_dir / TRIALS / tid / "ramp")) is not None]
+    return tail.combine(found)
+
+
+def refused(why: str, causes: Mapping[str, Any]) -> dict[str, Any]:
+    """An operating point that was not looked for: no rate holds reliably, and what the tails say instead."""
+    named = (
+        f"; the searches' {causes['above_slo_s']} s over the SLO: {causes['cause']} in "
+        f"{causes['cause_share']:.0%} of them"
+        if causes.get("cause")
+        else (
+            f"; the searches' {causes['above_slo_s']} s over the SLO: no cause found" if causes["above_slo_s"] else ""
+        )
+    )
+    return {
+        "held": False,
+        "rate_msg_s": None,
+        "mb_s": None,
+        "p99_e2e_ms": None,
+        "p99_publish_ms": None,
+        "tries": [],
+        "not_load_driven": why + named,
+        "causes": causes,
+    }
 
 
 def _tried(t: Any) -> dict[str, Any]:
@@ -79,20 +140,43 @@ def _tried(t: Any) -> dict[str, Any]:
     return {**hold, "trial_id": Path(t.user_attrs.get("record", "")).name}
 
 
-def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int], None]) -> dict[str, Any] | None:
-    """Run the chosen candidate's configuration at fixed rates from start_rate(chosen) down, until one holds;
-    every run tried and the answer. `extend(1)` announces each run to the progress view before it starts."""
+def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | None, str]:
+    """The first rate to check (None: none to look for), the fit, and why there is none."""
     spec = sw.spec
-    start = start_rate(chosen, confirmation_ramps(sw.run_dir, chosen), spec.slo.judged().scaled(spec.hold.headroom))
-    if not (spec.sustainable and spec.hold.tries) or start is None:
+    rates = [r for r in chosen.get("rates_msg_s") or [] if r is not None]
+    knee = fit_knee(chosen_steps(sw.run_dir, chosen.get("trial_ids") or []), spec.search.max_step_s // 2)
+    if not rates:
+        return None, knee, "no repeat of the recommended configuration held a rate"
+    if knee is None:
+        return min(rates), None, ""
+    rate = knee.rate_for(spec.slo.judged().p99_e2e_ms or math.inf, spec.hold.z)
+    if rate is None:
+        return (
+            None,
+            knee,
+            (
+                f"the p99 does not grow with the rate (slope {knee.b:.2f} of log p99 on log rate over "
+                f"{knee.n} steps, {knee.low:,.0f}-{knee.high:,.0f} msg/s): the tail is not load"
+            ),
+        )
+    return min(rate, min(rates)), knee, ""
+
+
+def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int], None]) -> dict[str, Any] | None:
+    """Run the chosen candidate's configuration at fixed rates from `start` down, until one holds; every run tried
+    and the answer. `extend(1)` announces each run to the progress view before it starts."""
+    spec = sw.spec
+    if not (spec.sustainable and spec.hold.tries):
         return None
-    r = spec.search
-    down = 1 - spec.hold.step
+    first, knee, why = start(sw, chosen)
+    fit = asdict(knee) if knee else None
+    if first is None:
+        return {**refused(why, tail_causes(sw.run_dir, chosen.get("trial_ids") or [])), "fit": fit}
     st = sw._study("hold")
     storage.recover_interrupted(st)
     tries: list[dict[str, Any]] = []
     for i in range(spec.hold.tries):
-        key, rate = f"hold@{i + 1}", start * down**i
+        key, rate = f"hold@{i + 1}", first * (1 - spec.hold.step) ** i
         if key not in storage.done_keys(st):
             if sw._out_of_time():
                 break
@@ -107,17 +191,20 @@ def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int
         if tries[-1]["held"]:
             break
     held = next((x for x in tries if x.get("held")), None)
+    h = spec.hold
+    fitted = f"{h.z:g} spreads of the fitted p99 within the SLO" if knee else "the lowest rate a repeat confirmed"
     return {
         "held": held is not None,
         "rate_msg_s": held["rate_msg_s"] if held else None,
         "mb_s": held["consume_mb_s"] if held else None,
         "p99_e2e_ms": held["p99_e2e_ms"] if held else None,
         "p99_publish_ms": held["p99_publish_ms"] if held else None,
-        "run_s": spec.hold.run_s,
-        "headroom": spec.hold.headroom,
+        "run_s": h.run_s,
+        "headroom": h.headroom,
         "tries": tries,
-        "how": f"the recommended configuration at one fixed rate for {spec.hold.run_s} s after a "
-        f"{r.warmup_s}-s warm-up, within {spec.hold.headroom:.0%} of the SLO, from the highest ramp step every "
-        f"confirmation repeat held within that (at most the lowest rate they held), {spec.hold.step:.0%} lower "
-        "per miss",
+        "fit": fit,
+        "predicted_p99_e2e_ms": knee.p99(first) if knee else None,
+        "not_load_driven": None,
+        "how": f"the recommended configuration at one fixed rate for {h.run_s} s after a {spec.search.warmup_s}-s "
+        f"warm-up, from {fitted} (at most the lowest rate a repeat confirmed), {h.step:.0%} lower per miss",
     }

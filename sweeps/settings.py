@@ -104,19 +104,16 @@ class Ablate(_Model):
 
 
 class Hold(_Model):
-    """The operating point (sustainable_mb_s only): the recommended configuration run at one fixed rate for
-    `run_s` seconds, starting at the highest search step every confirmation repeat held within `headroom` (at
-    most the lowest rate they held) and going `step` lower after each miss, at most `tries` runs (0: no
-    operating point). A run holds when its p99s are within `headroom`
-    times the SLO: the p99 of one rate moves between runs (benchmarks/p99_between_runs.py), and the rate an
-    operator sets must hold the SLO in the next run too, not only in the one that found it. 30 s by default: a
-    run's p99 is set by a few seconds of spikes, and on the shaped testbed five 10-s runs of one rate spread
-    1.4-2.5x (largest / smallest p99) where four 30-s runs spread 1.2x. 60 % by default: a 30-s run that held
-    at 70 % (68 ms at 7,259 msg/s) gave 91 ms in the next run here and 101 ms in CI (>1.4x)."""
+    """The operating point (sustainable_mb_s only, sweeps.hold): the highest rate whose p99, fitted against the rate
+    over the confirmation's search steps, is `z` between-run spreads within the SLO; checked in one run of `run_s`
+    seconds at that fixed rate, judged against `headroom` times the SLO, `step` lower after each miss, at most
+    `tries` runs (0: no operating point). z 2.33: one run in a hundred misses when the fit is right. A run of 30 s
+    because a p99 over a few seconds is mostly chance (benchmarks/step_length.py)."""
 
     run_s: Annotated[int, Field(ge=2, le=600)] = 30
     tries: Annotated[int, Field(ge=0, le=10)] = 4
-    headroom: Annotated[float, Field(ge=0.3, le=1.0)] = 0.6
+    z: Annotated[float, Field(ge=0, le=5)] = 2.33
+    headroom: Annotated[float, Field(ge=0.3, le=1.0)] = 1.0
     step: Annotated[float, Field(gt=0, le=0.5)] = 0.06
 
 

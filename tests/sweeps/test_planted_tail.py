@@ -1,0 +1,72 @@
+"""A tail that is not load: a process that takes both CPUs for 150 ms every 2 s (at the highest priority) breaks a
+100-ms p99 at any rate. The study must not lower the rate until its tries run out: it says no rate holds, and the
+tail budgets of its searches name the cause (loadgen.tail: CPU starvation), from evidence."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loadgen.tail import CAUSES
+from records.testbed import TestbedState
+from testbed.lifecycle import Testbed
+from tests.helpers import kafkatune
+
+HOG = """
+import os, sys, time
+os.nice(-20)
+period, burst = 2.0, 0.15
+if os.fork() == 0:
+    pass  # two spinning processes: both CPUs
+while True:
+    time.sleep(period - time.time() % period)  # every process on the same wall-clock tick
+    end = time.monotonic() + burst
+    while time.monotonic() < end:
+        pass
+"""
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the hog's priority (nice -20) needs root")
+
+
+def test_a_tail_that_is_not_load_is_named_and_no_rate_is_offered(
+    healthy: TestbedState, testbed: Testbed, tmp_path: Path
+) -> None:
+    spec = tmp_path / "hog.yaml"
+    spec.write_text(yaml.safe_dump({
+        "name": "hog",
+        "cluster": {"testbed": True},
+        "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
+        "plan": "staged",
+        "stages": [{"name": "producer", "params": {"batch.size": {"choices": [65536]}}, "trials": 1}],
+        "baselines": [],
+        "slo": {"p99_e2e_ms": 100},
+        "confirm": {"top": 1, "repeats": 2},
+        "ablate": {"repeats": 0},
+        "measurement": {"warmup_s": 1, "window_s": 2, "windows": 1, "restart_warmup_s": 0, "jit_warmup_s": 0},
+        "search": {"warmup_s": 1, "min_step_s": 4, "max_step_s": 6, "max_steps": 3},
+        "hold": {"tries": 1},
+        "seed": 1,
+    }))  # fmt: skip
+    hog = subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
+    try:
+        proc = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path),
+                         timeout=900)  # fmt: skip
+    finally:
+        os.killpg(hog.pid, 9)
+        hog.wait()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    s = json.loads((tmp_path / "hog" / "summary.json").read_text())
+    op = s["operating_point"]
+    print(json.dumps(op, indent=1))
+    assert not op["held"] and op["rate_msg_s"] is None and not op["tries"], op  # no rate was tried down to
+    assert "no configuration held a rate within the SLO" in op["not_load_driven"], op
+    causes = op["causes"]
+    assert causes["above_slo_s"] > 0 and causes["cause"] == CAUSES["cpu"], causes
+    assert causes["cause_share"] >= 0.5, causes
+    assert "no rate holds the SLO reliably" in proc.stdout + proc.stderr

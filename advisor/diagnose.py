@@ -238,6 +238,16 @@ def _unsaturated(row: dict[str, Any]) -> str:
 
 
 def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
+    """What bound the trial's run. A sustainable-rate trial's evidence is its max-rate probe's (the run that
+    pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate."""
+    d = _binding(row, profile)
+    probe = num(row.get("throughput_mb_s"))
+    if row.get("objective") == "sustainable_mb_s" and probe is not None and row.get("state") == "complete":
+        return Diagnosis(d.bound, f"at its max-rate probe ({probe:.2f} MB/s): {d.reason}")
+    return d
+
+
+def _binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     net = (profile or {}).get("network") or {}
     disk = (profile or {}).get("disk") or {}
     nic, disk_mb_s = num(net.get("nic_mb_s_measured")), num(disk.get("write_mb_s_measured"))

@@ -72,7 +72,7 @@ def _from_result(side: Side, res: dict[str, Any], source: str) -> str:
     side.sources.append(source)
     side.workloads.add((str(res.get("workload")), int(res.get("messageSize") or 0)))
     sus = res.get("sustainable")
-    if sus:  # a discovery: the ramp's latencies mix its steps, the answer is the rate
+    if sus:  # a discovery: the search run's latencies mix its steps, the answer is the rate
         side.add("mb_s", sus.get("mb_s"))
         side.add("msg_s", sus.get("rate_msg_s"))
         return "sustainable rate"

@@ -59,7 +59,7 @@ def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
     slo = (study.get("sweep") or {}).get("slo") or study.get("slo") or DEFAULT_SLO
     out = []
     for t in rows(complete(trials)):
-        # a sustainable-rate trial's record is its ramp, whose steps above the sustainable rate miss the SLO by
+        # a sustainable-rate trial's record is its search, whose steps above the sustainable rate miss the SLO by
         # design; the operating point's runs are the sweep's own search for a rate that holds it
         if t.get("sustainable_mb_s") is not None or str(t.get("stage") or "").startswith("hold"):
             continue

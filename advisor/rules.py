@@ -18,7 +18,7 @@ from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.setup import rule_controller, rule_durability, rule_recompression
-from advisor.trials import best_trial, complete, defaults_trial, num
+from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, num
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
 from records.analysis import rows
@@ -66,8 +66,9 @@ def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
 
 
 def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    """What the best trial was bound by, and what moves that limit."""
-    best = best_trial(trials)
+    """What the study's run (trials.chosen_trial, the one its headline reads) was bound by, and what moves that
+    limit."""
+    best = chosen_trial(trials, study.get("sweep"))
     if not best or not best.get("bound"):
         return []
     b, why = best["bound"], best.get("bound_reason") or ""
@@ -267,7 +268,7 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
     """Max-rate runs whose records waited seconds in a full producer buffer: the rate to run at instead is the
     operating point a sustainable-rate sweep measured, else 80 % of the best max rate (an assumption, said)."""
 
-    def max_rate(t: dict[str, Any]) -> float:  # the rate the latency belongs to: the max-rate run's, not a ramp's
+    def max_rate(t: dict[str, Any]) -> float:  # the rate the latency belongs to: the max-rate run's, not a search's
         return float(t.get("throughput_mb_s") or t["mb_s"])
 
     full = [

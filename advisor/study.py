@@ -19,7 +19,7 @@ from advisor import plan as planner
 from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
-from advisor.trials import best_trial, complete, defaults_trial, representative
+from advisor.trials import chosen_trial, complete, defaults_trial, representative
 from records.analysis import load_table, read_summary
 from records.study import Study, open_study, read_spec
 from records.summary import read_summary as read_sweep_summary
@@ -59,7 +59,7 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
     an = analysis.ensure(study.root, master, progress)
     trials, params = load_table(an, "trials"), load_table(an, "params")
     sweep = read_sweep_summary(study.root)
-    chosen, defaults = candidate(sweep, None), candidate(sweep, "baseline:kafka-defaults")
+    defaults = candidate(sweep, "baseline:kafka-defaults")
     return StudyAdvice(
         study=study,
         analysis=an,
@@ -69,7 +69,7 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
         sweep=sweep,
         recommendations=recommend(trials, params, {**context(study), "sweep": sweep}),
         effects=effects(trials, params),
-        best=(representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials),
+        best=chosen_trial(trials, sweep),
         defaults=(representative(trials, defaults["trial_ids"]) if defaults else None) or defaults_trial(trials),
         ceiling_mb_s=_first(trials["ceiling_mb_s"]) if "ceiling_mb_s" in trials else None,
     )

@@ -46,6 +46,14 @@ def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     return row(pool.nlargest(1, "mb_s").iloc[0])
 
 
+def chosen_trial(trials: pd.DataFrame, sweep: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The run a study is diagnosed by, one for the headline and every rule: the median confirmation repeat of the
+    recommended configuration (`representative`) when the sweep confirmed one, else the best trial."""
+    conf = (sweep or {}).get("confirmation") or {}
+    chosen = next((c for c in conf.get("candidates") or [] if c["label"] == conf.get("chosen")), None)
+    return (representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials)
+
+
 def defaults_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
     done = complete(trials)

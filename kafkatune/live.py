@@ -42,7 +42,7 @@ class LiveView:
             self._live.__exit__(None, None, None)
 
     def __call__(self, raw: RawRun, t: Tick) -> None:
-        if raw is not self._raw:  # the next run of a rate discovery (probe, then ramp): its seconds start at 0
+        if raw is not self._raw:  # the next run of a rate discovery (probe, then search): its seconds start at 0
             self._raw, self._shown = raw, -1
             self._rows.clear()
         r = self._rows[t.second]
@@ -111,5 +111,5 @@ def _p99(hists: list[bytes | None]) -> str:
 
 
 def _rate_at(raw: RawRun, s: int) -> float:
-    """The scheduled rate (msg/s) in second `s` of a ramp run."""
+    """The scheduled rate (msg/s) in second `s` of a stepped run (a search)."""
     return next((r for start, r in reversed(raw.schedule) if start <= s), raw.schedule[0][1])

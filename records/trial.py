@@ -36,9 +36,9 @@ class TrialRecord:
     baseline: str | None = None  # a published baseline's name
     confirms: str | None = None  # a confirmation or ablation repeat: `<configuration>@<repeat>` (sweeps.confirm)
     repeat: int | None = None
-    probe_msg_s: float | None = None  # the max rate (msg/s) a sustainable-rate ramp was placed under
+    probe_msg_s: float | None = None  # the max rate (msg/s) a sustainable-rate search ran under
     hold_msg_s: float | None = None  # an operating-point run: the one fixed rate (msg/s) it ran at (sweeps.hold)
-    # what the trial's figure is: sustainable_mb_s (a ramp under the SLO) or throughput_mb_s (max rate)
+    # what the trial's figure is: sustainable_mb_s (a search under the SLO) or throughput_mb_s (max rate)
     objective: str = "throughput_mb_s"
     suggested: Mapping[str, Any] | None = None  # what the sampler chose
     carried: Mapping[str, Any] | None = None  # the best of earlier stages

@@ -20,8 +20,10 @@ from advisor.recommendation import Recommendation
 from core import secrets
 from core.files import write_bytes
 from core.fmt import num
+from loadgen import tail
 from records.analysis import load_table, rows
-from records.study import latency_quantiles, secret_bearing_documents
+from records.run import tail_budget
+from records.study import TRIALS, latency_quantiles, secret_bearing_documents
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
 
@@ -58,13 +60,16 @@ def build(
         p = out / "recommended" / name
         write_bytes(p, secrets.redact_text(text, hidden).encode(), mode=0o644)
         written.append(p)
+    # the binding resource is the headline's when the sweep confirmed a configuration (stated once)
+    recs = [r for r in a.recommendations if r.rule != "binding-resource" or not (a.sweep or {}).get("best")]
     c = {
         "study": study,
         "trials": trials,
         "best": best,
         "base": base,
         "ceiling": a.ceiling_mb_s,
-        "recs": a.recommendations,
+        "recs": recs,
+        "binding": next((r for r in a.recommendations if r.rule == "binding-resource"), None),
         "charts": shown,
         "changes": changes,
         "plans": advice.plans(trials, study, best, a.sweep),
@@ -72,12 +77,13 @@ def build(
         "analysis": a.summary,
         "files": files,
         "verdict": verdict.lines(a.sweep) if a.sweep else [],
+        "tail": _tail_lines(a),
         "sweep": a.sweep,
     }
     md = markdown(c)
     blocks = [
         *([("Confirmation and effects", md_section(md, "Confirmation and effects"))] if c["verdict"] else []),
-        ("Recommendations", _recommendations_html(a.recommendations)),
+        ("Recommendations", _recommendations_html(recs)),
         ("Charts", charts_html(shown)),
         ("Recommended settings", _files_html(files)),
         *[(t, md_section(md, t)) for t in ("Capacity plan", "Durability trade-off", "Trials")],
@@ -86,6 +92,26 @@ def build(
     html_path, md_path = page.write(out, hidden)
     written += [md_path, html_path]
     return Report(out, html_path, md_path, written, [ch.key for ch in shown])
+
+
+def _tail_lines(a: advice.StudyAdvice) -> list[str]:
+    """The recommended configuration's confirmation searches: their seconds over the SLO and what each met
+    (loadgen.tail over the steps that held: a step that missed breaks the SLO by design)."""
+    ids = (advice.candidate(a.sweep, None) or {}).get("trial_ids") or []
+    found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / "ramp")) is not None]
+    if not found:
+        return []
+    c = tail.combine(found)
+    lines = [
+        f"{c['runs']} searches of the recommended configuration: {c['above_slo_s']} of their {c['seconds']} "
+        "seconds at rates that held were over the SLO"
+    ]
+    for cause, n in sorted(c["primary_s"].items(), key=lambda kv: -kv[1]):
+        if n:
+            lines.append(f"{tail.CAUSES[cause]}: {n} s ({n / c['above_slo_s']:.0%})")
+    if c["above_slo_s"]:
+        lines.append(f"unexplained: {c['unexplained_s']} s ({c['unexplained_s'] / c['above_slo_s']:.0%})")
+    return lines
 
 
 def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:
@@ -107,7 +133,7 @@ RUN_KIND = {"max-rate": "at the maximum rate", "fixed-rate": "at fixed rates"}
 
 
 def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
-    # each curve says which run it is: a max-rate run's latency and a ramp's are different measurements
+    # each curve says which run it is: a max-rate run's latency and a search's are different measurements
     shown = [("Kafka defaults", a.defaults), ("best", a.best)]
     op = next((t for t in (a.sweep or {}).get("operating_point", {}).get("tries") or [] if t.get("held")), None)
     if op:
@@ -159,9 +185,11 @@ def _headline(c: dict[str, Any]) -> list[str]:
     sw = c.get("sweep") or {}
     if sw.get("confirmation") and sw.get("best"):
         lines += _confirmed_headline(sw, ceiling)
-        if best:
+        binding = c.get("binding")
+        if binding is not None:  # stated once: the rule reads this same run (advisor.trials.chosen_trial)
             lines.append(
-                f"Its median run {best['trial_id']} is bound by **{best.get('bound')}**: {best.get('bound_reason')}."
+                f"Diagnosis ({', '.join(binding.trials)}, its median run): {binding.title}. "
+                + "; ".join(binding.evidence)
             )
     elif best:
         s = f"Best: **{best['mb_s']:.2f} MB/s** ({best['trial_id']})"
@@ -209,6 +237,8 @@ def markdown(c: dict[str, Any]) -> str:
     L = [f"# kafkatune report: {st.name}", "", *_headline(c), ""]
     if c["verdict"]:
         L += ["## Confirmation and effects", "", *[f"- {x.strip()}" for x in c["verdict"]], ""]
+    if c.get("tail"):
+        L += ["## Tail budget", "", *[f"- {x.strip()}" for x in c["tail"]], ""]
     L += ["## Recommendations", ""]
     for i, r in enumerate(c["recs"], 1):
         L += _rec_md(r, i)

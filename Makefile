@@ -62,8 +62,8 @@ test: deps lint
 
 demo: deps
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \
-	  $(KT) testbed up --network shaped --nic-mbps $(DEMO_NIC_MBPS) --warm-up 40; \
-	else $(KT) testbed up --warm-up 40; fi
+	  $(KT) testbed up --network shaped --nic-mbps $(DEMO_NIC_MBPS) --warm-up 240; \
+	else $(KT) testbed up --warm-up 240; fi
 	$(KT) testbed status
 	$(KT) sweep examples/demo-sweep.yaml
 	$(KT) study show runs/demo-sweep

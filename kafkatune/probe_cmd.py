@@ -14,6 +14,7 @@ from cluster.remote_probe import probe_inventory
 from core.errors import EnvironmentProblem
 from kafkatune.options import inventory_options, say, testbed
 from testbed import profile as profiles
+from testbed.nodes import jvm_options
 
 
 def _print_profile(profile: dict[str, Any], as_json: bool) -> None:
@@ -109,7 +110,15 @@ def command(
     if not tb.state_file.exists():
         raise EnvironmentProblem(f"no testbed in {tb.state_dir}: `kafkatune testbed up` (or pass --log-dir)")
     st = tb.state()
-    profile = profiles.measure(tb.state_dir, st, tb.network(st), say, disk_segment_mb=segment_mb, disk_files=files,
-                               measure_network=not no_network)  # fmt: skip
+    profile = profiles.measure(
+        tb.state_dir,
+        st,
+        tb.network(st),
+        say,
+        disk_segment_mb=segment_mb,
+        disk_files=files,
+        measure_network=not no_network,
+        jvm=jvm_options(tb.heap),
+    )
     say(f"profile written: {tb.profile_file}")
     _print_profile(profile, as_json)

@@ -222,7 +222,7 @@ class Testbed:
             self.security.add_scram_user(st)
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
-        profiles.measure(self.state_dir, st, self.network(st), progress)
+        profiles.measure(self.state_dir, st, self.network(st), progress, jvm=nodes.jvm_options(self.heap))
         return st
 
     def _existing(

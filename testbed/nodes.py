@@ -107,6 +107,12 @@ def format_storage(dist: KafkaDist, state_dir: Path, st: TestbedState, node: Nod
         raise EnvironmentProblem(f"formatting node {node.id} failed: {proc.stdout[-500:]}{proc.stderr[-500:]}")
 
 
+def jvm_options(heap: str) -> list[str]:
+    """The brokers' JVM settings, the same for every node and written into the cluster profile (records.profile):
+    a fixed heap (no resizing mid-run) and G1 with Kafka's own pause target (kafka-run-class.sh's)."""
+    return [f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
+
+
 def start(dist: KafkaDist, state_dir: Path, node: Node, heap: str) -> int:
     """Start the node's JVM (in its own session, logging to server.log); returns its pid."""
     d = node_dir(state_dir, node.id)
@@ -114,11 +120,7 @@ def start(dist: KafkaDist, state_dir: Path, node: Node, heap: str) -> int:
     cmd = [
         *netns.exec_prefix(node.netns),
         str(dist.java),
-        f"-Xms{heap}",
-        f"-Xmx{heap}",
-        "-XX:+UseG1GC",
-        "-XX:MaxGCPauseMillis=20",
-        "-Djava.awt.headless=true",
+        *jvm_options(heap),
         f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}",
         f"-javaagent:{agent}",
         "-cp",

@@ -33,9 +33,11 @@ def measure(
     disk_segment_mb: int = 64,
     disk_files: int = 2,
     measure_network: bool = True,
+    jvm: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Measure and write `<state>/profile.json`; with measure_network=False the network figures already in
-    the profile are kept. Returns the profile as written."""
+    """Measure and write `<state>/profile.json` (`jvm`: the brokers' JVM options, recorded beside the machine);
+    with measure_network=False the network figures already in the profile are kept. Returns the profile as
+    written."""
     network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
     old = read_profile(state_dir / PROFILE)
     if not measure_network and old is not None:
@@ -76,6 +78,7 @@ def measure(
                 "cpus": os.cpu_count(),
                 "memory_bytes": psutil.virtual_memory().total,
                 "kernel": platform.release(),
+                "broker_jvm_options": jvm,  # testbed.nodes.jvm_options: heap and GC, as every broker ran
             },
         ),
     )

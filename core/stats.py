@@ -1,4 +1,5 @@
-"""Intervals for repeated measurements: a mean, a difference and a ratio of means, each with its 95 % CI.
+"""Intervals for repeated measurements: a mean, a difference and a ratio of means, each with its CI (95 % unless
+a correction for many comparisons asks for more), and Holm's step-down correction across a family of them.
 
 Repeats here are few (3–5) and their spread is the run-to-run variation of a shared, noisy machine, so
 the intervals use Student's t (Welch's for two groups) rather than a normal approximation. An interval
@@ -15,9 +16,38 @@ from typing import Any
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); above 30 the normal's 1.96 is
 # within 4 % of it.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)  # fmt: skip
+_T95 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t95(df: float) -> float:
@@ -26,6 +56,65 @@ def t95(df: float) -> float:
         raise ValueError("an interval needs at least one degree of freedom")
     d = int(df)
     return _T95[d - 1] if d <= len(_T95) else 1.96
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-12:
+            break
+    return h
+
+
+def _ibeta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with `df` degrees of freedom (the one-sided p-value of t)."""
+    tail = 0.5 * _ibeta(df / 2, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1 - tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The `p` quantile of Student's t with `df` degrees of freedom (bisection on t_sf; p in (0, 1))."""
+    if not 0 < p < 1:
+        raise ValueError("a quantile's probability lies strictly between 0 and 1")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > 1 - p:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_sf(mid, df) > 1 - p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def t_two_sided(level: float, df: float) -> float:
+    """Student's t for a two-sided interval at `level` (0.95: the table's value, t95)."""
+    if df < 1:
+        raise ValueError("an interval needs at least one degree of freedom")
+    return t95(df) if level == 0.95 else t_quantile(1 - (1 - level) / 2, df)
 
 
 @dataclass(frozen=True)
@@ -37,6 +126,7 @@ class Interval:
     high: float | None
     n: int  # measurements behind it (both groups' for a difference or ratio)
     sd: float | None = None  # the spread of the measurements (a mean's) or the standard error (others)
+    level: float = 0.95  # two-sided confidence of [low, high] (higher when corrected for many comparisons)
 
     @property
     def has_interval(self) -> bool:
@@ -47,14 +137,22 @@ class Interval:
         return self.has_interval and (self.low > value or self.high < value)  # type: ignore[operator]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n, "sd": self.sd}
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "sd": self.sd,
+            "level": self.level,
+        }
 
     def text(self, spec: str = "{:.2f}", unit: str = "") -> str:
         """ "21.30 MB/s (95 % CI 20.10–22.50, n=3)", or "(one run, no interval)"."""
         u = f" {unit}" if unit else ""
         if not self.has_interval:
             return f"{spec.format(self.estimate)}{u} (n={self.n}, no interval)"
-        return f"{spec.format(self.estimate)}{u} (95 % CI {spec.format(self.low)}–{spec.format(self.high)}, n={self.n})"
+        lv = f"{self.level * 100:.3g} %"
+        return f"{spec.format(self.estimate)}{u} ({lv} CI {spec.format(self.low)}–{spec.format(self.high)}, n={self.n})"
 
 
 def mean_interval(xs: Sequence[float]) -> Interval:
@@ -80,42 +178,61 @@ def _welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float] | None
     return math.sqrt(se2), df
 
 
-def difference(a: Sequence[float], b: Sequence[float]) -> Interval:
-    """mean(a) − mean(b) with Welch's 95 % interval."""
+def difference(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Interval:
+    """mean(a) − mean(b) with Welch's interval at `level`."""
     d = statistics.fmean(a) - statistics.fmean(b)
     w = _welch(a, b)
     if w is None:
-        return Interval(d, None, None, len(a) + len(b))
+        return Interval(d, None, None, len(a) + len(b), level=level)
     se, df = w
-    half = t95(max(1.0, df)) * se
-    return Interval(d, d - half, d + half, len(a) + len(b), se)
+    half = t_two_sided(level, max(1.0, df)) * se
+    return Interval(d, d - half, d + half, len(a) + len(b), se, level)
 
 
-def quantized_difference(a: Sequence[float], b: Sequence[float], step: float) -> Interval:
-    """mean(a) − mean(b) for values read off a grid of rates `step` apart (relative: 0.12 is 12 %): each one
-    says the true value lies in [v, v·(1 + step)), so Welch's interval is widened by one step of b below and
-    one step of a above. Repeats that land on one grid point have no spread, and their interval alone would
-    call a difference smaller than a step (one grid point apart) an effect."""
-    d = difference(a, b)
-    if not d.has_interval or step <= 0:
-        return d
-    below, above = step * statistics.fmean(b), step * statistics.fmean(a)
-    return Interval(d.estimate, d.low - below, d.high + above, d.n, d.sd)  # type: ignore[operator]
+def p_greater(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Welch's one-sided p-value that mean(a) > mean(b) by chance alone; None without spread to judge it."""
+    w = _welch(a, b)
+    if w is None:
+        return None
+    se, df = w
+    d = statistics.fmean(a) - statistics.fmean(b)
+    if se == 0:
+        return 0.0 if d > 0 else 1.0
+    return t_sf(d / se, max(1.0, df))
 
 
-def ratio(a: Sequence[float], b: Sequence[float]) -> Interval | None:
-    """mean(a) / mean(b) with a 95 % interval (delta method on the log ratio); None when mean(b) is not > 0."""
+def holm(pvalues: Sequence[float | None], alpha: float = 0.05) -> list[tuple[bool, float]]:
+    """Holm's step-down procedure over a family of one-sided tests: per test, whether it is rejected (an effect, with
+    the family-wise error held at `alpha`) and the one-sided level it was tested at (alpha / the tests left when its
+    turn came; after the first test that stands, the rest stand at that level). A test without a p-value stands."""
+    order = sorted((i for i, p in enumerate(pvalues) if p is not None), key=lambda i: pvalues[i])  # type: ignore[arg-type,return-value]
+    m = len(order)
+    out: list[tuple[bool, float]] = [(False, alpha / max(1, m))] * len(pvalues)
+    stopped = False
+    for rank, i in enumerate(order):
+        a = alpha / (m - rank)
+        if stopped:
+            out[i] = (False, out[order[rank - 1]][1])
+            continue
+        rejected = pvalues[i] <= a  # type: ignore[operator]
+        out[i] = (rejected, a)
+        stopped = not rejected
+    return out
+
+
+def ratio(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Interval | None:
+    """mean(a) / mean(b) with an interval at `level` (delta method on the log ratio); None when mean(b) is not > 0."""
     ma, mb = statistics.fmean(a), statistics.fmean(b)
     if mb <= 0 or ma <= 0:
         return None
     r = ma / mb
     if len(a) < 2 or len(b) < 2:
-        return Interval(r, None, None, len(a) + len(b))
+        return Interval(r, None, None, len(a) + len(b), level=level)
     va, vb = statistics.variance(a) / len(a) / ma**2, statistics.variance(b) / len(b) / mb**2
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else len(a) + len(b) - 2
-    k = math.exp(t95(max(1.0, df)) * se)
-    return Interval(r, r / k, r * k, len(a) + len(b), se)
+    k = math.exp(t_two_sided(level, max(1.0, df)) * se)
+    return Interval(r, r / k, r * k, len(a) + len(b), se, level)
 
 
 def pooled_sd(groups: Sequence[Sequence[float]]) -> tuple[float, int] | None:

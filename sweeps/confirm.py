@@ -11,10 +11,10 @@
               `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
 
 Every repeat is an independent measurement: its own max-rate probe, its own search (loadgen.search), so no two
-repeats share a grid of rates and the spread of the repeats is the between-run noise. A search ends when the highest
-rate held and the lowest missed are within `search.resolution` of each other, so a sustainable rate is known to
-that resolution only; every difference between sustainable rates is widened by it (`resolution`,
-stats.quantized_difference): a difference within it is no measurable effect.
+repeats share a grid of rates and the spread of the repeats is the between-run noise, the search's resolution
+included. That spread is what every interval uses (Welch), and the comparisons of one confirmation, and the keys of
+one ablation, are each one family: Holm's procedure holds its family-wise error at ALPHA, and the intervals printed
+are at the levels it tested them at.
 
 Within a round, configurations that share their restart-only keys run together, so a round changes
 restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about 3 minutes
@@ -27,7 +27,7 @@ killed sweep resumes where it stopped and no repeat runs twice.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -148,34 +148,31 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def resolution(spec: Spec) -> float:
-    """How closely the objective's values are known: the search's resolution (sustainable_mb_s), 0 for a max rate
-    (not quantized)."""
-    return spec.search.resolution if spec.sustainable else 0.0
+ALPHA = 0.05  # the family-wise error of one confirmation's comparisons, and of one ablation's keys (Holm)
 
 
-def summary(runs: Mapping[str, list[dict[str, Any]]], step: float = 0.0) -> dict[str, Any]:
-    """Per candidate its repeats and interval; the between-run noise; the chosen one, the runner-up, and the
-    tuned/defaults ratio, each with whether it is distinguishable (beyond the noise and, for values on a grid
-    `step` apart, beyond one step)."""
-    cands = []
-    for label, reps in runs.items():
-        vals = [r["value"] for r in reps if r["value"] is not None]
-        eligible = bool(reps) and all(r["feasible"] for r in reps)
-        iv = stats.mean_interval(vals) if vals else None
-        cands.append(
-            {
-                "label": label,
-                "config": reps[0]["config"],
-                "repeats": [r["value"] for r in reps],
-                "trial_ids": [r["trial_id"] for r in reps],
-                "rates_msg_s": [r.get("rate_msg_s") for r in reps],
-                "interval": iv.as_dict() if iv else None,
-                "mean_mb_s": iv.estimate if iv else None,
-                "eligible": eligible,
-                "why_not": sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v}),
-            }
-        )
+def _candidate(label: str, reps: list[dict[str, Any]]) -> dict[str, Any]:
+    vals = [r["value"] for r in reps if r["value"] is not None]
+    iv = stats.mean_interval(vals) if vals else None
+    return {
+        "label": label,
+        "config": reps[0]["config"],
+        "repeats": [r["value"] for r in reps],
+        "trial_ids": [r["trial_id"] for r in reps],
+        "rates_msg_s": [r.get("rate_msg_s") for r in reps],
+        "interval": iv.as_dict() if iv else None,
+        "mean_mb_s": iv.estimate if iv else None,
+        "eligible": bool(reps) and all(r["feasible"] for r in reps),
+        "why_not": sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v}),
+    }
+
+
+def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
+    the runner-up and with Kafka's defaults. Those comparisons are one family: each is one-sided (is the chosen one
+    better?) and tested by Holm's procedure at ALPHA, and its difference and ratio are printed at the two-sided
+    level whose lower bound is that test's (so "distinguishable" is the interval lying above 0, said once)."""
+    cands = [_candidate(label, reps) for label, reps in runs.items()]
     cands.sort(key=lambda c: -(c["mean_mb_s"] if c["eligible"] and c["mean_mb_s"] is not None else -1))
     groups = [c["repeats"] for c in cands if c["eligible"] and None not in c["repeats"]]
     pooled = stats.pooled_sd(groups)
@@ -186,29 +183,26 @@ def summary(runs: Mapping[str, list[dict[str, Any]]], step: float = 0.0) -> dict
             "between_run_sd_mb_s": pooled[0] if pooled else None,
             "df": pooled[1] if pooled else 0,
             "how": "pooled standard deviation of each candidate's repeats (same configuration, other runs "
-            "between them)",
+            "between them; each repeat an independent search, so the search's resolution is in it)",
         },
         "chosen": ok[0]["label"] if ok else None,
-        "resolution": {
-            "step": step,
-            "how": f"a sustainable rate is known to the search's resolution ({step:.0%}): differences between "
-            "configurations are widened by it"
-            if step
-            else "max rates: not quantized",
-        },
     }
-    if len(ok) >= 2:
-        d = stats.quantized_difference(ok[0]["repeats"], ok[1]["repeats"], step)
-        out["runner_up"] = {"label": ok[1]["label"], "difference": d.as_dict(), "distinguishable": d.excludes(0)}
     dflt = next((c for c in cands if c["label"] == DEFAULTS and c["eligible"]), None)
-    if ok and dflt is not None and ok[0] is not dflt:
-        r = stats.ratio(ok[0]["repeats"], dflt["repeats"])
-        d = stats.quantized_difference(ok[0]["repeats"], dflt["repeats"], step)
-        out["vs_defaults"] = {
-            "ratio": r.as_dict() if r else None,
-            "difference": d.as_dict(),
-            "distinguishable": d.excludes(0),
-        }
+    family = []
+    if len(ok) >= 2:
+        family.append(("runner_up", ok[1]))
+    if ok and dflt is not None and ok[0] is not dflt and (len(ok) < 2 or ok[1] is not dflt):
+        family.append(("vs_defaults", dflt))
+    best = ok[0]["repeats"] if ok else []
+    tests = stats.holm([stats.p_greater(best, other["repeats"]) for _, other in family], ALPHA)
+    for (name, other), (rejected, alpha) in zip(family, tests, strict=True):
+        d = stats.difference(best, other["repeats"], 1 - 2 * alpha)
+        out[name] = {"label": other["label"], "difference": d.as_dict(), "distinguishable": rejected, "alpha": alpha}
+    if "runner_up" in out and dflt is not None and out["runner_up"]["label"] == DEFAULTS:
+        out["vs_defaults"] = dict(out["runner_up"])  # the runner-up is Kafka's defaults: one comparison
+    if "vs_defaults" in out and dflt is not None:
+        r = stats.ratio(best, dflt["repeats"], 1 - 2 * out["vs_defaults"]["alpha"])
+        out["vs_defaults"]["ratio"] = r.as_dict() if r else None
     return out
 
 
@@ -244,67 +238,67 @@ def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space
     return todo, blocked
 
 
-def effects(
-    spec: Spec,
-    cfg: Mapping[str, Any],
-    runs: Mapping[str, list[dict[str, Any]]],
-    confirmed: Sequence[Mapping[str, Any]] = (),
-) -> list[dict[str, Any]]:
-    """Per changed key: recommended − without it, with its interval (widened by the objective's resolution);
-    beyond noise when the interval excludes 0. The recommended side is its ablation runs and its `confirmed`
-    repeats (the confirmation's runs of the same configuration on the same cluster, just before): with 3 runs a
-    side, one CI sweep called partitions 1 -> 6 no effect (+2.43 MB/s, 95 % CI -1.16-+6.32, the ramp's 13 %
-    step included) where its 7 runs of the recommended configuration give +3.17 (+1.66-+5.09)."""
-    mine = [*confirmed, *runs.get(RECOMMENDED, [])]
+def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per changed key: recommended − without it, from the ablation's own runs only (the confirmation's runs of the
+    recommended configuration chose it as the winner, so they read high: they are never reused to judge it).
+
+    The keys are one family: each key's one-sided test (does it help?) is Holm's, at ALPHA family-wise, and its
+    interval is printed at the two-sided level whose lower bound is that test's. A key is recommended when its test
+    rejects (the interval lies above 0) and its effect is at least `ablate.min_effect` of the recommended rate. A
+    key without which most runs broke a constraint is needed whatever the rates say."""
+    mine = runs.get(RECOMMENDED, [])
     ref = [r["value"] for r in mine if r["value"] is not None]
-    step = resolution(spec)
+    keys = changed_keys(spec, cfg)
+    arms = [[r["value"] for r in runs.get(f"without:{key}", []) if r["value"] is not None] for key, _, _ in keys]
+    tests = stats.holm(
+        [stats.p_greater(ref, vals) if len(vals) >= 2 and len(ref) >= 2 else None for vals in arms], ALPHA
+    )
+    rate = statistics.fmean(ref) if ref else 0.0
+    floor = spec.ablate.min_effect * rate
     out = []
-    for key, old, new in changed_keys(spec, cfg):
+    for (key, old, new), vals, (rejected, alpha) in zip(keys, arms, tests, strict=True):
         reps = runs.get(f"without:{key}", [])
-        vals = [r["value"] for r in reps if r["value"] is not None]
-        row: dict[str, Any] = {"key": key, "old": old, "new": new, "n": len(vals) + len(ref)}
+        row: dict[str, Any] = {"key": key, "old": old, "new": new, "n": len(vals) + len(ref), "alpha": alpha}
         row["trial_ids"] = [r["trial_id"] for r in reps] + [r["trial_id"] for r in mine]
-        broke = sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v})
+        broke = [r for r in reps if not r["feasible"]]
         if len(vals) < 2 or len(ref) < 2:
             row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
         else:
-            d = stats.quantized_difference(ref, vals, step)
-            rate = statistics.fmean(ref)
-            floor = spec.ablate.min_effect * rate
-            row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=d.excludes(0) and d.estimate >= floor)
-            row["resolution"] = step
-            if row["beyond_noise"]:
-                row["why"] = ""
-            elif not d.excludes(0) and stats.difference(ref, vals).excludes(0):
-                row["why"] = (
-                    f"within the search's resolution ({step:.0%} of the rate): the sustainable rates "
-                    "differ by less than a step can tell, no measurable effect"
-                )
-            elif d.excludes(0) and d.estimate < 0:
-                row["why"] = "putting it back measured better: the key costs throughput here"
-            elif d.excludes(0):
-                row["why"] = (
-                    f"beyond noise but below ablate.min_effect ({spec.ablate.min_effect:.0%} of the recommended "
-                    "rate): no practical effect"
-                )
-            else:
-                row["why"] = "interval includes 0: no measurable effect" + _unresolved(d, floor, rate)
-        if broke and not row["beyond_noise"]:  # needed to hold the constraints, whatever the rate says
-            row.update(beyond_noise=True, why=f"without it: {'; '.join(broke)}")
+            d = stats.difference(ref, vals, 1 - 2 * alpha)
+            row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=rejected and d.estimate >= floor)
+            row["why"] = _why(row, d, rejected, floor, rate, spec.ablate.min_effect)
+        if len(broke) * 2 > len(reps) and not row["beyond_noise"]:  # needed to hold the constraints
+            why = sorted({str(v) for r in broke for v in r["violations"] if v})
+            row.update(beyond_noise=True, why=f"without it, {len(broke)} of {len(reps)} runs: {'; '.join(why)}")
         out.append(row)
     return out
 
 
+def _why(row: Mapping[str, Any], d: stats.Interval, rejected: bool, floor: float, rate: float, share: float) -> str:
+    """Why a key is or is not recommended, in words."""
+    if row["beyond_noise"]:
+        return ""
+    if rejected:
+        return f"beyond noise but below ablate.min_effect ({share:.0%} of the recommended rate): no practical effect"
+    if d.high is not None and d.high < 0:
+        return "putting it back measured better: the key costs throughput here"
+    return (
+        f"not distinguishable from 0 at the family's level (Holm, {ALPHA:.0%} across the keys): no measurable effect"
+        + _unresolved(d, floor, rate)
+    )
+
+
 def _unresolved(d: stats.Interval, floor: float, rate: float) -> str:
     """What a difference whose interval includes 0 cannot rule out, when its far end is beyond ablate.min_effect
-    (`floor`, MB/s) of the recommended `rate`: with 2 ablation runs a side, one CI sweep gave buffer.memory -8.01 to
-    +10.54 MB/s, "no measurable effect" that says little about the key. Empty when the interval rules out a
-    practical effect either way."""
+    (`floor`, MB/s) of the recommended `rate`: a wide interval's "no measurable effect" says little about the key.
+    Empty when the interval rules out a practical effect either way."""
     reach = max(abs(d.low or 0.0), abs(d.high or 0.0))
     if reach <= floor:
         return ""
-    return (f"; with n={d.n} an effect up to {reach:.2f} MB/s ({reach / rate:.0%} of the recommended rate) is not "
-            "ruled out: more ablate.repeats narrow the interval")  # fmt: skip
+    return (
+        f"; with n={d.n} an effect up to {reach:.2f} MB/s ({reach / rate:.0%} of the recommended rate) is not "
+        "ruled out: more ablate.repeats narrow the interval"
+    )
 
 
 def chosen(judged: dict[str, Any] | None) -> dict[str, Any] | None:

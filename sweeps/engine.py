@@ -254,7 +254,7 @@ class Sweep:
             + ", ".join(label for label, _ in todo)
         )
         confirmed = confirm.repeat(self, "confirm", todo, spec.confirm.repeats)
-        judged = confirm.summary(confirmed, confirm.resolution(spec))
+        judged = confirm.summary(confirmed)
         chosen = dict(todo).get(judged["chosen"] or "")
         effects: list[dict[str, Any]] = []
         blocked: list[dict[str, Any]] = []
@@ -265,10 +265,10 @@ class Sweep:
                     self.view.extend((len(ablate) + 1) * spec.ablate.repeats)
                     self.view.note(
                         f"ablations: {len(ablate)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
-                        "interleaved with the recommended configuration (its confirmation repeats count too)"
+                        "interleaved with as many runs of the recommended configuration (not the confirmation's)"
                     )
                     runs = confirm.repeat(self, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], spec.ablate.repeats)
-                    effects = confirm.effects(spec, chosen, runs, confirmed.get(judged["chosen"], []))
+                    effects = confirm.effects(spec, chosen, runs)
             else:
                 blocked = [
                     {"key": k, "old": o, "new": n, "why": "not ablated (ablate.repeats: 0)"}

@@ -16,11 +16,12 @@ DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo 
 DEMO_NIC_MBPS ?= 25
 PYTEST_ARGS ?=
 
-.PHONY: all deps apt venv kafka pulsar test lint demo demo-down clean help
+.PHONY: all deps apt venv kafka pulsar test test-fast lint demo demo-down clean help
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
 	@echo "make test    set up everything, then lint (ruff, import-linter's layers), type-check (mypy), run the tests"
+	@echo "make test-fast   the tests that start no server (under 2 minutes)"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
 
 deps: apt venv kafka pulsar
@@ -59,6 +60,11 @@ lint: venv
 
 test: deps lint
 	$(PY) -m pytest -v -ra --durations=100 $(PYTEST_ARGS)
+
+# The tests that start no server (pure: records, judgement, statistics, parsing); a test that would connect a socket
+# or start Java fails here (tests/conftest.py). Needs only the Python environment.
+test-fast: venv
+	KAFKATUNE_TEST_FAST=1 $(PY) -m pytest -q -m "not server and not shaped" -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: deps
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \

@@ -3,7 +3,7 @@
 The operating point (sweeps.hold) is a rate that held the SLO in one run; an operator who sets it runs it
 again, in another run. Near the knee, where latency climbs steeply with rate, the p99 of a short run swings
 from run to run, so a rate that held at 95 % of the SLO can miss in the next run. This measures that swing
-on the shaped testbed (the one tests/test_shaped.py uses): the same workload at each of `--rates`, `--reps`
+on the shaped testbed (the one tests/e2e/test_shaped.py uses): the same workload at each of `--rates`, `--reps`
 runs per rate, interleaved (A B C A B C ...), each `--seconds` long after a 3-s warm-up, on one warm cluster.
 It prints, per rate, the median p99 and the largest / smallest p99 of its runs: the headroom the operating
 point needs (`hold.headroom`, docs/design.md) is about the smallest / largest ratio.

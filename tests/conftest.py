@@ -19,10 +19,64 @@ from testbed.lifecycle import Testbed
 TEST_BASE_PORT = int(os.environ.get("KAFKATUNE_TEST_BASE_PORT", "24090"))
 
 
+# Fixtures that start a real server (brokers, Mosquitto, Zenoh, Pulsar, PostgreSQL, Spark's JVM, sshd): a test that
+# uses one, directly or through another, is marked `server`; one on the shaped testbed `shaped` too.
+SERVER_FIXTURES = {
+    "testbed",
+    "healthy",
+    "postgres_url",
+    "spark",
+    "servers",
+    "pulsar",
+    "sshd",
+    "second_testbed",
+    "shaped",
+    "tuned",
+    "remote_inventory",
+    "standalone",
+    "kafka_dist",
+}
+SHAPED_FIXTURES = {"shaped", "tuned", "remote_inventory"}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Every server this run starts (brokers, Mosquitto, Zenoh, Pulsar, PostgreSQL, sshd) dies with it, even
     when the run is killed and no fixture teardown runs (core.reaper)."""
     reaper.watch()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`server` and `shaped` from the fixtures each test uses (a test that starts one itself says so with the
+    marker): `make test-fast` runs the rest, which touch no server."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.server)
+        if used & SHAPED_FIXTURES:
+            item.add_marker(pytest.mark.shaped)
+
+
+@pytest.fixture(autouse=True)
+def _no_server_in_a_fast_test(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `make test-fast` (KAFKATUNE_TEST_FAST=1), a test not marked `server` fails if it connects a socket
+    anywhere or starts a Java process: it would need a server it does not say it needs."""
+    if os.environ.get("KAFKATUNE_TEST_FAST") != "1" or request.node.get_closest_marker("server"):
+        return
+    import socket
+    import subprocess
+
+    def no_connect(self: socket.socket, address: object) -> None:
+        raise AssertionError(f"a fast test connected to {address}: mark it server (or use a server fixture)")
+
+    real_popen = subprocess.Popen.__init__
+
+    def no_java(self: subprocess.Popen[bytes], args: object, *a: object, **kw: object) -> None:
+        if "java" in str(args):
+            raise AssertionError(f"a fast test started Java ({args}): mark it server")
+        real_popen(self, args, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", no_connect)
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_java)
 
 
 @pytest.fixture(scope="session")

@@ -1,16 +1,21 @@
-"""Small helpers shared by the tests: CLI invocation and short workloads."""
+"""Small helpers shared by the tests: CLI invocation, short workloads and sweep specs, waiting on a sweep."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from testbed.lifecycle import Testbed
+
 REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "tests" / "fixtures"
 
 
 def kafkatune(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -47,3 +52,45 @@ def write_workload(path: Path, **fields: Any) -> Path:
     base.update(fields)
     path.write_text(yaml.safe_dump(base))
     return path
+
+
+FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0}
+
+
+def write_spec(path: Path, name: str, stages: list[dict[str, Any]], **extra: Any) -> Path:
+    spec = {
+        "name": name,
+        "cluster": {"testbed": True},
+        "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
+        "plan": "staged",
+        "stages": stages,
+        "baselines": [],
+        "objectives": ["throughput_mb_s"],  # these tests are about applying configs: max rate is quicker
+        "confirm": {"top": 0},
+        "measurement": FAST,
+        "seed": 7,
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("trials/*/trial.json"))]
+
+
+def popen_sweep(spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
+    cmd += ["--runs-dir", str(runs), *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+
+
+def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"sweep exited ({proc.returncode}) before {what}")
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -105,7 +105,7 @@ def test_shaped_tests_skip_with_the_reason_where_cap_net_admin_is_missing(tmp_pa
             "-rs",
             "-p",
             "no:cacheprovider",
-            "tests/test_shaped.py",
+            "tests/e2e/test_shaped.py",
         ],
         cwd=REPO,
         capture_output=True,

@@ -26,8 +26,7 @@ from loadgen.workload import parse_workload
 from records.testbed import TestbedState
 from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, write_workload
-from tests.test_sweep import popen_sweep, records, wait_for, write_spec
+from tests.helpers import kafkatune, popen_sweep, records, wait_for, write_spec, write_workload
 
 LOAD = {
     "partitionsPerTopic": 3,
@@ -235,6 +234,7 @@ def test_a_robustness_study_measures_every_trial_under_its_fault(
 
 
 # ---- a degraded link, as TCP's counters name it (testbed.links, advisor.links) ----------------------------------
+@pytest.mark.server  # a real TCP connection, opened in the test
 def test_ss_counters_of_a_real_connection_are_read() -> None:
     """A real TCP connection on loopback sends 200 segments' worth: `ss` in this namespace lists it with the
     data segments it sent and no retransmission."""

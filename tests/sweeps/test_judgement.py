@@ -1,6 +1,6 @@
 """The arithmetic of the judgement, on data whose answer is known: intervals, a run's verdict against the SLO,
 and what a run says when it has no latency sample. (The search's own: tests/loadgen/test_search.py; the same logic on
-real clusters: tests/test_shaped.py.)"""
+real clusters: tests/e2e/test_shaped.py.)"""
 
 from __future__ import annotations
 

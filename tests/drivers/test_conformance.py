@@ -92,6 +92,7 @@ class TestPulsarPartitioned(DriverConformance):
         yield from _driver("pulsar", pulsar)
 
 
+@pytest.mark.server  # the baseline's own TCP server, in the test
 class TestTcpBaseline(DriverConformance):
     """The raw-socket baseline `compare` measures the harness's own ceiling with."""
 

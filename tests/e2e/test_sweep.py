@@ -15,34 +15,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from brokerconf.apply import BrokerConfigs
 from loadgen import brokerside
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
-from tests.helpers import REPO, kafkatune
-
-FAST = {"warmup_s": 1, "window_s": 2, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0}
-
-
-def write_spec(path: Path, name: str, stages: list[dict[str, Any]], **extra: Any) -> Path:
-    spec = {
-        "name": name,
-        "cluster": {"testbed": True},
-        "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
-        "plan": "staged",
-        "stages": stages,
-        "baselines": [],
-        "objectives": ["throughput_mb_s"],  # these tests are about applying configs: max rate is quicker
-        "confirm": {"top": 0},
-        "measurement": FAST,
-        "seed": 7,
-        **extra,
-    }
-    path.write_text(yaml.safe_dump(spec))
-    return path
+from tests.helpers import FAST, kafkatune, popen_sweep, records, wait_for, write_spec
 
 
 def configs(tb: Testbed) -> BrokerConfigs:
@@ -51,27 +30,6 @@ def configs(tb: Testbed) -> BrokerConfigs:
 
 def same_configs(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["brokers"] == b["brokers"] and a["restart_overrides"] == b["restart_overrides"]
-
-
-def records(run_dir: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("trials/*/trial.json"))]
-
-
-def popen_sweep(spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
-    cmd += ["--runs-dir", str(runs), *extra]
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
-
-
-def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"sweep exited ({proc.returncode}) before {what}")
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_sweep_applies_reads_back_and_restores(

@@ -13,8 +13,7 @@ from pathlib import Path
 import psutil
 
 from core import procs, reaper
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
 
 CHILD = """
 import json, os, time

@@ -63,6 +63,7 @@ def test_reliable_keep_all_dds_loses_nothing(tmp_path: Path) -> None:
     assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
 
 
+@pytest.mark.server  # a Zenoh router of its own
 def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Path) -> None:
     """Zenoh acknowledges a put when it returns; what is still in the publisher's send queue when the run
     ends must reach the subscriber. A router of our own is stalled (SIGSTOP/SIGCONT) through the end of

@@ -25,9 +25,9 @@ from core.errors import UserError
 from records import synthetic
 from records.analysis import TRIAL_FIELDS, load_table, rows
 from records.study import open_study
-from tests.helpers import kafkatune
+from tests.helpers import FIXTURES, kafkatune
 
-FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"
+FIXTURE = FIXTURES / "study-demo"
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from records.omb import problems
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, write_workload
+from tests.helpers import FIXTURES, kafkatune, write_workload
 
-OMB = Path(__file__).parent / "fixtures" / "omb"
+OMB = FIXTURES / "omb"
 RUNNABLE = ("1-topic-1-partition-100b", "1-topic-6-partition-100b", "1-topic-16-partitions-1kb",
             "1-topic-3-partition-100b-3producers", "1-topic-100-partitions-1kb-4p-4c-200k",
             "1-topic-10000-partitions-1kb-4p-4c-200k")  # fmt: skip

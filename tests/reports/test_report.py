@@ -16,9 +16,9 @@ from advisor.analysis import analyze
 from records import synthetic
 from records.analysis import load_table, rows
 from reports.properties import parse
-from tests.helpers import kafkatune
+from tests.helpers import FIXTURES, kafkatune
 
-FIXTURE = Path(__file__).parent / "fixtures" / "study-demo"
+FIXTURE = FIXTURES / "study-demo"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import ClassVar
@@ -247,6 +247,12 @@ class Driver(abc.ABC):
     def create_consumer(
         self, topic: str, subscription: str, on_message: MessageCallback, overrides: Mapping[str, str] | None = None
     ) -> Consumer: ...
+
+    def replay(self, topic: str, timeout_s: float = 60.0) -> Iterator[bytes] | None:
+        """Every message the system holds for `topic`, from its beginning to its end as of the call (each
+        partition to its high watermark): what tells a message that was lost from one not consumed in time. None
+        (the default): the system keeps no log to read again."""
+        return None
 
     def close(self) -> None:
         return None

@@ -25,16 +25,19 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Callable, Mapping, Sequence
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer as _Consumer
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as _Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from core.errors import UserError
 from drivers import api
+from drivers.kafka_stats import STATS_INTERVAL_MS, client_stats, consumer_state
 
 # Java client key -> (librdkafka key, value converter).
 _JAVA_ONLY: Mapping[str, tuple[str, Callable[[str], str]]] = {
@@ -72,58 +75,6 @@ def _words(err: Any) -> str:
 
 # librdkafka's statistics (its STATISTICS.md) every second unless the config sets an interval: the rolling
 # windows it keeps per broker and topic are what `stats()` reads. Emitted from poll(), so costless when off.
-STATS_INTERVAL_MS = 1000
-
-
-def client_stats(doc: Mapping[str, Any], topic: str) -> dict[str, float]:
-    """One librdkafka statistics document as api.CLIENT_STATS: queue time and round trip averaged over the
-    brokers (weighted by their sample counts, µs to ms) and their p99s (the highest broker's), requests in flight
-    summed, the topic's batch size."""
-
-    def weighted(field: str) -> float | None:
-        ws = [(b[field]["avg"], b[field]["cnt"]) for b in brokers if (b.get(field) or {}).get("cnt")]
-        n = sum(c for _, c in ws)
-        return sum(a * c for a, c in ws) / n / 1000 if n else None
-
-    def p99(field: str) -> float | None:
-        ws = [b[field]["p99"] for b in brokers if (b.get(field) or {}).get("cnt")]
-        return max(ws) / 1000 if ws else None
-
-    brokers = [b for b in (doc.get("brokers") or {}).values() if int(b.get("nodeid", -1)) >= 0]
-    t = (doc.get("topics") or {}).get(topic) or {}
-    out = {
-        "queue_ms": weighted("int_latency"),
-        "rtt_ms": weighted("rtt"),
-        "queue_p99_ms": p99("int_latency"),
-        "rtt_p99_ms": p99("rtt"),
-        "inflight": float(sum(int(b.get("waitresp_cnt") or 0) for b in brokers)),
-        "batch_bytes": (t.get("batchsize") or {}).get("avg") if (t.get("batchsize") or {}).get("cnt") else None,
-        "batch_records": (t.get("batchcnt") or {}).get("avg") if (t.get("batchcnt") or {}).get("cnt") else None,
-    }
-    return {k: float(v) for k, v in out.items() if v is not None}
-
-
-def consumer_state(doc: Mapping[str, Any], topic: str) -> str:
-    """One librdkafka consumer statistics document (its STATISTICS.md) in words: the group's state, and how many
-    of the topic's partitions are in each fetch state, with their leaders and the offsets they wait at."""
-    g = doc.get("cgrp") or {}
-    parts = {p: v for p, v in ((doc.get("topics") or {}).get(topic, {}).get("partitions") or {}).items() if p != "-1"}
-
-    def offset(v: Any) -> str:  # librdkafka's -1001 (and any logical offset): none known yet
-        return str(v) if isinstance(v, int) and v >= 0 else "not known"
-
-    states: dict[str, list[str]] = {}
-    for p, v in sorted(parts.items(), key=lambda kv: int(kv[0])):
-        where = f"{p} (leader {v.get('leader')}, next offset {offset(v.get('next_offset'))}, high watermark " \
-            f"{offset(v.get('hi_offset'))})"  # fmt: skip
-        states.setdefault(str(v.get("fetch_state")), []).append(where)
-    fetch = "; ".join(f"{st}: {', '.join(ps)}" for st, ps in states.items()) or "none known"
-    return (
-        f"group {g.get('state')}/{g.get('join_state')}, {g.get('assignment_size')} partition(s) assigned, "
-        f"rebalances {g.get('rebalance_cnt')}; fetch state per partition: {fetch}"
-    )
-
-
 class KafkaProducer(api.Producer):
     """`counting`: librdkafka reports failed deliveries only (`delivery.report.only.error`), and `unresolved()` reads
     its queue length: no Python call per acknowledged message (see api.Driver.create_counting_producer)."""
@@ -132,8 +83,13 @@ class KafkaProducer(api.Producer):
         # kafkatune's accounting owns the delivery reports: a workload cannot switch them off. The sender's
         # callback is the client's default one (`on_delivery` in the config), not a keyword of every produce()
         # call: the keyword cost 0.25-0.38 µs per message (a dict per call), a third of the send path at 100 B.
-        conf = {"statistics.interval.ms": STATS_INTERVAL_MS, **conf, "stats_cb": self._on_stats,
-                "delivery.report.only.error": counting, "on_delivery": self._delivered}  # fmt: skip
+        conf = {
+            "statistics.interval.ms": STATS_INTERVAL_MS,
+            **conf,
+            "stats_cb": self._on_stats,
+            "delivery.report.only.error": counting,
+            "on_delivery": self._delivered,
+        }
         self._done: api.DeliveryCallback | None = None
         self._stats_json: str | None = None
         self._p = _Producer(conf)
@@ -392,6 +348,39 @@ class KafkaDriver(api.Driver):
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
     ) -> api.Consumer:
         return KafkaConsumer(self._consumer_conf(subscription, overrides), topic, on_message)
+
+    def replay(self, topic: str, timeout_s: float = 60.0) -> Iterator[bytes] | None:
+        """Every partition of `topic` from its first offset to its high watermark, read by a consumer of its own
+        (assigned, no group commits): the log as the brokers hold it."""
+        meta = self.admin.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None:
+            return None
+        c = _Consumer(
+            {
+                **self.common,
+                "group.id": f"kt-verify-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "enable.partition.eof": False,
+            }
+        )
+        return _replay(c, topic, sorted(meta.partitions), timeout_s)
+
+
+def _replay(c: Any, topic: str, partitions: list[int], timeout_s: float) -> Iterator[bytes]:
+    """The messages of `partitions` up to each one's high watermark (read now), then the consumer closed."""
+    try:
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+        todo = {p for p, end in ends.items() if end > 0}
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in todo])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            for m in c.consume(10_000, 0.5):
+                if m.error() is None:
+                    yield m.value()
+                    if m.offset() >= ends[m.partition()] - 1:
+                        todo.discard(m.partition())
+    finally:
+        c.close()
 
 
 def _kafka_error_text(e: Exception) -> str:

@@ -51,6 +51,7 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
         fmt.latency_line("end-to-end ms      ", e2e),
         f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
+        *_late(s),
     ]
     if s["unacknowledged_at_end"]:
         lines.append(
@@ -67,6 +68,18 @@ def bench_summary(s: dict[str, Any], d: Path) -> None:
     lines += [f"WARNING: {w}" for w in s["warnings"]]
     lines.append(f"results: {d}/result.json")
     print("\n".join(lines), file=sys.stderr)
+
+
+def _late(s: dict[str, Any]) -> list[str]:
+    """What the log read again said of the messages no consumer received (loadgen.verify)."""
+    if s.get("not_consumed_in_time"):
+        return [
+            f"{s['not_consumed_in_time']:,} acknowledged message(s) not consumed before the drain ended were in "
+            "the log when it was read again: late, not lost"
+        ]
+    if s.get("loss_verified") is False and s["lost"]:
+        return ["the lost count is not verified: this system keeps no log to read again"]
+    return []
 
 
 def scaled_out(d: dict[str, Any]) -> None:
@@ -106,6 +119,7 @@ def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
         f"search run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
         f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}"
     )
+    lines += _late(s)
     if s.get("tail"):  # over the steps that held, or every step when none did (loadgen.sustainable.tail_seconds)
         lines += tail.words(s["tail"])
     lines.append(f"results: {out}/result.json (the answer and its steps under `sustainable`)")

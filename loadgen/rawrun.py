@@ -73,6 +73,8 @@ class RawRun:
     # a backlog run (loadgen.backlog) decides its measured phase's length as it goes; its parts are in `backlog`
     measured_s: float | None = None
     backlog: dict[str, Any] | None = None
+    # when acknowledged messages were missing: the log read again (loadgen.verify), None when nothing was missing
+    verified: dict[str, Any] | None = None
 
     @property
     def test_s(self) -> float:

@@ -31,9 +31,19 @@ def _per_host(raw: RawRun) -> dict[str, dict[str, int]]:
     for (role, wid), host in raw.worker_hosts.items():
         h = out.setdefault(
             host or "local",
-            dict.fromkeys(("producers", "consumers", "sent", "acknowledged", "consumed", "publish_latency_count",
-                           "end_to_end_latency_count"), 0),
-        )  # fmt: skip
+            dict.fromkeys(
+                (
+                    "producers",
+                    "consumers",
+                    "sent",
+                    "acknowledged",
+                    "consumed",
+                    "publish_latency_count",
+                    "end_to_end_latency_count",
+                ),
+                0,
+            ),
+        )
         if role == "producer":
             rep = raw.producers.get(wid) or {}
             h["producers"] += 1
@@ -85,10 +95,12 @@ def seq_ranges(seqs: np.ndarray) -> list[list[int]]:
 
 
 def _loss(raw: RawRun) -> dict[str, Any]:
-    """Acknowledged-but-never-consumed and consumed-more-than-once, per producer, per subscription."""
+    """Acknowledged-but-never-consumed and consumed-more-than-once, per producer, per subscription. When the log
+    was read again (loadgen.verify), a missing message found in it is counted `not_consumed_in_time`, not lost."""
     subs = max(1, raw.workload.subscriptionsPerTopic)
     per_producer: dict[int, dict[str, Any]] = {}
-    lost = dup = unacked_received = 0
+    lost = dup = unacked_received = late = 0
+    in_log = (raw.verified or {}).get("in_log") or {}
     for pid, rep in raw.producers.items():
         acked = np.frombuffer(rep["acked_map"], dtype=np.uint8)
         counts = np.zeros(len(acked), dtype=np.int64)
@@ -100,16 +112,33 @@ def _loss(raw: RawRun) -> dict[str, Any]:
         if raw.workload.subscriptionsPerTopic == 0:
             per_producer[pid] = {"acked": int(acked.sum()), "lost": 0, "duplicated": 0}
             continue
-        # With S subscriptions every message is due S times; what is short of that is lost.
-        p_lost = int(np.maximum(subs - counts[acked == 1], 0).sum())
+        found = np.zeros(len(acked), dtype=bool)
+        found[[s for s in in_log.get(str(pid), []) if s < len(acked)]] = True
+        short = np.maximum(subs - counts, 0) * ((acked == 1) & ~found)
+        # With S subscriptions every message is due S times; what is short of that, and not in the log, is lost.
+        p_lost = int(short.sum())
         p_dup = int(np.maximum(counts - subs, 0).sum())
         unacked_received += int((counts[acked == 0] > 0).sum())
-        per_producer[pid] = {"acked": int(acked.sum()), "lost": p_lost, "duplicated": p_dup}
+        per_producer[pid] = {
+            "acked": int(acked.sum()),
+            "lost": p_lost,
+            "duplicated": p_dup,
+            "not_consumed_in_time": int(found.sum()),
+        }
         if p_lost:
-            per_producer[pid]["lost_seqs"] = seq_ranges(np.flatnonzero((acked == 1) & (counts < subs)))
+            per_producer[pid]["lost_seqs"] = seq_ranges(np.flatnonzero(short > 0))
         lost += p_lost
         dup += p_dup
-    return {"lost": lost, "duplicated": dup, "unacked_but_received": unacked_received, "per_producer": per_producer}
+        late += int(found.sum())
+    verified = raw.verified
+    return {
+        "lost": lost,
+        "duplicated": dup,
+        "unacked_but_received": unacked_received,
+        "not_consumed_in_time": late,
+        "loss_verified": None if verified is None else bool(verified.get("replayed")),
+        "per_producer": per_producer,
+    }
 
 
 def build(

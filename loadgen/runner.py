@@ -27,6 +27,7 @@ from loadgen.channel import Channel
 from loadgen.collect import await_ready, collect, steered
 from loadgen.placement import Host, Workers, hosts
 from loadgen.rawrun import Publish, RawRun, Steer, Tick, View, chain, measured_seconds, phase_of
+from loadgen.verify import verify
 from loadgen.worker import WorkerTask
 from loadgen.workload import Workload
 
@@ -168,6 +169,8 @@ class _Run:
         if steer is not None:
             stop_when = steered(steer, self._publish, stop_when)
         collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog, drain)
+        if drain:  # before the topics go: a missing message is lost only if it is not in the log
+            self.raw.verified = verify(self.raw, self.drv)
         produce_end = values["produce_end_ns"]
         if backlog is not None:
             self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values["t0_ns"])

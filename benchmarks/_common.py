@@ -25,9 +25,12 @@ def log(msg: str) -> None:
 
 
 @contextmanager
-def testbed(state_dir: Path, *, base_port: int = 27090, warm_up_s: float = 60, **up: Any) -> Iterator[Testbed]:
+def testbed(
+    state_dir: Path, *, base_port: int = 27090, warm_up_s: float = 60, paced: float | None = 0.6, **up: Any
+) -> Iterator[Testbed]:
     """A private testbed, wiped before and after; `warm_up_s` of load at the most, ended sooner once the brokers'
-    JIT compilers are quiet (loadgen.warmup), so the first figure is not a cold cluster's."""
+    JIT compilers are quiet (loadgen.warmup; `paced`: its fixed-rate shape, None: none), so the first figure is not
+    a cold cluster's."""
     tb = Testbed(state_dir, dist.install(), base_port=base_port, prefix="ktb")
     tb.down(wipe=True, progress=lambda m: None)
     try:
@@ -36,7 +39,12 @@ def testbed(state_dir: Path, *, base_port: int = 27090, warm_up_s: float = 60, *
             from loadgen.warmup import warm_up
 
             warm_up(
-                st.bootstrap_servers, warm_up_s, say=log, placements=tb.client_netns(st), metrics_urls=st.metrics_urls
+                st.bootstrap_servers,
+                warm_up_s,
+                say=log,
+                placements=tb.client_netns(st),
+                metrics_urls=st.metrics_urls,
+                paced=paced,
             )
         yield tb
     finally:

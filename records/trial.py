@@ -16,6 +16,9 @@ from core import files
 
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
+# A sustainable-rate trial's search run (loadgen.search) is a run folder of its own inside the trial's: its name is
+# the ramp's it replaced, so studies written before the search read the same way
+SEARCH_RUN = "ramp"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
 _OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
              "restarts", "apply_s", "restart_warmup", "phases_s", "measured", "constraints", "disturbed",

@@ -24,6 +24,7 @@ from loadgen import tail
 from records.analysis import load_table, rows
 from records.run import tail_budget
 from records.study import TRIALS, latency_quantiles, secret_bearing_documents
+from records.trial import SEARCH_RUN
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
 
@@ -98,7 +99,7 @@ def _tail_lines(a: advice.StudyAdvice) -> list[str]:
     """The recommended configuration's confirmation searches: their seconds over the SLO and what each met
     (loadgen.tail over the steps that held: a step that missed breaks the SLO by design)."""
     ids = (advice.candidate(a.sweep, None) or {}).get("trial_ids") or []
-    found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / "ramp")) is not None]
+    found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / SEARCH_RUN)) is not None]
     if not found:
         return []
     c = tail.combine(found)

@@ -32,7 +32,7 @@ from typing import Any
 from loadgen import tail
 from records.run import tail_budget
 from records.study import TRIALS
-from records.trial import read_trial
+from records.trial import SEARCH_RUN, read_trial
 from sweeps import storage
 from sweeps.confirm import Phases
 
@@ -106,7 +106,7 @@ def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[dict[str, Any]
 
 def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
     """The tail budgets of these trials' search runs added up (loadgen.tail.combine)."""
-    found = [t for tid in trial_ids if (t := tail_budget(run_dir / TRIALS / tid / "ramp")) is not None]
+    found = [t for tid in trial_ids if (t := tail_budget(run_dir / TRIALS / tid / SEARCH_RUN)) is not None]
     return tail.combine(found)
 
 

@@ -26,7 +26,7 @@ from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, warm_up
 from loadgen.workload import Workload
 from records.run import write_run
-from records.trial import TrialRecord, write_trial
+from records.trial import SEARCH_RUN, TrialRecord, write_trial
 from sweeps import space
 from sweeps.protocol import (
     MB,
@@ -249,7 +249,7 @@ class _Trial:
         self.phase = "sustainable-rate search"
         u = sustainable.probe_rate(raw)
         self.outcome.probe_msg_s = self.record["probe_msg_s"] = u
-        self._search(u, self.out_dir / "ramp", on_tick)
+        self._search(u, self.out_dir / SEARCH_RUN, on_tick)
 
     def _max_rate(self, on_tick: Callable[[RawRun, Tick], None] | None) -> RawRun:
         self.phase = "run"

@@ -133,7 +133,7 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
     (one partition puts all produce traffic on one leader, whose link also carries the replication to both
     followers and the consumer: about 3x its produce rate), and buffer.memory 32 -> 64 MiB, none at this load
     (below the sustainable rate the buffer never fills). Kafka's defaults and the tuned configuration are
-    confirmed 4 times each, each key is put back alone 3 times beside 3 runs of the recommended configuration (the
+    confirmed 3 times each, each key is put back alone 3 times beside 3 runs of the recommended configuration (the
     ablation's own: the confirmation's runs chose the winner), interleaved; then the operating point: a rate
     picked from the fit of p99 against rate, 3 spreads within the SLO, checked in one run."""
     tmp = tmp_path_factory.mktemp("tuned")
@@ -159,12 +159,12 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 ],
                 "baselines": [],
                 "slo": {"p99_e2e_ms": SLO_MS},
-                "confirm": {"top": 1, "repeats": 4},
+                "confirm": {"top": 1, "repeats": 3},
                 "ablate": {"repeats": 3},
                 "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1},
-                # shorter steps than a study's (3-8 s against 5-30 s): the suite's time; each search still probes,
-                # brackets, bisects and confirms for itself
-                "search": {"warmup_s": 2, "min_step_s": 3, "max_step_s": 8, "resolution": 0.1},
+                # shorter and fewer steps than a study's (2-5 s against 5-30 s, to 15 %): the suite's time; each
+                # search still probes, brackets, bisects and confirms for itself
+                "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 5, "resolution": 0.15, "max_steps": 8},
                 # 3 spreads within the SLO: the test's own run at the operating point must hold too
                 "hold": {"z": 3, "run_s": 20, "tries": 3},
                 "seed": 3,
@@ -218,7 +218,7 @@ def test_a_key_with_an_effect_is_recommended_and_one_without_is_left_out(tuned: 
     # every candidate's figure has its repeats and interval; the noise is the runs' own
     cands = s["confirmation"]["candidates"]
     assert {c["label"] for c in cands} == {"baseline:kafka-defaults", "producer#0"}
-    assert all(len(c["repeats"]) == 4 and c["interval"]["low"] is not None for c in cands)
+    assert all(len(c["repeats"]) == 3 and c["interval"]["low"] is not None for c in cands)
     assert s["noise"]["between_run_sd_mb_s"] > 0 and s["confirmation"]["vs_defaults"]["distinguishable"]
     # the files an operator applies hold the key with an effect, not the one without
     files = tuned / "report" / "recommended"

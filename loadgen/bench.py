@@ -113,8 +113,11 @@ def measure(
         "version": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
     }
+    slo_ms = (slo or Slo()).p99_e2e_ms
     tail_s = found.tail_seconds() if found is not None else None
-    rec = result.build(raw, t.profile, client, (slo or Slo()).p99_e2e_ms, tail_s)
+    rec = result.build(raw, t.profile, client, slo_ms, tail_s)
+    if found is not None and slo_ms is not None:
+        found.judge_tails(result.step_tails(raw, [st.judged_s for st in found.steps], slo_ms))
     rec.result["brokerConfig"] = brokers
     if seen is not None:
         rec.result["links"] = seen

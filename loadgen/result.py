@@ -193,6 +193,13 @@ def build(
     return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
 
+def step_tails(raw: RawRun, steps: Sequence[Sequence[int]], slo_ms: float) -> list[dict[str, Any]]:
+    """Each step's tail budget in brief (loadgen.tail.compact), over its judged seconds: why a step missed, when a
+    transient and not the rate made it (the run's own budget reads the steps that held)."""
+    brokers, hosts = brokerside.broker_rows(raw), brokerside.host_rows(raw)
+    return [tail.compact(tail.budget(raw, secs, slo_ms, brokers, hosts)) for secs in steps]
+
+
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
     """The measure window's publish, publish-delay and end-to-end histograms, merged over the workers."""
     pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())

@@ -14,11 +14,13 @@
              consumers have drained what it left behind). Its figures are cumulative over its judged seconds and
              it is decided as soon as they are clear: after at least `min_step_s` judged seconds, and enough for
              TAIL_SAMPLES latencies beyond the SLO's percentile at its rate (so the percentile is estimated from its
-             tail, not from one second), it holds early when every p99 is within `early_hold` of the SLO and misses
-             early when one is beyond `early_miss` of it or a send failed; otherwise it runs `max_step_s` judged
-             seconds. A step near the knee therefore runs longest, because a short window's p99 is mostly chance:
-             between the windows of one fixed-rate run, a p99 over a few seconds spreads several times as widely as
-             one over half a minute (benchmarks/step_length.py, benchmarks/results/step_length.json).
+             tail, not from one second), it holds early when every p99 is within `early_hold` of the SLO; after twice
+             that it misses early when one is beyond `early_miss` of it (a transient second can carry a short step's
+             p99 over: on a fresh shaped testbed two steps missed early after 5 s at rates that held in every other
+             search, benchmarks/results/reproducibility.json); a failed send misses at once; otherwise it runs
+             `max_step_s` judged seconds. A step near the knee therefore runs longest, because a short window's p99
+             is mostly chance: between the windows of one fixed-rate run, a p99 over a few seconds spreads several
+             times as widely as one over half a minute (benchmarks/step_length.py, benchmarks/results/step_length.json).
 
 The rules a step is held by are loadgen.sustainable's (schedule kept, consumers keeping up, no failed send, each p99
 the SLO names within it; latency from the intended send time). OpenMessaging Benchmark's `producerRate: 0` asks the
@@ -153,6 +155,8 @@ class Searcher:
         if not why_not(st, scheduled, self.slo.scaled(s.early_hold)):
             st.held, st.early = True, True
             return st
+        if n < 2 * s.judged_at_least(o.rate):  # a miss needs more: one transient second can carry a short p99
+            return None
         if far := why_not(st, scheduled, self.slo.scaled(s.early_miss)):
             st.early = True
             st.why = f"{far} ({s.early_miss:g}× the SLO: missed early)" if far.startswith("p99") else far

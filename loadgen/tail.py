@@ -232,3 +232,13 @@ def combine(budgets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "cause": CAUSES[top] if top else None,
         "cause_share": primary[top] / above if top and above else None,
     }
+
+
+def compact(b: Mapping[str, Any]) -> dict[str, Any]:
+    """A budget in brief, for one step of a search: its seconds, those over the SLO and their primary causes."""
+    return {
+        "seconds": b["seconds"],
+        "above_slo": b["above_slo"],
+        "unexplained": b["unexplained"]["seconds"],
+        "primary": {c["cause"]: c["primary"] for c in b["causes"] if c["primary"]},
+    }

@@ -137,9 +137,11 @@ def warm_up(
     quiet_cores: float = JIT_QUIET_CORES,
     shapes: Sequence[Mapping[str, Any]] = SHAPES,
     paced: float | None = PACED,
+    paced_shape: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run acks=all load through every broker (6 partitions) and read it back, in each of `shapes` (producer
-    settings) at the maximum rate, then (`paced`) at that share of the first one's rate with the default settings,
+    settings) at the maximum rate, then (`paced`) at that share of the first one's rate with `paced_shape` (default:
+    the client's defaults),
     in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the share is
     then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last shape
     (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's own
@@ -150,7 +152,7 @@ def warm_up(
         raise ValueError("warm_up needs at least one shape of load")
     n = len(shapes) + (1 if paced else 0)
     each = seconds / n
-    cap = f"{each:g} s" if n == 1 else f"{each:g} s each, {n} shapes of load"
+    cap = f"{each:g} s" if n == 1 else f"{each:g} s each of {n} shapes"
     load = f"{cap} with acks=all load"
     if metrics_urls:
         load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
@@ -159,10 +161,21 @@ def warm_up(
     done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores) for shape in shapes]
     if paced and done[0]["msg_s"]:
         rate = round(paced * done[0]["msg_s"])
-        done.append(_warm_shape(bootstrap, each, {}, placements, say, common, metrics_urls, quiet_cores, rate))
+        shape = dict(paced_shape or {})
+        done.append(_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores, rate))
     last = done[-1]
     quiet = all(d["quiet"] for d in done) if metrics_urls else None
     return {"s": round(time.monotonic() - t0, 1), "jit_cores": last["jit_cores"], "quiet": quiet, "shapes": done}
+
+
+def _acked_rate(raw: runner.RawRun) -> float:
+    """Acknowledged msg/s over the seconds a warm-up shape ran (it may end early, once quiet: not its whole cap)."""
+    acked: dict[int, int] = {}
+    for t in raw.ticks:
+        if t.role == "producer":
+            acked[t.second] = acked.get(t.second, 0) + t.msgs
+    full = [n for s, n in sorted(acked.items()) if raw.stopped_early_at is None or s < raw.stopped_early_at][1:]
+    return sum(full) / len(full) if full else 0.0
 
 
 def _warm_shape(
@@ -204,6 +217,7 @@ def _warm_shape(
     took = time.monotonic() - t0
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
     summary: dict[str, Any] = result.build(raw)[0]["summary"]
+    msg_s = _acked_rate(raw)
     e2e = summary["end_to_end_latency_ms"]
     p99 = f"end-to-end p99 {e2e['p99']:.2f} ms" if e2e.get("p99") is not None else "end-to-end latency not measured"
     state = ""
@@ -212,13 +226,13 @@ def _warm_shape(
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
     batches = ", ".join(f"{k} {v}" for k, v in shape.items()) or "default batching"
     at = f" at {rate:,.0f} msg/s" if rate else ""
-    say(f"warm-up ({batches}{at}) done in {took:.0f} s: {summary['publish_mb_s']:.1f} MB/s, {p99}{state}")
+    say(f"warm-up ({batches}{at}) done in {took:.0f} s: {msg_s * w.messageSize / 1e6:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
     return {
         "producer": dict(shape),
         "rate_msg_s": rate,
         "s": round(took, 1),
-        "msg_s": summary["publish_msg_s"],
+        "msg_s": msg_s,
         "jit_cores": None if jit is None else round(jit, 3),
         "quiet": quiet,
     }

@@ -121,12 +121,11 @@ def run_trial(
     return out
 
 
-# A trial whose measurement window shows an event it did not plan (faults.disturbed: a broker restarting, ISR
-# shrinking, the controller moving) is measured again, at most this many times in all; its dip never reaches
-# the optimizer. So is one whose window found the brokers' JIT still compiling (loadgen.brokerside.jit_busy), after
-# a warm-up with its own producer settings until the compilers are quiet (measurement.jit_warmup_s; 0: not
-# measured again); when the last attempt still finds them compiling, it is kept, with its warning. The record
-# keeps each attempt set aside, its events and figures, under `disturbed` or `jit_busy`.
+# A trial whose window shows an event it did not plan (faults.disturbed: a broker restarting, ISR shrinking, the
+# controller moving) is measured again, at most this many times in all, so its dip never reaches the optimizer; so
+# is one whose window found the brokers' JIT compiling (loadgen.brokerside.jit_busy), after a warm-up with its own
+# settings (measurement.jit_warmup_s; 0: not again; the last attempt is kept, with its warning). The record keeps
+# each attempt set aside under `disturbed` or `jit_busy`.
 MAX_ATTEMPTS = 3
 
 
@@ -184,16 +183,10 @@ class _Trial:
 
     def warm_up(self, cap_s: float, *, own_load: bool = False) -> dict[str, Any]:
         """Load the brokers until their JIT is quiet, `cap_s` at the most (loadgen.warmup); `own_load`: as the trial."""
-        t, shapes = self.target, (dict(self.workload.producerConfig),) if own_load else SHAPES
-        return warm_up(
-            t.bootstrap,
-            cap_s,
-            placements=t.placements,
-            say=self.say,
-            common=t.common,
-            metrics_urls=t.metrics_urls,
-            shapes=shapes,
-        )
+        t, own = self.target, dict(self.workload.producerConfig)
+        where: dict[str, Any] = {"placements": t.placements, "common": t.common, "metrics_urls": t.metrics_urls}
+        shapes = {"shapes": (own,), "paced_shape": own} if own_load else {"shapes": SHAPES}
+        return warm_up(t.bootstrap, cap_s, say=self.say, **shapes, **where)
 
     def rerun(self) -> None:
         restarts = self.outcome.restarts
@@ -206,13 +199,16 @@ class _Trial:
         """One run of `w` on the target (loadgen.runner), quietly."""
         t = self.target
         common = {"bootstrap.servers": t.bootstrap, **t.common}
-        return runner.run(
-            w, common, placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None, **kw
-        )
+        kw.update(placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)
+        return runner.run(w, common, **kw)
 
-    def _build(self, raw: RawRun, seconds: list[int] | None = None) -> res.RunRecord:
-        """A run's record, with its tail budget against the spec's SLO over `seconds` (loadgen.tail)."""
-        return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, self.spec.slo.p99_e2e_ms, seconds)
+    def _build(self, raw: RawRun, found: Sustainable | None = None) -> res.RunRecord:
+        """A run's record with its tail budget against the spec's SLO (loadgen.tail); a search's over its steps that
+        held, and each step's own into `found`."""
+        slo, secs = self.spec.slo.p99_e2e_ms, found.tail_seconds() if found is not None else None
+        if found is not None and slo is not None:
+            found.judge_tails(res.step_tails(raw, [st.judged_s for st in found.steps], slo))
+        return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, slo, secs)
 
     def _check_disturbed(self, rec: res.RunRecord) -> None:
         """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
@@ -309,7 +305,7 @@ class _Trial:
         found.ramp_s = time.monotonic() - t_search
         for said in found.remeasured:
             self.say(f"re-measured: {said}")
-        rec = self._build(raw, found.tail_seconds())
+        rec = self._build(raw, found)
         self._check_disturbed(rec)
         write_run(where, rec)
         lost = rec.summary["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0

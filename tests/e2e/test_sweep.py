@@ -200,8 +200,9 @@ def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm
         w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
         assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w
         assert a["s"] >= w["s"]
-        # in one shape, the trial's own: its settings are what the brokers were compiling for
-        assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536"], w["shapes"]
+        # the trial's own settings, at its maximum rate then paced: what the brokers were compiling for
+        assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536", "65536"], w["shapes"]
+        assert w["shapes"][0]["rate_msg_s"] is None and w["shapes"][1]["rate_msg_s"] > 0, w["shapes"]
         # stopped once its window could no longer stand (loadgen.warmup.JitBusyWatch), or run to its end
         assert a.get("stopped_at_s", 0) < FAST["window_s"] * FAST["windows"], a
     assert "broker 3" in aside[0]["events"][0]

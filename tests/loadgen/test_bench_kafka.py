@@ -335,7 +335,8 @@ def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(health
     got = warmup.warm_up(healthy.bootstrap_servers, 180, say=print, metrics_urls=healthy.metrics_urls, quiet_cores=10)
     assert got["quiet"] is True and got["jit_cores"] is not None and 0 <= got["jit_cores"] < 10, got
     assert [s["producer"] for s in got["shapes"]] == [*(dict(s) for s in warmup.SHAPES), {}], got
-    paced = got["shapes"][-1]  # the fixed-rate shape: PACED of the first shape's rate, which it kept
+    # the fixed-rate shape: PACED of the rate the first shape measured over the seconds it ran, which it kept
+    paced = got["shapes"][-1]
     assert paced["rate_msg_s"] == round(warmup.PACED * got["shapes"][0]["msg_s"]), got
     assert paced["msg_s"] == pytest.approx(paced["rate_msg_s"], rel=0.05), got
     for shape in got["shapes"]:

@@ -104,4 +104,9 @@ def command(
     else:
         print_summary(summary, sys.stderr)
     if summary["best"] is None:
-        raise RunFailed(f"no trial produced a valid measurement: see {run_dir}/trials/*/trial.json")
+        why = (summary.get("operating_point") or {}).get("not_load_driven")
+        raise RunFailed(
+            f"no trial produced a valid measurement: {why}"
+            if why
+            else f"no trial produced a valid measurement: see {run_dir}/trials/*/trial.json"
+        )

@@ -77,10 +77,8 @@ def per_second(spark: Any, study: Study) -> Any:
                 else []
             ),
             F.avg("process_cpu_load").alias("broker_cpu"),
-            # the busiest broker's share of the produce bytes: 1/N with leaders balanced, 1.0 when one leads all
-            F.when(F.sum("bytes_in_per_s") > 0, F.max("bytes_in_per_s") / F.sum("bytes_in_per_s")).alias(
-                "leader_share"
-            ),
+            # the busiest broker's produce bytes this second; over the window against all brokers' (leader_share)
+            F.max("bytes_in_per_s").alias("produce_max_b_s"),
             *[F.sum(c).alias(c) for c in EVIDENCE if c in b.columns],
         )
         if out is None:
@@ -123,7 +121,12 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
             F.avg("network_processor_idle").alias("network_processor_idle"),
             F.sum(F.when(F.col("under_replicated") > 0, 1).otherwise(0)).alias("under_replicated_seconds"),
             F.avg("broker_cpu").alias("broker_cpu"),
-            F.avg("leader_share").alias("leader_share"),
+            # the busiest broker's share of the produce bytes: 1/N with leaders balanced, 1.0 when one leads all; a
+            # ratio of the window's sums, not a mean of each second's: a broker's sample that lands in the next
+            # second (scrape jitter) would otherwise read as a second led by another broker
+            F.when(F.sum("produce_mb_s") > 0, F.sum("produce_max_b_s") / (F.sum("produce_mb_s") * MB)).alias(
+                "leader_share"
+            ),
             *([F.max("replica_lag_max").alias("replica_lag_max")] if "replica_lag_max" in cols else []),
             # null when the controller is not on the scraped nodes (cluster.metrics leaves the column out then)
             *([F.sum("controller_bad").alias("controller_bad_seconds")] if "controller_bad" in cols else []),

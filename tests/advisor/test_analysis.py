@@ -113,6 +113,7 @@ def test_generated_study_recovers_the_planted_response(generated: tuple[Path, di
         assert trials[tid]["second_mean_mb_s"] == pytest.approx(want, rel=0.01)
         assert trials[tid]["produce_mb_s"] == pytest.approx(want, rel=1e-6)
         assert trials[tid]["replication_ratio"] == pytest.approx(2.0)
+        assert trials[tid]["leader_share"] == pytest.approx(1 / 3)  # leaders balanced: each broker a third
     batch = [p for p in rows(load_table(d / "analysis", "params")) if p["param"] == "batch.size"]
     assert next(p for p in batch if p["best_value"])["value"] == str(synthetic.BEST_BATCH)
     linger = [p for p in rows(load_table(d / "analysis", "params")) if p["param"] == "linger.ms"]

@@ -14,10 +14,12 @@
              consumers have drained what it left behind). Its figures are cumulative over its judged seconds and
              it is decided as soon as they are clear: after at least `min_step_s` judged seconds, and enough for
              TAIL_SAMPLES latencies beyond the SLO's percentile at its rate (so the percentile is estimated from its
-             tail, not from one second), it holds early when every p99 is within `early_hold` of the SLO; after twice
-             that it misses early when one is beyond `early_miss` of it (a transient second can carry a short step's
-             p99 over: on a fresh shaped testbed two steps missed early after 5 s at rates that held in every other
-             search, benchmarks/results/reproducibility.json); a failed send misses at once; otherwise it runs
+             tail, not from one second), it holds early when every p99 is within `early_hold` of the SLO; it misses
+             early when one is beyond `early_miss` of it and either every judged second's own p99 is too (the load)
+             or twice those seconds have passed (a transient second can carry a short step's p99 over: on a fresh
+             shaped testbed two steps missed early after 5 s at rates that held in every other search,
+             benchmarks/results/reproducibility.json; and an overloaded step left running leaves the brokers slower
+             for tens of seconds after it, docs/measurement.md); a failed send misses at once; otherwise it runs
              `max_step_s` judged seconds. A step near the knee therefore runs longest, because a short window's p99
              is mostly chance: between the windows of one fixed-rate run, a p99 over a few seconds spreads several
              times as widely as one over half a minute (benchmarks/step_length.py, benchmarks/results/step_length.json).
@@ -64,6 +66,7 @@ class _Open:
     nbytes: int = 0
     e2e: HdrHistogram = field(default_factory=recorder.new_histogram)
     pub: HdrHistogram = field(default_factory=recorder.new_histogram)
+    worst_e2e_ms: list[float] = field(default_factory=list)  # each judged second's own p99 end-to-end
 
 
 class Searcher:
@@ -126,6 +129,8 @@ class Searcher:
         for t in ticks:
             if t.hist:
                 (o.pub if t.role == "producer" else o.e2e).decode_and_add(t.hist)
+        own = recorder.merge(t.hist for t in ticks if t.role == "consumer")
+        o.worst_e2e_ms.append(recorder.percentiles(own, [99])[0] / 1000 if own.get_total_count() else 0.0)
         st = self._decide(o)
         if st is not None:
             self._close(st, s, publish)
@@ -155,13 +160,20 @@ class Searcher:
         if not why_not(st, scheduled, self.slo.scaled(s.early_hold)):
             st.held, st.early = True, True
             return st
-        if n < 2 * s.judged_at_least(o.rate):  # a miss needs more: one transient second can carry a short p99
+        # a miss needs twice the seconds (one transient second can carry a short step's p99 over), unless every
+        # second missed: the load itself, and an overloaded step left running builds a backlog the next step inherits
+        if n < 2 * s.judged_at_least(o.rate) and not self._every_second_beyond(o):
             return None
         if far := why_not(st, scheduled, self.slo.scaled(s.early_miss)):
             st.early = True
             st.why = f"{far} ({s.early_miss:g}× the SLO: missed early)" if far.startswith("p99") else far
             return st
         return None
+
+    def _every_second_beyond(self, o: _Open) -> bool:
+        """Every judged second's own p99 end-to-end beyond `early_miss` of the SLO (False without such an SLO)."""
+        bound = self.slo.p99_e2e_ms
+        return bound is not None and min(o.worst_e2e_ms, default=0.0) > self.s.early_miss * bound
 
     def _close(self, st: Step, s: int, publish: runner.Publish) -> None:
         self.steps.append(st)

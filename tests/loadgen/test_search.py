@@ -147,3 +147,25 @@ def test_it_never_goes_above_its_cap(u: float) -> None:
     sr = simulate(lambda rate, sec: 5.0, s, u=u)  # nothing is ever slow
     assert sr.at_top and sr.answer is not None
     assert max(st.rate_msg_s for st in sr.steps) == pytest.approx(s.cap * u)
+
+
+def test_an_overloaded_step_misses_at_once_and_a_transient_second_does_not_end_a_step() -> None:
+    """Every second beyond `early_miss` of the SLO is the load: the step misses after its least seconds, so it
+    leaves no longer backlog behind; a transient second that carries a short step's p99 over does not end it,
+    and a step below the knee with such a second still holds."""
+    s = Search(warmup_s=2, min_step_s=2, max_step_s=8, max_steps=12)
+    u = 100_000.0  # enough latencies a second: judged_at_least is min_step_s at every rate tried
+
+    def p99(rate: float, sec: int) -> float:
+        if rate > 80_000:
+            return 400.0  # beyond the knee: every second
+        return 400.0 if sec % 5 == 3 else 10.0  # below it: one transient second in five
+
+    sr = simulate(p99, s, u)
+    assert all(s.judged_at_least(st.rate_msg_s) == 2 for st in sr.steps)
+    over = [st for st in sr.steps if st.rate_msg_s > 80_000]
+    assert over and all(not st.held and st.early and len(st.judged_s) == 2 for st in over), over
+    under = [st for st in sr.steps if st.rate_msg_s <= 80_000]
+    assert under and all(st.held for st in under), under  # never missed on one second
+    assert any(any(x % 5 == 3 for x in st.judged_s[:2]) and len(st.judged_s) > 2 for st in under), under
+    assert sr.answer is not None and 70_000 <= sr.answer.rate_msg_s <= 80_000, sr.steps

@@ -65,3 +65,16 @@ def test_a_run_that_held_throughout_has_an_empty_budget_and_budgets_add_up() -> 
     assert c["runs"] == 3 and c["seconds"] == 11 and c["above_slo_s"] == 6
     assert c["primary_s"]["cpu"] == 4 and c["unexplained_s"] == 2  # seconds 1 and 2 of each hot run: 1 or its next
     assert c["cause"] is not None and "CPU" in c["cause"] and c["cause_share"] == 4 / 6
+
+
+def test_a_compiling_jit_is_the_cause_of_the_cpu_starvation_it_brings() -> None:
+    """A broker's JIT taking 0.3 core in a second whose CPUs were saturated: the compiler is named, not the
+    starvation (the symptom both show); starvation alone, with nothing more specific present, is still named."""
+    p99s = [20.0, 150.0, 20.0, 150.0]
+    brokers: list[dict[str, Any]] = [{"second": 1, "broker_id": 2, "jit_compile_s_per_s": 0.3}]
+    hosts: list[dict[str, Any]] = [{"second": s, "cpu_busy": 0.99, "cpu_pressure": 0.9} for s in range(4)]
+    b = budget(run(p99s, {}), list(range(4)), 100.0, brokers, hosts)
+    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(1, "broker_jit"), (3, "cpu")]
+    by = {c["cause"]: c for c in b["causes"]}
+    assert by["cpu"]["seconds"] == 2 and by["cpu"]["primary"] == 1  # present in both, primary in one
+    assert by["broker_jit"]["primary"] == 1 and by["cpu"]["base_rate"] == 1.0

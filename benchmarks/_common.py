@@ -71,6 +71,20 @@ def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path
     return s, study, wall
 
 
+def bench(tb: Testbed, workload: Path, out: Path, slo_ms: float) -> dict[str, Any]:
+    """`kafkatune bench WORKLOAD --json` against `tb` with the SLO `slo_ms`: its JSON line, with its wall clock
+    (`wall_s`). Exits the benchmark when the run fails."""
+    cmd = [sys.executable, "-m", "kafkatune", "bench", str(workload), "--state-dir", str(tb.state_dir)]
+    cmd += ["--out", str(out), "--json", "--slo-p99-e2e-ms", str(slo_ms)]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"bench failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    d["wall_s"] = time.monotonic() - t0
+    return d
+
+
 def machine() -> dict[str, Any]:
     """What a result was measured on: cores, memory, kernel, Python (asv's machine.json, in small)."""
     import os

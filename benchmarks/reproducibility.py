@@ -20,14 +20,14 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, log, result_file, testbed
+from _common import bench as run_bench
+from _common import log, result_file, testbed
 
 from core import stats
 from testbed import netns
@@ -57,28 +57,8 @@ def workload(path: Path, name: str, producer: dict[str, Any], rate: float, test_
 
 
 def bench(tb: Any, wl: Path, out: Path) -> dict[str, Any]:
-    """`kafkatune bench WL --json` on the testbed; its JSON line, and the tail budget from its record."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "kafkatune",
-        "bench",
-        str(wl),
-        "--state-dir",
-        str(tb.state_dir),
-        "--out",
-        str(out),
-        "--json",
-        "--slo-p99-e2e-ms",
-        str(SLO_MS),
-    ]
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"bench failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    d["wall_s"] = time.monotonic() - t0
-    return d
+    """`kafkatune bench WL --json` on the testbed against the study's SLO (its tail budget is in the line)."""
+    return run_bench(tb, wl, out, SLO_MS)
 
 
 def searches(tb: Any, tmp: Path, reps: int, testbed_no: int, rng: random.Random) -> dict[str, list[dict[str, Any]]]:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-from _common import REPO, log, result_file, testbed
+from _common import bench as run_bench
+from _common import log, result_file, testbed
 
 from loadgen.tail import words
 from loadgen.warmup import PACED
@@ -46,24 +46,7 @@ def bench(tb: Any, tmp: Path, name: str, rate: float, secs: float) -> dict[str, 
         )
     )
     out = tmp / name
-    cmd = [
-        sys.executable,
-        "-m",
-        "kafkatune",
-        "bench",
-        str(wl),
-        "--state-dir",
-        str(tb.state_dir),
-        "--out",
-        str(out),
-        "--json",
-        "--slo-p99-e2e-ms",
-        str(SLO_MS),
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        sys.exit(f"bench failed: {proc.stderr[-2000:]}")
-    d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    d = run_bench(tb, wl, out, SLO_MS)
     b = pq.read_table(out / "broker_metrics.parquet").to_pandas()
     first = b[(b["phase"] == "measure") & (b["second"] < b[b["phase"] == "measure"]["second"].min() + 30)]
     jit = first.groupby("second")["jit_compile_s_per_s"].sum()

@@ -81,6 +81,20 @@ class RawRun:
         """The measured phase's length: the workload's, or what a backlog run took."""
         return self.measured_s if self.measured_s is not None else self.workload.test_seconds
 
+    def receipts(self, pid: int) -> tuple[Any, Any]:
+        """Producer `pid`'s acknowledged map (1 per acknowledged sequence number) and how many times each sequence
+        number was received, all consumers together (numpy arrays of one length)."""
+        import numpy as np
+
+        acked = np.frombuffer(self.producers[pid]["acked_map"], dtype=np.uint8)
+        counts = np.zeros(len(acked), dtype=np.int64)
+        for c in self.consumers.values():
+            seen = c["seen"].get(pid)
+            if seen is not None:
+                got = np.frombuffer(seen, dtype=np.uint8)[: len(acked)]
+                counts[: len(got)] += got
+        return acked, counts
+
 
 View = Callable[[RawRun, Tick], None]
 # Sets a steered run's rate: from whole second `second` (from t0) on, `msg_s` for the whole workload.

@@ -101,14 +101,8 @@ def _loss(raw: RawRun) -> dict[str, Any]:
     per_producer: dict[int, dict[str, Any]] = {}
     lost = dup = unacked_received = late = 0
     in_log = (raw.verified or {}).get("in_log") or {}
-    for pid, rep in raw.producers.items():
-        acked = np.frombuffer(rep["acked_map"], dtype=np.uint8)
-        counts = np.zeros(len(acked), dtype=np.int64)
-        for c in raw.consumers.values():
-            seen = c["seen"].get(pid)
-            if seen is not None:
-                s = np.frombuffer(seen, dtype=np.uint8)[: len(acked)]
-                counts[: len(s)] += s
+    for pid in raw.producers:
+        acked, counts = raw.receipts(pid)
         if raw.workload.subscriptionsPerTopic == 0:
             per_producer[pid] = {"acked": int(acked.sum()), "lost": 0, "duplicated": 0}
             continue

@@ -25,14 +25,8 @@ def missing(raw: RawRun) -> dict[int, set[int]]:
     out: dict[int, set[int]] = {}
     if raw.workload.subscriptionsPerTopic == 0:
         return out
-    for pid, rep in raw.producers.items():
-        acked = np.frombuffer(rep["acked_map"], dtype=np.uint8)
-        counts = np.zeros(len(acked), dtype=np.int64)
-        for c in raw.consumers.values():
-            seen = c["seen"].get(pid)
-            if seen is not None:
-                s = np.frombuffer(seen, dtype=np.uint8)[: len(acked)]
-                counts[: len(s)] += s
+    for pid in raw.producers:
+        acked, counts = raw.receipts(pid)
         gone = np.flatnonzero((acked == 1) & (counts < subs))
         if gone.size:
             out[pid] = {int(x) for x in gone}

@@ -201,33 +201,53 @@ def sweep_story(run: Path, s: dict[str, Any]) -> str:
     return "\n".join([*lines, "-- the sweep's output, its end:", *out[-40:]])
 
 
-@pytest.mark.timeout(1800)  # the tuned sweep, its first user's set-up: 15 searches on the 12 MB/s links
-def test_a_key_with_an_effect_is_recommended_and_one_without_is_left_out(tuned: Path) -> None:
+@pytest.mark.timeout(1800)  # the tuned sweep, its first user's set-up: 13 searches on the 12 MB/s links
+def test_each_key_put_back_is_judged_on_its_own_runs_and_the_files_follow_the_verdict(tuned: Path) -> None:
+    """What holds on every run, whatever the machine's noise: each key differing from the defaults is put back alone
+    on runs of its own (never the confirmation's), judged by its interval, and the files an operator applies hold
+    exactly the keys judged beyond noise. Whether partitions 1 -> 6 is found beyond noise here is a measurement
+    (benchmarks/sweep_vs_defaults.py); the judgement's power and error rate, benchmarks/judgement_sim.py."""
     from reports.properties import parse
 
     s = json.loads((tuned / "summary.json").read_text())
-    rec = {e["key"]: e for e in s["recommended"]}
-    none = {e["key"]: e for e in s["no_measurable_effect"]}
-    print("recommended", rec, "no effect", none, sep="\n")
-    assert set(rec) == {"partitions"} and set(none) == {"buffer.memory"}, sweep_story(tuned, s)
-    b = rec["partitions"]
-    # its runs: 2 without it, 2 of the recommended configuration in the ablation (never the confirmation's)
-    assert b["old"] == "1" and b["new"] == "6" and b["n"] == 4 and len(b["trial_ids"]) == 4
-    assert b["interval"]["low"] > 0 and b["effect_mb_s"] > 0  # beyond noise: the interval excludes 0
-    m = none["buffer.memory"]
-    assert m["interval"]["low"] < 0 < m["interval"]["high"] or m["effect_mb_s"] < 0.05 * s["best"]["mb_s"], m
+    rec = {e["key"] for e in s["recommended"]}
+    judged = {e["key"]: e for e in s["recommended"] + s["no_measurable_effect"]}
+    print(json.dumps(judged, indent=1))
+    assert set(judged) == {"partitions", "buffer.memory"} and len(judged) == len(s["recommended"]) + len(
+        s["no_measurable_effect"]
+    ), sweep_story(tuned, s)
+    assert (judged["partitions"]["old"], judged["partitions"]["new"]) == ("1", "6")
+    assert (judged["buffer.memory"]["old"], judged["buffer.memory"]["new"]) == ("33554432", "67108864")
+    for key, e in judged.items():
+        # its runs: 2 without it, 2 of the recommended configuration in the ablation (never the confirmation's)
+        assert e["n"] == 4 and len(set(e["trial_ids"])) == 4, e
+        assert all(t.startswith("ablate-") for t in e["trial_ids"]), e
+        iv = e["interval"]
+        assert iv["low"] <= e["effect_mb_s"] <= iv["high"] and iv["n"] == 4, e
+        assert (key in rec) == e["beyond_noise"], e  # recommended exactly when beyond noise at the family's level
+        if not e["beyond_noise"]:
+            assert "no measurable effect" in e["why"] and "ablate.repeats" in e["why"], e
     # every candidate's figure has its repeats and interval; the noise is the runs' own
     cands = s["confirmation"]["candidates"]
     assert {c["label"] for c in cands} == {"baseline:kafka-defaults", "producer#0"}
     assert all(len(c["repeats"]) == 3 and c["interval"]["low"] is not None for c in cands)
-    assert s["noise"]["between_run_sd_mb_s"] > 0 and s["confirmation"]["vs_defaults"]["distinguishable"]
-    # the files an operator applies hold the key with an effect, not the one without
+    assert s["noise"]["between_run_sd_mb_s"] > 0
+    # the files an operator applies hold the keys judged beyond noise, and only those
     files = tuned / "report" / "recommended"
-    assert parse(files / "producer.properties") == {}  # buffer.memory: no measurable effect, left out
-    topics = (files / "topic-configs.txt").read_text()
-    assert "partitions=6" in topics and "95 % CI" in topics, topics
+    want = {"buffer.memory": "67108864"} if "buffer.memory" in rec else {}
+    assert parse(files / "producer.properties") == want
+    topics = (files / "topic-configs.txt").read_text() if (files / "topic-configs.txt").exists() else ""
+    assert ("partitions=6" in topics) == ("partitions" in rec), topics
     md = (tuned / "report" / "report.md").read_text()
-    assert "buffer.memory" in md and "no measurable effect" in md and "95 % CI" in md
+    assert all(k in md for k in judged) and "95 % CI" in md
+    assert "no measurable effect" in md or not s["no_measurable_effect"]
+    # one diagnosis, read from one of the recommended configuration's confirmation runs, stated once
+    diag = [ln for ln in md.splitlines() if ln.startswith("Diagnosis (")]
+    assert len(diag) <= 1 and "Bound by" not in md, diag
+    for ln in diag:
+        chosen = next(c for c in cands if c["label"] == s["confirmation"]["chosen"])
+        assert ln[len("Diagnosis (") :].split(",")[0] in chosen["trial_ids"], (ln, chosen["trial_ids"])
+        assert md.count(ln.split(": ", 1)[1].split(". ")[0]) == 1, ln
     for f in tuned.rglob("*"):  # records, spec copy, analysis, report: the password is nowhere
         if f.is_file():
             assert SECRET.encode() not in f.read_bytes(), f

@@ -117,7 +117,7 @@ def measure(
     tail_s = found.tail_seconds() if found is not None else None
     rec = result.build(raw, t.profile, client, slo_ms, tail_s)
     if found is not None and slo_ms is not None:
-        found.judge_tails(result.step_tails(raw, [st.judged_s for st in found.steps], slo_ms))
+        result.judge_step_tails(raw, found, slo_ms)
     rec.result["brokerConfig"] = brokers
     if seen is not None:
         rec.result["links"] = seen

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
 from loadgen.runner import RawRun, measured_seconds, phase_of
+from loadgen.sustainable import Sustainable
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 
@@ -187,11 +188,12 @@ def build(
     return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
 
-def step_tails(raw: RawRun, steps: Sequence[Sequence[int]], slo_ms: float) -> list[dict[str, Any]]:
-    """Each step's tail budget in brief (loadgen.tail.compact), over its judged seconds: why a step missed, when a
-    transient and not the rate made it (the run's own budget reads the steps that held)."""
+def judge_step_tails(raw: RawRun, found: Sustainable, slo_ms: float) -> None:
+    """Each step of `found` gets its tail budget in brief (loadgen.tail.compact) over its judged seconds: why a step
+    missed, when a transient and not the rate made it (the run's own budget reads the steps that held)."""
     brokers, hosts = brokerside.broker_rows(raw), brokerside.host_rows(raw)
-    return [tail.compact(tail.budget(raw, secs, slo_ms, brokers, hosts)) for secs in steps]
+    for st in found.steps:
+        st.tail = tail.compact(tail.budget(raw, st.judged_s, slo_ms, brokers, hosts))
 
 
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:

@@ -127,9 +127,10 @@ class Searcher:
         o.errors += sum(t.errors for t in ticks if t.role == "producer")
         o.nbytes += sum(t.nbytes for t in ticks if t.role == "consumer")
         for t in ticks:
-            if t.hist:
-                (o.pub if t.role == "producer" else o.e2e).decode_and_add(t.hist)
-        own = recorder.merge(t.hist for t in ticks if t.role == "consumer")
+            if t.hist and t.role == "producer":
+                o.pub.decode_and_add(t.hist)
+        own = recorder.merge(t.hist for t in ticks if t.role == "consumer")  # decoded once: the second's, the step's
+        o.e2e.add(own)
         o.second_p99_ms.append(recorder.percentiles(own, [99])[0] / 1000 if own.get_total_count() else 0.0)
         st = self._decide(o)
         if st is not None:

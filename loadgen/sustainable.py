@@ -112,11 +112,6 @@ class Sustainable:
     probe_s: float = 0.0  # wall time of the probe run and of the search run
     ramp_s: float = 0.0
 
-    def judge_tails(self, tails: list[dict[str, Any]]) -> None:
-        """Each step's tail budget in brief, in the order of `steps` (loadgen.result.step_tails)."""
-        for st, t in zip(self.steps, tails, strict=True):
-            st.tail = t
-
     def tail_seconds(self) -> list[int]:
         """The seconds a tail budget reads: those of the steps that held (a missed step breaks the SLO by design);
         every judged second when none held (then every one says why)."""

@@ -207,7 +207,7 @@ class _Trial:
         held, and each step's own into `found`."""
         slo, secs = self.spec.slo.p99_e2e_ms, found.tail_seconds() if found is not None else None
         if found is not None and slo is not None:
-            found.judge_tails(res.step_tails(raw, [st.judged_s for st in found.steps], slo))
+            res.judge_step_tails(raw, found, slo)
         return res.build(raw, self.target.profile, {"client": "confluent-kafka"}, slo, secs)
 
     def _check_disturbed(self, rec: res.RunRecord) -> None:

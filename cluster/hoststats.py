@@ -1,5 +1,5 @@
 """What the machine the brokers run on did each second, when they run on this one (the testbed): CPU, each
-broker process's time on a CPU and waiting for one, and the shaped links' queues.
+broker process's time on a CPU and waiting for one, the CPU other processes took, and the shaped links' queues.
 
 The brokers' JMX says what Kafka did; it cannot say that a broker was ready to run and got no CPU, which on a
 machine shared by three brokers and the load generator is a cause of latency of its own (a thread that waits
@@ -9,6 +9,12 @@ on a CPU, time runnable but waiting, in ns); a process's figures are its threads
 A local broker is found by its metrics address: the testbed starts each with the JMX exporter agent at
 `<host>:<port>` of its metrics URL (testbed.nodes), so no process id has to travel with the run. Brokers not
 on this machine are not sampled (their rows are absent, and the tail budget says what was not observed).
+
+Other processes (`other_cpu`): the CPU time taken by user processes that are neither the brokers nor this run
+(the sampling process and its descendants: the load workers), from each one's /proc/<pid>/stat. A neighbour at a
+high priority starves the brokers and stretches every elapsed time they report (JIT compile time, GC pauses,
+flushes), so it is named as itself; kernel threads are left out (their work, disk writeback and softirqs, is
+done for the processes that caused it).
 
 The shaped testbed's links (testbed.netns) are veth pairs with a `tbf` qdisc at each end; the end on the bridge
 (in this namespace) shapes what its host receives. Per second: bytes each way from the bridge end's counters
@@ -25,15 +31,20 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from cluster.clients import WORKER_AGENT
+
 PROC = Path("/proc")
 SYS_NET = Path("/sys/class/net")
 LINK_EVERY_S = 0.1  # how often the links' byte counters are read within each second
+PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread (include/linux/sched.h)
+AGENT_ARGV = b"\0-m\0" + WORKER_AGENT.encode() + b"\0"  # cluster.clients: `python -m loadgen.agent`
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def thread_times(pid: int | str, proc: Path = PROC) -> tuple[int, int] | None:
@@ -79,6 +90,54 @@ def cpu_busy_jiffies(proc: Path = PROC) -> tuple[int, int]:
     idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
     total = sum(vals[:8])  # guest time is already counted in user
     return total - idle, total
+
+
+def _stat(pid: str, proc: Path) -> tuple[int, int, int] | None:
+    """(parent pid, kernel-thread flag, user+system clock ticks) of a process; None when it is gone."""
+    try:
+        text = (proc / pid / "stat").read_text()
+    except OSError:
+        return None
+    rest = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": the name may hold spaces and parentheses
+    if len(rest) < 13:
+        return None
+    return int(rest[1]), int(rest[6]) & PF_KTHREAD, int(rest[11]) + int(rest[12])
+
+
+def other_ticks(ours: Iterable[int], proc: Path = PROC) -> dict[int, tuple[str, int]]:
+    """pid -> (name, user+system clock ticks) of every user process that is not one of `ours`, a client host's
+    worker agent (a run's load generator reached over SSH, here when the client host is this machine) nor descended
+    from one: the processes a run shares this machine with."""
+    stats = {int(d): st for d in os.listdir(proc) if d.isdigit() and (st := _stat(d, proc)) is not None}
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    agents = [pid for pid in stats if AGENT_ARGV in _cmdline(pid, proc)]
+    mine, todo = set(), [p for p in ours if p in stats] + agents
+    while todo:
+        p = todo.pop()
+        if p not in mine:
+            mine.add(p)
+            todo.extend(children.get(p, ()))
+    out = {}
+    for pid, (_, kthread, ticks) in stats.items():
+        if pid not in mine and not kthread and pid != 2:  # pid 2: kthreadd
+            out[pid] = (_comm(pid, proc), ticks)
+    return out
+
+
+def _cmdline(pid: int, proc: Path) -> bytes:
+    try:
+        return (proc / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _comm(pid: int, proc: Path) -> str:
+    try:
+        return (proc / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def local_brokers(metrics_urls: Mapping[int, str], proc: Path = PROC) -> dict[int, int]:
@@ -159,15 +218,20 @@ class HostSample:
     queues: dict[str, dict[str, float]]  # bridge-end dev -> tbf rate and counters (the host's receive side)
     # bridge-end dev -> the fullest LINK_EVERY_S of the second each way (sent, received), as a share of its rate
     peaks: dict[str, tuple[float, float]] = field(default_factory=dict)
+    others: dict[int, tuple[str, int]] = field(default_factory=dict)  # other_ticks: pid -> (name, CPU ticks)
 
 
 @dataclass
 class HostSampler:
     """Samples this machine once a second in a background thread while a run goes on. `brokers`: id -> pid of
-    the local brokers (local_brokers); `links`: whether to read the shaped links (tc runs once a second)."""
+    the local brokers (local_brokers); `links`: whether to read the shaped links (tc runs once a second); `own`:
+    the run's process (it and its descendants are not other processes); `urls`: the brokers' metrics URLs, to
+    find a broker again when one restarted during the run (its new JVM is not another process)."""
 
     brokers: Mapping[int, int]
     links: bool = True
+    own: int = field(default_factory=os.getpid)
+    urls: Mapping[int, str] = field(default_factory=dict)
     interval_s: float = 1.0
     clock: Callable[[], int] = time.time_ns
     samples: list[HostSample] = field(default_factory=list)
@@ -177,11 +241,14 @@ class HostSampler:
 
     def read(self, peaks: dict[str, tuple[float, float]] | None = None) -> HostSample:
         brokers = {b: t for b, pid in self.brokers.items() if (t := thread_times(pid)) is not None}
+        if len(brokers) < len(self.brokers) and self.urls:  # a broker restarted: its new process
+            self.brokers = local_brokers(self.urls)
         queues = tbf_queues() if self.links else {}
         self._devs = {d: q["rate"] for d, q in queues.items() if q["rate"] > 0}
         links = {d: b for d in queues if (b := _link_bytes(d)) is not None}
+        others = other_ticks([self.own, *self.brokers.values()])
         return HostSample(
-            self.clock(), cpu_busy_jiffies(), cpu_pressure_us(), brokers, links, queues, dict(peaks or {})
+            self.clock(), cpu_busy_jiffies(), cpu_pressure_us(), brokers, links, queues, dict(peaks or {}), others
         )
 
     def start(self) -> HostSampler:
@@ -226,9 +293,19 @@ class HostSampler:
         return peaks
 
 
+def others_cpu(a: Mapping[int, tuple[str, int]], b: Mapping[int, tuple[str, int]], dt: float) -> tuple[float, str]:
+    """The cores other processes took between two other_ticks readings `dt` s apart, and the largest one's
+    "name[pid]" ("" when none took any). A process that started in between counts from zero."""
+    used = {pid: ticks - (a[pid][1] if pid in a and a[pid][1] <= ticks else 0) for pid, (_, ticks) in b.items()}
+    top = max(used, key=used.__getitem__, default=None)
+    name = f"{b[top][0]}[{top}]" if top is not None and used[top] > 0 else ""
+    return sum(used.values()) / CLK_TCK / dt, name
+
+
 def rows(samples: list[HostSample]) -> list[dict[str, Any]]:
     """One row per interval: the machine's busy CPU share and CPU pressure (the share of the interval some task
-    waited for a CPU), each broker's cores on a CPU and waiting for one,
+    waited for a CPU), the cores other processes took and the largest of them (`other_cpu`, `other_top`), each
+    broker's cores on a CPU and waiting for one,
     and per shaped link its utilisation each way (of its tbf rate) over the interval and in its fullest
     LINK_EVERY_S (`peak`), receive backlog (bytes) and the drops and throttled packets in the interval."""
     out: list[dict[str, Any]] = []
@@ -240,6 +317,8 @@ def rows(samples: list[HostSample]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"t_ns": b.t_ns, "interval_s": dt, "cpu_busy": busy / total if total > 0 else None}
         if a.pressure_us is not None and b.pressure_us is not None:  # the share of the interval some task waited
             row["cpu_pressure"] = min(1.0, (b.pressure_us - a.pressure_us) / 1e6 / dt)
+        if a.others or b.others:
+            row["other_cpu"], row["other_top"] = others_cpu(a.others, b.others, dt)
         for bid, (run, wait) in b.brokers.items():
             if bid in a.brokers and run >= a.brokers[bid][0]:  # a restarted broker's threads start again
                 row[f"broker{bid}_cpu"] = (run - a.brokers[bid][0]) / 1e9 / dt

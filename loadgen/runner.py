@@ -99,7 +99,7 @@ class _Run:
         self.procs: list[Workers] = []
         self.sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
         local = local_brokers(metrics_urls) if metrics_urls else {}
-        self.host = HostSampler(local) if local else None
+        self.host = HostSampler(local, urls=metrics_urls or {}) if local else None
         self.created = False
         self.t_setup = time.monotonic()
         self._next = 0

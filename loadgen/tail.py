@@ -9,6 +9,8 @@ an SLO earlier):
     cpu         the machine's CPUs were ≥ CPU_BUSY busy, some task waited for one ≥ PRESSURE of the second (Linux
                 PSI), a broker's threads waited ≥ WAIT_CORES for one (cluster.hoststats: only when the brokers run
                 on this machine), or a load worker's loop waited ≥ STALL_SHARE of the SLO for one
+    neighbour   other processes on the machine (neither the brokers nor this run) took ≥ OTHER_CORES of a core
+                (cluster.hoststats `other_cpu`; the largest of them is named)
     harness     the load generator's own stall, beyond the time its loop waited for a CPU (that is starvation): a
                 send ≥ STALL_SHARE of the SLO late against its schedule while its buffer was not full, a Python GC
                 pause ≥ GC_SHARE of the SLO, or a consumer loop away from poll ≥ STALL_SHARE of the SLO
@@ -18,10 +20,12 @@ an SLO earlier):
     isr         a partition's in-sync replicas shrank or grew
 
 Each above-SLO second is counted for every cause present (`seconds`), and once for its primary cause (`primary`, so
-the shares add up to 100 % with `unexplained`): of the causes present, the one whose evidence is furthest beyond its
-threshold, CPU starvation only when nothing more specific is: a compiling JIT, a GC or the harness's own work take
-the CPUs too, and on the shaped testbed the CPUs were busy in every second of a run at 80 % of the sustainable
-rate (benchmarks/results/reproducibility.json), so starvation names the symptom, the others the cause. Beside each
+the shares add up to 100 % with `unexplained`): a neighbour whenever it is present (a process that takes the
+CPUs stretches every elapsed time the brokers report, so their JIT, GC and flush times then say nothing of their
+own); else of the causes present the one whose evidence is furthest beyond its threshold, CPU starvation only
+when nothing more specific is: a compiling JIT, a GC or the harness's own work take the CPUs too, and on the
+shaped testbed the CPUs were busy in every second of a run at 80 % of the sustainable rate
+(benchmarks/results/reproducibility.json), so starvation names the symptom, the others the cause. Beside each
 cause, how often it was present in the seconds that held the SLO (`base_rate`): a cause as common there explains
 little. `where` splits the above-SLO seconds' latency: the producer's queue (client), the produce request's round
 trip (brokers, replication, links) and the rest up to the consumer, from the client's own p99s (librdkafka).
@@ -29,7 +33,7 @@ trip (brokers, replication, links) and the rest up to the consumer, from the cli
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,11 +47,13 @@ CPU_BUSY = 0.9
 PRESSURE = 0.5  # some task waited for a CPU half of the second
 WAIT_CORES = 0.5  # a broker's threads together waited half a second for a CPU in one second
 LINK_PEAK = 0.95
+OTHER_CORES = 0.1  # a tenth of a core: an idle machine's other processes take a hundredth
 
 CAUSES = {
     "broker_gc": "broker GC pauses",
     "broker_jit": "broker JIT compilation",
     "cpu": "CPU starvation (the machine's CPUs busy, or a broker waiting for one)",
+    "neighbour": "other processes on this machine taking CPUs",
     "harness": "the load generator's own stalls (late sends, Python GC, consumer loop)",
     "link": "a link running full (a tenth of a second at its rate, or drops)",
     "log_flush": "broker log flushes",
@@ -57,6 +63,8 @@ CAUSES = {
 
 # Causes that the others also produce: primary only in a second where no other cause is present.
 SYMPTOMS = ("cpu",)
+# Causes that stretch the others' evidence: primary in every second where present.
+FIRST = ("neighbour",)
 
 
 def _max(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[int, float]:
@@ -85,6 +93,7 @@ def _evidence(
         cpu[s] = max(cpu.get(s, 0.0), v / PRESSURE)
     for s, v in _max(host_rows, sorted(set(waits))).items():
         cpu[s] = max(cpu.get(s, 0.0), v / WAIT_CORES)
+    other = {s: v / OTHER_CORES for s, v in _max(host_rows, ["other_cpu"]).items()}
     peaks = sorted({k for r in host_rows for k in r if "_peak_" in k})
     link = {s: v / LINK_PEAK for s, v in _max(host_rows, peaks).items()}
     drops = sorted({k for r in host_rows for k in r if k.endswith("_dropped")})
@@ -104,6 +113,7 @@ def _evidence(
         "broker_gc": gc,
         "broker_jit": jit,
         "cpu": cpu,
+        "neighbour": other,
         "harness": dict(harness),
         "link": link,
         "log_flush": flush,
@@ -147,7 +157,8 @@ def budget(
     per_second = []
     for s in above:
         present = {c: score(c, s) for c in CAUSES if score(c, s) >= 1.0}
-        specific = {c: v for c, v in present.items() if c not in SYMPTOMS} or present
+        first = {c: v for c, v in present.items() if c in FIRST}
+        specific = first or {c: v for c, v in present.items() if c not in SYMPTOMS} or present
         top = max(specific, key=specific.__getitem__) if specific else None
         primary[top or "unexplained"] += 1
         per_second.append({"second": s, "p99_e2e_ms": round(p99[s], 1), "causes": sorted(present), "primary": top})
@@ -166,6 +177,7 @@ def budget(
                 "base_rate": base / len(below) if below else None,
             }
         )
+    causes[list(CAUSES).index("neighbour")]["processes"] = _neighbours(host_rows, above)
     return {
         "slo_p99_e2e_ms": slo_ms,
         "seconds": len(judged),
@@ -179,6 +191,15 @@ def budget(
         "where": _where(raw, above),
         "per_second": per_second,
     }
+
+
+def _neighbours(host_rows: Sequence[Mapping[str, Any]], above: Sequence[int]) -> list[str]:
+    """The other processes ("name[pid]") that took the most CPU in an above-SLO second or the one before it, at
+    least OTHER_CORES, most often first."""
+    keep = set(above) | {s - 1 for s in above}
+    busy = [r for r in host_rows if r.get("second") in keep and (r.get("other_cpu") or 0.0) >= OTHER_CORES]
+    seen = Counter(r["other_top"] for r in busy if r.get("other_top"))
+    return [name for name, _ in seen.most_common()]
 
 
 def _where(raw: RawRun, above: Sequence[int]) -> dict[str, float | None]:
@@ -206,7 +227,8 @@ def words(b: Mapping[str, Any]) -> list[str]:
     for c in sorted(b["causes"], key=lambda c: -c["primary"]):
         if c["seconds"]:
             base = "" if c["base_rate"] is None else f"; in {c['base_rate']:.0%} of the seconds that held"
-            lines.append(f"  {c['what']}: {c['share']:.0%} ({c['primary']} s primary, in {c['seconds']} s{base})")
+            who = f" ({', '.join(c['processes'][:3])})" if c.get("processes") else ""
+            lines.append(f"  {c['what']}{who}: {c['share']:.0%} ({c['primary']} s primary, in {c['seconds']} s{base})")
     u = b["unexplained"]
     lines.append(f"  unexplained: {u['share']:.0%} ({u['seconds']} s)")
     if b["not_observed"]:
@@ -220,33 +242,39 @@ def words(b: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def combine(budgets: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Several runs' budgets added up: their above-SLO seconds, each cause's primary seconds, the unexplained ones,
-    and the cause with most (None when none was named)."""
-    above, unexplained = 0, 0
-    primary: dict[str, int] = defaultdict(int)
-    for b in budgets:
-        above += b["above_slo"]
-        unexplained += b["unexplained"]["seconds"]
-        for c in b["causes"]:
-            primary[c["cause"]] += c["primary"]
+def combine(parts: Sequence[Mapping[str, Any]], runs: int | None = None) -> dict[str, Any]:
+    """Several budgets in brief (compact) added up: their above-SLO seconds, each cause's primary seconds, the
+    unexplained ones, and the cause with most (None when none was named; a neighbour with the names of the busiest).
+    `runs`: how many runs the parts came from (default: one each)."""
+    primary: dict[str, int] = dict.fromkeys(CAUSES, 0)
+    for b in parts:
+        for c, n in b["primary"].items():
+            primary[c] += n
+    above = sum(b["above_slo"] for b in parts)
     top = max(primary, key=primary.__getitem__) if any(primary.values()) else None
+    named = Counter(p for b in parts for p in b.get("processes") or [])
+    who = [p for p, _ in named.most_common(3)]
+    what = CAUSES[top] + (f" ({', '.join(who)})" if who and top == "neighbour" else "") if top else None
     return {
-        "runs": len(budgets),
-        "seconds": sum(b["seconds"] for b in budgets),
+        "runs": len(parts) if runs is None else runs,
+        "seconds": sum(b["seconds"] for b in parts),
         "above_slo_s": above,
-        "primary_s": dict(primary),
-        "unexplained_s": unexplained,
-        "cause": CAUSES[top] if top else None,
+        "primary_s": primary,
+        "unexplained_s": sum(b["unexplained"] for b in parts),
+        "cause": what,
         "cause_share": primary[top] / above if top and above else None,
     }
 
 
 def compact(b: Mapping[str, Any]) -> dict[str, Any]:
-    """A budget in brief, for one step of a search: its seconds, those over the SLO and their primary causes."""
-    return {
+    """A budget in brief, for one step of a search: its seconds, those over the SLO, their primary causes and the
+    other processes that took the CPUs in them (when any did)."""
+    out = {
         "seconds": b["seconds"],
         "above_slo": b["above_slo"],
         "unexplained": b["unexplained"]["seconds"],
         "primary": {c["cause"]: c["primary"] for c in b["causes"] if c["primary"]},
     }
+    if who := [p for c in b["causes"] for p in c.get("processes") or []]:
+        out["processes"] = who
+    return out

@@ -102,7 +102,7 @@ def _tail_lines(a: advice.StudyAdvice) -> list[str]:
     found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / SEARCH_RUN)) is not None]
     if not found:
         return []
-    c = tail.combine(found)
+    c = tail.combine([tail.compact(b) for b in found])
     lines = [
         f"{c['runs']} searches of the recommended configuration: {c['above_slo_s']} of their {c['seconds']} "
         "seconds at rates that held were over the SLO"

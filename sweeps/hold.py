@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import tail
-from records.run import tail_budget
 from records.study import TRIALS
-from records.trial import SEARCH_RUN, read_trial
+from records.trial import read_trial
 from sweeps import storage
 from sweeps.confirm import Phases
 
@@ -95,19 +94,22 @@ def fit_knee(steps: Sequence[Mapping[str, Any]], long_s: int) -> Knee | None:
     return Knee(a, b, sigma, len(pts), len(spread), min(rates), max(rates))
 
 
+def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
+    """The tail budgets of every step these trials' searches judged, missed or held, added up (loadgen.tail.combine):
+    why no rate held is in the seconds of the rates that were tried."""
+    searches = [_steps(run_dir, tid) for tid in trial_ids]
+    parts = [st["tail"] for steps in searches for st in steps if st.get("tail")]
+    return tail.combine(parts, runs=sum(1 for steps in searches if steps))
+
+
+def _steps(run_dir: Path, trial_id: str) -> list[dict[str, Any]]:
+    rec = read_trial(run_dir / TRIALS / trial_id) or {}
+    return ((rec.get("measured") or {}).get("sustainable") or {}).get("steps") or []
+
+
 def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Every search step of these trials (their records' `measured.sustainable.steps`)."""
-    out: list[dict[str, Any]] = []
-    for tid in trial_ids:
-        rec = read_trial(run_dir / TRIALS / tid) or {}
-        out += ((rec.get("measured") or {}).get("sustainable") or {}).get("steps") or []
-    return out
-
-
-def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
-    """The tail budgets of these trials' search runs added up (loadgen.tail.combine)."""
-    found = [t for tid in trial_ids if (t := tail_budget(run_dir / TRIALS / tid / SEARCH_RUN)) is not None]
-    return tail.combine(found)
+    return [st for tid in trial_ids for st in _steps(run_dir, tid)]
 
 
 def refused(why: str, causes: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from loadgen import recorder
 from loadgen.runner import RawRun, Tick
-from loadgen.tail import budget, combine, words
+from loadgen.tail import budget, combine, compact, words
 from loadgen.workload import parse_workload
 
 
@@ -61,7 +61,7 @@ def test_a_run_that_held_throughout_has_an_empty_budget_and_budgets_add_up() -> 
     calm = budget(run([20.0] * 5, {}), list(range(5)), 100.0, [], [])
     assert calm["above_slo"] == 0 and words(calm) == ["tail budget: 0 of 5 s above p99 end-to-end 100 ms"]
     hot = budget(run([150.0] * 3, {1: {"main_wait_ms": 80.0}}), list(range(3)), 100.0, [], [])
-    c = combine([calm, hot, hot])
+    c = combine([compact(b) for b in (calm, hot, hot)])
     assert c["runs"] == 3 and c["seconds"] == 11 and c["above_slo_s"] == 6
     assert c["primary_s"]["cpu"] == 4 and c["unexplained_s"] == 2  # seconds 1 and 2 of each hot run: 1 or its next
     assert c["cause"] is not None and "CPU" in c["cause"] and c["cause_share"] == 4 / 6
@@ -78,3 +78,25 @@ def test_a_compiling_jit_is_the_cause_of_the_cpu_starvation_it_brings() -> None:
     by = {c["cause"]: c for c in b["causes"]}
     assert by["cpu"]["seconds"] == 2 and by["cpu"]["primary"] == 1  # present in both, primary in one
     assert by["broker_jit"]["primary"] == 1 and by["cpu"]["base_rate"] == 1.0
+
+
+def test_a_neighbour_taking_the_cpus_is_named_before_what_it_stretches() -> None:
+    """Another process took 0.3 core in second 1, when a broker's JIT time also read high (compile time is elapsed
+    time, and a starved compiler takes longer): the neighbour is the primary cause, by name; in second 3 it took
+    under OTHER_CORES, so the JIT is."""
+    p99s = [20.0, 150.0, 20.0, 150.0]
+    brokers: list[dict[str, Any]] = [{"second": s, "broker_id": 1, "jit_compile_s_per_s": 0.6} for s in (1, 3)]
+    hosts: list[dict[str, Any]] = [
+        {"second": 0, "other_cpu": 0.01, "other_top": "sshd[7]"},
+        {"second": 1, "other_cpu": 0.3, "other_top": "python3[42]"},
+        {"second": 2, "other_cpu": 0.0, "other_top": ""},
+        {"second": 3, "other_cpu": 0.05, "other_top": "sshd[7]"},
+    ]
+    b = budget(run(p99s, {}), list(range(4)), 100.0, brokers, hosts)
+    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(1, "neighbour"), (3, "broker_jit")]
+    by = {c["cause"]: c for c in b["causes"]}
+    assert by["neighbour"]["processes"] == ["python3[42]"] and by["neighbour"]["base_rate"] == 0.5  # 2 of 0, 2
+    assert "other processes on this machine taking CPUs (python3[42]): 50%" in "\n".join(words(b))
+    c = combine([compact(b)])
+    assert c["cause"] is not None and c["primary_s"]["neighbour"] == c["primary_s"]["broker_jit"] == 1
+    assert compact(b)["processes"] == ["python3[42]"]

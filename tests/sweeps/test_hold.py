@@ -72,22 +72,19 @@ def test_a_tail_that_does_not_grow_with_the_rate_is_refused_with_its_cause(tmp_p
     flat = steps({"a": 150.0, "b": 0.0}, [3000, 4000, 5000, 6000], sigma=0.1)  # 150 ms at any rate
     knee = fit_knee(flat, long_s=15)
     assert knee is not None and knee.b < LOAD_SLOPE and knee.rate_for(100.0, 2.33) is None
-    for tid, cpu, link in (("t1", 8, 1), ("t2", 6, 0)):
-        d = tmp_path / "trials" / tid / "ramp"
+    for tid, cpu, link in (("t1", 8, 1), ("t2", 6, 0)):  # each search: a step that missed, one that held
+        d = tmp_path / "trials" / tid
         d.mkdir(parents=True)
-        tail = {
-            "seconds": 30,
-            "above_slo": cpu + link + 1,
-            "unexplained": {"seconds": 1},
-            "causes": [
-                {"cause": "cpu", "what": "CPU starvation", "primary": cpu},
-                {"cause": "link", "what": "a link running full", "primary": link},
-            ],
-        }
-        (d / "result.json").write_text(json.dumps({"summary": {"tail": tail}}))
+        missed = {"seconds": 6, "above_slo": cpu + 1, "unexplained": 1, "primary": {"cpu": cpu}}
+        held = {"seconds": 24, "above_slo": link, "unexplained": 0, "primary": {"link": link} if link else {}}
+        tried = [{"rate_msg_s": 6000, "held": False, "tail": missed}, {"rate_msg_s": 5000, "held": True, "tail": held}]
+        (d / "trial.json").write_text(json.dumps({"measured": {"sustainable": {"steps": tried}}}))
     causes = tail_causes(tmp_path, ["t1", "t2", "t3"])  # t3 has no record: skipped
     assert (
-        causes["above_slo_s"] == 17 and causes["primary_s"] == {"cpu": 14, "link": 1} and causes["unexplained_s"] == 2
+        causes["above_slo_s"] == 17
+        and causes["primary_s"]["cpu"] == 14
+        and causes["primary_s"]["link"] == 1
+        and causes["unexplained_s"] == 2
     )
     assert causes["cause"] == CAUSES["cpu"] and causes["cause_share"] == pytest.approx(14 / 17)
     assert causes["runs"] == 2 and causes["seconds"] == 60

@@ -1,6 +1,6 @@
 """A tail that is not load: a process that takes both CPUs for 150 ms every 2 s (at the highest priority) breaks a
 100-ms p99 at any rate. The study must not lower the rate until its tries run out: it says no rate holds, and the
-tail budgets of its searches name the cause (loadgen.tail: CPU starvation), from evidence."""
+tail budgets of its searches name the cause from evidence: another process on this machine, by name and pid."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,9 +19,13 @@ from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune
 
+# nice -20 and its session's autogroup at -20: with autogroup scheduling (kernel.sched_autogroup_enabled) a nice
+# value orders only the processes of one session, and the hog's own session would get a fair share, not the CPUs
 HOG = """
 import os, sys, time
 os.nice(-20)
+if os.path.exists("/proc/self/autogroup"):
+    open("/proc/self/autogroup", "w").write("-20")
 period, burst = 2.0, 0.15
 if os.fork() == 0:
     pass  # two spinning processes: both CPUs
@@ -54,6 +59,8 @@ def test_a_tail_that_is_not_load_is_named_and_no_rate_is_offered(
         "seed": 1,
     }))  # fmt: skip
     hog = subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
+    time.sleep(0.5)
+    hogs = {hog.pid, *map(int, Path(f"/proc/{hog.pid}/task/{hog.pid}/children").read_text().split())}
     try:
         proc = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path),
                          timeout=900)  # fmt: skip
@@ -69,6 +76,7 @@ def test_a_tail_that_is_not_load_is_named_and_no_rate_is_offered(
     assert not op["held"] and op["rate_msg_s"] is None and not op["tries"], op  # no rate was tried down to
     assert "no configuration held a rate within the SLO" in op["not_load_driven"], op
     causes = op["causes"]
-    assert causes["above_slo_s"] > 0 and causes["cause"] == CAUSES["cpu"], causes
-    assert causes["cause_share"] >= 0.5, causes
+    # the hog is another process: in every above-SLO second or the one before it, by name (loadgen.tail FIRST)
+    assert causes["above_slo_s"] > 0 and causes["cause"].startswith(CAUSES["neighbour"]), causes
+    assert causes["cause_share"] > 0.5 and any(f"[{p}]" in causes["cause"] for p in hogs), (hogs, causes)
     assert "no rate holds the SLO reliably" in proc.stderr

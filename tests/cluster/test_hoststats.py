@@ -1,0 +1,43 @@
+"""cluster.hoststats on this machine's own /proc: a process outside the run that takes a CPU shows in the
+seconds' `other_cpu`, by name; one inside the run (a descendant of it) and a client host's worker agent (the run's
+load generator reached over SSH, here) do not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from cluster.hoststats import HostSampler, other_ticks, rows
+
+SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
+
+
+def test_a_process_outside_the_run_is_counted_and_named_and_one_inside_it_is_not() -> None:
+    inside = subprocess.Popen([sys.executable, "-c", SPIN.format(s=30)])
+    # a shell that starts the spinner in the background and exits: the spinner's parent is no longer ours
+    spin = f"{sys.executable} -c '{SPIN.format(s=30)}' </dev/null >/dev/null 2>&1 & echo $!"  # sh exits: not ours
+    outside, agent = (
+        int(subprocess.run(["sh", "-c", cmd], check=True, capture_output=True, text=True).stdout)
+        for cmd in (
+            spin,
+            spin.replace(" </dev/null", " -m loadgen.agent </dev/null"),
+        )  # the agent's argv, as cluster.clients runs it
+    )
+    try:
+        time.sleep(0.2)
+        others = other_ticks([os.getpid()])
+        assert inside.pid not in others and outside in others and agent not in others
+        assert not any(name.startswith(("kworker", "ksoftirqd", "kthreadd")) for name, _ in others.values())
+        s = HostSampler({}, links=False)
+        a = s.read()
+        time.sleep(1.0)
+        b = s.read()
+        (row,) = rows([a, b])
+        # two spinners on two CPUs: the outside one gets about a core, never less than a fifth of one
+        assert row["other_cpu"] >= 0.2 and row["other_top"] == f"{others[outside][0]}[{outside}]", row
+    finally:
+        inside.kill()
+        os.kill(outside, 9)
+        os.kill(agent, 9)

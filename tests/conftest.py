@@ -97,14 +97,19 @@ def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist
     tb.down(wipe=True, progress=print)
 
 
-@pytest.fixture()
-def healthy(testbed: Testbed) -> TestbedState:
+def ensure_healthy(testbed: Testbed) -> TestbedState:
     """The testbed with all nodes up and every partition in sync (a previous test may have killed one)."""
     testbed.up(progress=print)
     from cluster import admin
 
     admin.wait_full_isr(admin.admin_client(testbed.state().bootstrap_servers), timeout_s=180)
     return testbed.state()
+
+
+@pytest.fixture()
+def healthy(testbed: Testbed) -> TestbedState:
+    """The testbed with all nodes up and every partition in sync (a previous test may have killed one)."""
+    return ensure_healthy(testbed)
 
 
 @pytest.fixture()

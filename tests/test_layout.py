@@ -74,6 +74,25 @@ def test_modules_and_functions_fit_in_a_head() -> None:
     assert not too_long, "\n".join(too_long)
 
 
+MAX_TEST_LINES = 60  # a test that needs more checks more than one thing: a fixture and several tests
+
+
+def test_tests_mirror_the_code_and_each_fits_in_a_head() -> None:
+    """Every folder under tests/ is a product folder (or e2e, whole-CLI scenarios; fixtures, recorded data);
+    no test function is longer than MAX_TEST_LINES."""
+    extra = {"e2e", "fixtures", "__pycache__"}
+    stray = [d.name for d in (REPO / "tests").iterdir() if d.is_dir() and d.name not in {*FOLDERS, *extra}]
+    assert not stray, f"tests/ folders that are no product folder: {stray}"
+    too_long = []
+    for p in sorted((REPO / "tests").rglob("test_*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+                n = (node.end_lineno or node.lineno) - node.lineno + 1
+                if n > MAX_TEST_LINES:
+                    too_long.append(f"{p.relative_to(REPO)}:{node.lineno} {node.name}: {n} lines")
+    assert not too_long, "\n".join(too_long)
+
+
 # A repository path ("docs/reference.md", "testbed/kafka/pom.xml") or a module ("loadgen.worker") named in text.
 PATH = re.compile(r"(?<![\w/.])((?:docs|examples|benchmarks|tests|" + "|".join(FOLDERS) + r")/[\w./-]*\w)")
 MODULE = re.compile(r"(?<![\w./`-])(" + "|".join(FOLDERS) + r")\.([a-z_]+)\b")

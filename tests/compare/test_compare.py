@@ -15,6 +15,8 @@ import yaml
 from compare.harness import trimmed_median
 from compare.spec import Sizes
 from records.testbed import TestbedState
+from testbed.lifecycle import Testbed
+from tests.conftest import ensure_healthy
 from tests.helpers import kafkatune
 
 
@@ -107,13 +109,18 @@ def _run_compare(tmp_path: Path, doc: dict[str, Any]) -> tuple[dict[str, Any], P
     return json.loads(r.stdout), tmp_path / "runs" / doc["name"]
 
 
-def test_short_compare_over_every_system(
-    tmp_path: Path,
-    healthy: TestbedState,
+SIZES = [8, 1048576]  # the smallest (no latency header) and the largest (Kafka's defaults refuse it)
+
+
+@pytest.fixture(scope="module")
+def every_system(
+    testbed: Testbed,
     servers: tuple[object, dict[str, str]],
     pulsar: dict[str, str],
-) -> None:
-    boot = healthy.bootstrap_servers
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], Path, list[str]]:
+    """One short comparison over every system and both message sizes: its output, its run folder and the names."""
+    boot = ensure_healthy(testbed).bootstrap_servers
     systems = [
         # Kafka's defaults cannot carry 1 MiB (max.request.size = 1 MiB counts the record overhead too);
         # both Kafka clients report it
@@ -131,18 +138,22 @@ def test_short_compare_over_every_system(
          "consumerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"}},
         {"name": "pulsar", "driver": "pulsar", "common": pulsar, "pingpongProducerConfig": {"batching": "false"}},
     ]  # fmt: skip
-    sizes = [8, 1048576]  # the smallest (no latency header) and the largest (Kafka's defaults refuse it)
     doc = {
         "name": "all-systems",
         "systems": systems,
-        "throughput": {"sizes": sizes, "repeats": 1, "seconds": 1, "warmupSeconds": 1, "drainTimeoutSeconds": 20},
+        "throughput": {"sizes": SIZES, "repeats": 1, "seconds": 1, "warmupSeconds": 1, "drainTimeoutSeconds": 20},
         "pingpong": {"messages": 50, "warmupMessages": 5, "repeats": 1},
         "native": {"seconds": 1},
     }
-    out, d = _run_compare(tmp_path, doc)
-    names = [s["name"] for s in systems] + ["tcp"]
+    out, d = _run_compare(tmp_path_factory.mktemp("every"), doc)
+    return out, d, [s["name"] for s in systems] + ["tcp"]
+
+
+def test_short_compare_over_every_system(every_system: tuple[dict[str, Any], Path, list[str]]) -> None:
+    """Every system at both sizes has a row: a figure with nothing lost, or the client's error (never dropped)."""
+    out, d, names = every_system
     rows = {(r["system"], r["size"]): r for r in out["throughput"]}
-    assert set(rows) == {(n, s) for n in names for s in sizes}  # nothing dropped
+    assert set(rows) == {(n, s) for n in names for s in SIZES}  # nothing dropped
     for client in ("kafka", "kafka-python"):  # reported with the client's error, not dropped
         big = rows[(client, 1048576)]
         assert big["error"] and re.search(r"too ?large|larger than", big["error"], re.I), big
@@ -155,6 +166,12 @@ def test_short_compare_over_every_system(
         rec = json.loads((d / name / "throughput" / f"{size}B-r0" / "result.json").read_text())
         assert rec["summary"]["consumed"] > 0 and rec["messageSize"] == size
         assert rec["summary"]["latency_measured"] is (size >= 16)
+
+
+def test_every_system_pings_and_the_native_floor_is_measured(
+    every_system: tuple[dict[str, Any], Path, list[str]],
+) -> None:
+    out, _, names = every_system
     pp = {r["system"]: r for r in out["pingpong"]}
     assert set(pp) == set(names)
     for r in pp.values():
@@ -162,6 +179,10 @@ def test_short_compare_over_every_system(
         assert 0 < r["p50_us"] <= r["p99_us"] <= r["max_us"]
     assert out["native"]["iperf3"]["bit_s"] > 1e8, out["native"]
     assert out["native"]["sockperf"]["p50_us"] > 0, out["native"]
+
+
+def test_the_comparisons_report_has_its_charts_and_tables(every_system: tuple[dict[str, Any], Path, list[str]]) -> None:
+    out, _, names = every_system
     assert {"throughput-msgs", "throughput-bits", "pingpong"} <= set(out["charts"])
     html = Path(out["html"]).read_text()
     for key in ("throughput-msgs", "throughput-bits", "pingpong"):

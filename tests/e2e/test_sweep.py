@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from loadgen import brokerside
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
+from tests.conftest import ensure_healthy
 from tests.helpers import FAST, kafkatune, popen_sweep, records, wait_for, write_spec
 
 
@@ -32,14 +34,25 @@ def same_configs(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["brokers"] == b["brokers"] and a["restart_overrides"] == b["restart_overrides"]
 
 
-def test_sweep_applies_reads_back_and_restores(
-    healthy: TestbedState, testbed: Testbed, tmp_path: Path, spark: Any
-) -> None:
-    """A producer key, a dynamic broker key and a restart-only broker key; every record shows read-back values."""
-    bc = configs(testbed)
-    before = bc.snapshot()
+@dataclass
+class Readback:
+    """One real sweep over a producer key, a dynamic broker key and a restart-only broker key, and the brokers'
+    configs before it and after it."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    recs: list[dict[str, Any]]
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Readback:
+    ensure_healthy(testbed)
+    tmp = tmp_path_factory.mktemp("readback")
+    before = configs(testbed).snapshot()
     spec = write_spec(
-        tmp_path / "s.yaml",
+        tmp / "s.yaml",
         "apply-readback",
         [
             {
@@ -59,11 +72,16 @@ def test_sweep_applies_reads_back_and_restores(
         # watch's window, so the record's figure covers what was sampled and the test does not wait for a quiet JIT
         measurement={**FAST, "restart_warmup_s": 2},
     )
-    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
-    summary = json.loads(p.stdout.strip().splitlines()[-1])
-    run_dir = tmp_path / "apply-readback"
-    recs = records(run_dir)
+    after = configs(testbed).snapshot()  # a new client: every broker was restarted since the first one connected
+    run_dir = tmp / "apply-readback"
+    return Readback(run_dir, json.loads(p.stdout.strip().splitlines()[-1]), records(run_dir), before, after)
+
+
+def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
+    """Every record shows the values read back from the brokers; the configs are restored at the end."""
+    recs, summary = readback.recs, readback.summary
     # 1 baseline + 2 trials + (the stage's best and Kafka's defaults) × 2 confirmation runs, interleaved
     assert len(recs) == 7
     conf = [r for r in recs if r["stage"] == "confirm"]
@@ -84,63 +102,73 @@ def test_sweep_applies_reads_back_and_restores(
                 assert rb["replica.fetch.max.bytes"] == "2097152"
         assert r["measured"]["lost"] == 0 and r["measured"]["mean_mb_s"] > 0, r["measured"]["warnings"]
         assert len(r["measured"]["windows_mb_s"]) == 2
-    # The baseline ran with Kafka's defaults; the first stage trial needed one rolling restart (3 nodes);
-    # the later trials kept replica.fetch.max.bytes, so no more restarts until the final restore.
     base = next(r for r in recs if r["stage"] == "baseline-kafka-defaults")
     assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
-    assert summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
+    assert summary["best"]["from"] == "confirmation"
+    dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
+    assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2
+    assert summary["best"]["interval"]["n"] == 2 and summary["best"]["interval"]["low"] is not None
+    assert same_configs(readback.after, readback.before)
+    assert not json.loads(next(readback.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
+
+
+def test_a_restart_only_key_rolls_the_brokers_once_and_each_roll_is_followed_by_a_jit_watch(
+    readback: Readback,
+) -> None:
+    """The baseline ran with Kafka's defaults; the first stage trial needed one rolling restart (3 nodes); the later
+    trials kept replica.fetch.max.bytes, so no more restarts until the final restore. A trial measured while the
+    brokers still compiled says so (loadgen.brokerside.jit_warning), one that was not does not."""
+    recs = readback.recs
+    assert readback.summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
     for r in recs:  # each restart was followed by load, ended by the JIT watch or its cap
         w = r.get("restart_warmup")
         assert (w is not None) == bool(r["restarts"]), r
         assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20), w
-    # a trial measured while the brokers still compiled says so (loadgen.brokerside.jit_warning: 0.5-1.1 core per
-    # broker in the first minute after a restart here), one that was not does not
-    for d in sorted(run_dir.glob("trials/*/")):
+    for d in sorted(readback.run_dir.glob("trials/*/")):
         r = json.loads((d / "trial.json").read_text())
         said = any("brokers still compiling" in x for x in r["measured"]["warnings"])
         assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
         assert said or not r["restarts"], r["measured"]["broker_rates"]
-    assert summary["best"]["from"] == "confirmation"
-    # where the wall clock went (sweeps.timing), from the trial records: the parts add up to the wall clock
-    b = summary["this_invocation"]["breakdown"]
+
+
+def test_a_sweep_says_where_its_wall_clock_went_and_whether_its_warm_up_was_long_enough(readback: Readback) -> None:
+    """sweeps.timing from the trial records: the parts add up to the wall clock; each trial's warm-up curve (its
+    second and the window's first 3) checks the runs' 1-s warm-up."""
+    b = readback.summary["this_invocation"]["breakdown"]
     assert b["trials"] == 7 and b["seconds"]["windows"] > 0 and b["seconds"]["run warm-up"] > 0
     assert sum(b["seconds"].values()) == pytest.approx(b["wall_s"], rel=0.05)
     assert 0 < b["not_measuring"] < 1
-    # whether the runs' 1-s warm-up was long enough, from each trial's warm-up curve (sweeps.timing.warmup_check):
-    # its second and the window's first 3
-    wc = summary["this_invocation"]["warmup_check"]
+    wc = readback.summary["this_invocation"]["warmup_check"]
     assert wc is not None and wc["trials"] == 7 and wc["warmup_s"] == 1 and len(wc["seconds"]) == 4, wc
+    recs = readback.recs
     assert all(len(r["measured"]["warmup_curve"]) == 4 and min(r["measured"]["warmup_curve"]) >= 0 for r in recs)
-    bc = configs(testbed)  # a new client: every broker was restarted since the first one connected
-    dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
-    assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2
-    assert summary["best"]["interval"]["n"] == 2 and summary["best"]["interval"]["low"] is not None
-    assert same_configs(bc.snapshot(), before)
-    assert not json.loads(next(run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
 
-    show = kafkatune("study", "show", str(run_dir))
-    assert show.returncode == 0 and "BEST (confirmation)" in show.stdout, show.stderr
-    assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
 
-    # the Spark analysis of this real sweep: one row per record, rates from the brokers' JMX rows
+def test_study_show_and_the_spark_analysis_read_the_real_sweep(readback: Readback, spark: Any) -> None:
+    """`study show` and the Spark analysis: one row per record, rates from the brokers' JMX rows."""
     from advisor.analysis import analyze
     from records.analysis import load_table, rows
 
+    run_dir = readback.run_dir
+    show = kafkatune("study", "show", str(run_dir))
+    assert show.returncode == 0 and "BEST (confirmation)" in show.stdout, show.stderr
+    assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
+    assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
     an = analyze(run_dir, spark)
     assert an["trials"] == 7 and an["rows"]["series"] > 0
-    rows = {t["trial_id"]: t for t in rows(load_table(run_dir / "analysis", "trials"))}
-    for r in recs:
-        t = rows[f"{r['stage']}-{r['number']:03d}"]
+    table = {t["trial_id"]: t for t in rows(load_table(run_dir / "analysis", "trials"))}
+    for r in readback.recs:
+        t = table[f"{r['stage']}-{r['number']:03d}"]
         assert t["mb_s"] == pytest.approx(r["measured"]["throughput_mb_s"])
         assert t["broker"]["num.io.threads"] == r["broker_read_back"]["1"]["num.io.threads"]
         assert t["produce_mb_s"] > 0 and 1.5 < t["replication_ratio"] < 2.5 and t["bound"]
-    assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
 
-    # optuna-dashboard opens the study's storage
+
+def test_optuna_dashboard_opens_the_studys_storage(readback: Readback) -> None:
     dash = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "optuna-dashboard"),
-            f"sqlite:///{run_dir / 'optuna.db'}",
+            f"sqlite:///{readback.run_dir / 'optuna.db'}",
             "--host",
             "127.0.0.1",
             "--port",

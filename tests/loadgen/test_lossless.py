@@ -63,16 +63,57 @@ def test_reliable_keep_all_dds_loses_nothing(tmp_path: Path) -> None:
     assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
 
 
+class RouterStall:
+    """A router that runs 2 ms in every 200 ms while the producer sends, so the publisher's send queue fills; once
+    the producer has finished sending (its tick for the second after the run's end), the router stops for 4 s,
+    longer than a closing Zenoh session waits to flush its queue. `on_tick` starts it with the run."""
+
+    def __init__(self, pid: int) -> None:
+        import threading
+
+        self.pid = pid
+        self.stop, self.finished = threading.Event(), threading.Event()
+        self.started: list[threading.Thread] = []
+
+    def on_tick(self, raw: Any, tick: Any) -> None:
+        import threading
+
+        if not self.started:
+            self.started.append(threading.Thread(target=self._stall, args=(raw,), daemon=True))
+            self.started[0].start()
+        if tick.role == "producer" and tick.second >= 3:  # warm-up 1 s + measured 2 s
+            self.finished.set()
+
+    def _stall(self, raw: Any) -> None:
+        import os
+        import signal
+        import time
+
+        deadline = raw.timing["produce_end_ns"] + 60_000_000_000
+        while not (self.stop.is_set() or self.finished.is_set()) and time.time_ns() < deadline:
+            os.kill(self.pid, signal.SIGSTOP)
+            self.finished.wait(0.2)
+            os.kill(self.pid, signal.SIGCONT)
+            time.sleep(0.002)
+        os.kill(self.pid, signal.SIGSTOP)
+        self.stop.wait(4)
+        os.kill(self.pid, signal.SIGCONT)
+
+    def end(self) -> None:
+        import os
+        import signal
+
+        self.stop.set()
+        for t in self.started:
+            t.join()
+        os.kill(self.pid, signal.SIGCONT)
+
+
 @pytest.mark.server  # a Zenoh router of its own
 def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Path) -> None:
     """Zenoh acknowledges a put when it returns; what is still in the publisher's send queue when the run
     ends must reach the subscriber. A router of our own is stalled (SIGSTOP/SIGCONT) through the end of
     production, so the queue is full then: a producer that closed its session at that point lost it."""
-    import os
-    import signal
-    import threading
-    import time
-
     from loadgen import result as res
     from loadgen import runner
     from loadgen.workload import Workload
@@ -81,31 +122,7 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
 
     sv = Servers(tmp_path / "servers")
     st = sv.up("zenoh", port=free_port(), progress=print)
-    stop, finished = threading.Event(), threading.Event()
-
-    def stall(raw: Any) -> None:
-        # A router that runs 2 ms in every 200 ms: the publisher's send queue fills. Once the producer has
-        # finished sending (its last tick is for the second after the run's end), the router stops for 4 s,
-        # longer than a closing Zenoh session waits to flush its queue.
-        deadline = raw.timing["produce_end_ns"] + 60_000_000_000
-        while not (stop.is_set() or finished.is_set()) and time.time_ns() < deadline:
-            os.kill(st.pid, signal.SIGSTOP)
-            finished.wait(0.2)
-            os.kill(st.pid, signal.SIGCONT)
-            time.sleep(0.002)
-        os.kill(st.pid, signal.SIGSTOP)
-        stop.wait(4)
-        os.kill(st.pid, signal.SIGCONT)
-
-    started: list[threading.Thread] = []
-
-    def on_tick(raw: Any, tick: Any) -> None:
-        if not started:
-            started.append(threading.Thread(target=stall, args=(raw,), daemon=True))
-            started[0].start()
-        if tick.role == "producer" and tick.second >= 3:  # warm-up 1 s + measured 2 s
-            finished.set()
-
+    stall = RouterStall(st.pid)
     w = Workload(
         name="zenoh-stalled",
         driver="zenoh",
@@ -116,14 +133,11 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
         drainTimeoutSeconds=30,
     )
     try:
-        raw = runner.run(w, {"bootstrap.servers": st.address, "zenoh.mode": "client"}, on_tick=on_tick)
+        raw = runner.run(w, {"bootstrap.servers": st.address, "zenoh.mode": "client"}, on_tick=stall.on_tick)
     finally:
-        stop.set()
-        for t in started:
-            t.join()
-        os.kill(st.pid, signal.SIGCONT)
+        stall.end()
         sv.down("zenoh", progress=print)
-    assert started and finished.is_set(), "the router was never stalled at the end of production"
+    assert stall.started and stall.finished.is_set(), "the router was never stalled at the end of production"
     s = res.build(raw)[0]["summary"]
     assert s["acknowledged"] > 1000, s
     assert s["lost"] == 0 and s["consumed"] == s["acknowledged"], s

@@ -1,0 +1,117 @@
+"""The confirmation, the ablation and the operating point's fit are functions of a study's records: recomputed from
+a real tuned sweep recorded once on the shaped testbed (tests/fixtures/recorded/shaped-tuned: its Optuna storage,
+trial records and analysis; how it was made is in that folder's README.md), they give exactly the verdicts the
+sweep wrote, and the report built from those records writes the files the verdict says and states one diagnosis
+once. Deterministic: no server, no noise; the live sweep is tests/e2e/test_shaped.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+
+from reports import study as report
+from reports.properties import parse
+from sweeps import confirm
+from sweeps.hold import chosen_steps, fit_knee
+from sweeps.spec import load_spec
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "shaped-tuned"
+
+
+def plain(x: Any) -> Any:
+    """As the summary file holds it (tuples as lists)."""
+    return json.loads(json.dumps(x))
+
+
+@pytest.fixture()
+def run(tmp_path: Path) -> Path:
+    """A copy of the recorded study: a report writes into its folder."""
+    return Path(shutil.copytree(RECORDED, tmp_path / RECORDED.name))
+
+
+def _runs(run: Path, phase: str) -> dict[str, list[dict[str, Any]]]:
+    storage = optuna.storages.RDBStorage(f"sqlite:///{run / 'optuna.db'}")
+    name = load_spec(run / "spec.yaml").name
+    return confirm.measured(optuna.load_study(study_name=f"{name}.{phase}", storage=storage))
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    return json.loads((run / "summary.json").read_text())
+
+
+def test_the_confirmation_and_the_ablation_are_recomputed_from_the_records(run: Path) -> None:
+    s = _summary(run)
+    judged = confirm.summary(_runs(run, "confirm"))
+    for key in ("candidates", "noise", "chosen", "runner_up", "vs_defaults"):
+        assert plain(judged.get(key)) == s["confirmation"].get(key), key
+    chosen = next(c for c in judged["candidates"] if c["label"] == judged["chosen"])
+    effects = confirm.effects(load_spec(run / "spec.yaml"), chosen["config"], _runs(run, "ablate"))
+    assert plain([e for e in effects if e["beyond_noise"]]) == s["recommended"]
+    assert plain([e for e in effects if not e["beyond_noise"]]) == s["no_measurable_effect"]
+
+
+def test_each_key_put_back_is_judged_on_its_own_runs(run: Path) -> None:
+    """Each key differing from the defaults is put back alone on runs of its own (never the confirmation's), judged
+    by its interval, recommended exactly when beyond noise at the family's level."""
+    s = _summary(run)
+    judged = {e["key"]: e for e in s["recommended"] + s["no_measurable_effect"]}
+    assert set(judged) == {"partitions", "buffer.memory"}
+    assert (judged["partitions"]["old"], judged["partitions"]["new"]) == ("1", "6")
+    assert (judged["buffer.memory"]["old"], judged["buffer.memory"]["new"]) == ("33554432", "67108864")
+    confirmation = {t for c in s["confirmation"]["candidates"] for t in c["trial_ids"]}
+    for e in judged.values():
+        # its runs: 2 without it, 2 of the recommended configuration in the ablation (never the confirmation's)
+        assert e["n"] == 4 and len(set(e["trial_ids"])) == 4 and not confirmation & set(e["trial_ids"]), e
+        assert all(t.startswith("ablate-") for t in e["trial_ids"]), e
+        assert e["interval"]["low"] <= e["effect_mb_s"] <= e["interval"]["high"] and e["interval"]["n"] == 4, e
+        assert (e in s["recommended"]) == e["beyond_noise"], e
+        assert e["beyond_noise"] or "no measurable effect" in e["why"], e
+    # a "no measurable effect" says how large an effect it leaves open when that is beyond ablate.min_effect
+    mine = [r["value"] for r in _runs(run, "ablate")[confirm.RECOMMENDED]]
+    floor = load_spec(run / "spec.yaml").ablate.min_effect * sum(mine) / len(mine)
+    for e in s["no_measurable_effect"]:
+        reach = max(abs(e["interval"]["low"]), abs(e["interval"]["high"]))
+        assert ("more ablate.repeats narrow the interval" in e["why"]) == (reach > floor), (e, floor)
+    cands = s["confirmation"]["candidates"]
+    assert {c["label"] for c in cands} == {"baseline:kafka-defaults", "producer#0"}
+    assert all(len(c["repeats"]) == 3 and c["interval"]["low"] is not None for c in cands)
+    assert s["noise"]["between_run_sd_mb_s"] > 0
+
+
+def test_the_operating_points_first_try_is_the_fit_of_the_chosen_searches(run: Path) -> None:
+    s = _summary(run)
+    op = s["operating_point"]
+    chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
+    knee = fit_knee(chosen_steps(run, chosen["trial_ids"]), s["search"]["max_step_s"] // 2)
+    assert knee is not None and op["fit"] == pytest.approx(asdict(knee))
+    z = load_spec(run / "spec.yaml").hold.z
+    first = min(knee.rate_for(s["slo"]["p99_e2e_ms"], z) or 0.0, min(chosen["rates_msg_s"]))
+    assert op["tries"][0]["rate_msg_s"] == pytest.approx(first), (first, op["tries"])
+    assert op["rate_msg_s"] <= min(chosen["rates_msg_s"])
+
+
+def test_the_report_writes_the_files_the_verdict_says_and_one_diagnosis(run: Path) -> None:
+    s = _summary(run)
+    report.build(run, progress=lambda m: None)
+    rec = {e["key"] for e in s["recommended"]}
+    files = run / "report" / "recommended"
+    want = {"buffer.memory": "67108864"} if "buffer.memory" in rec else {}
+    assert parse(files / "producer.properties") == want
+    topics = (files / "topic-configs.txt").read_text() if (files / "topic-configs.txt").exists() else ""
+    assert ("partitions=6" in topics) == ("partitions" in rec), topics
+    md = (run / "report" / "report.md").read_text()
+    assert all(k in md for k in ("partitions", "buffer.memory")) and "95 % CI" in md
+    assert ("no measurable effect" in md) == bool(s["no_measurable_effect"])
+    assert f"operating point: {s['operating_point']['rate_msg_s']:,.0f} msg/s" in md
+    # one diagnosis, read from one of the recommended configuration's confirmation runs, stated once
+    diag = [ln for ln in md.splitlines() if ln.startswith("Diagnosis (")]
+    assert len(diag) == 1 and "Bound by" not in md, diag
+    chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
+    assert diag[0][len("Diagnosis (") :].split(",")[0] in chosen["trial_ids"], (diag, chosen["trial_ids"])
+    assert md.count(diag[0].split(": ", 1)[1].split(". ")[0]) == 1, diag

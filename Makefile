@@ -16,12 +16,13 @@ DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo 
 DEMO_NIC_MBPS ?= 25
 PYTEST_ARGS ?=
 
-.PHONY: all deps apt venv kafka pulsar test test-fast lint demo demo-down clean help
+.PHONY: all deps apt venv kafka pulsar test test-fast coverage lint demo demo-down clean help
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
 	@echo "make test    set up everything, then lint (ruff, import-linter's layers), type-check (mypy), run the tests"
 	@echo "make test-fast   the tests that start no server (under 2 minutes)"
+	@echo "make coverage    the fast tests under coverage.py; the judgement code's lines they run"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
 
 deps: apt venv kafka pulsar
@@ -65,6 +66,13 @@ test: deps lint
 # or start Java fails here (tests/conftest.py). Needs only the Python environment.
 test-fast: venv
 	KAFKATUNE_TEST_FAST=1 $(PY) -m pytest -q -m "not server and not shaped" -p no:cacheprovider $(PYTEST_ARGS)
+
+# What of the judgement code (advisor/, sweeps/confirm.py, sweeps/hold.py, core/stats.py) the fast tests run.
+JUDGEMENT = --include='advisor/*,sweeps/confirm.py,sweeps/hold.py,core/stats.py'
+coverage: venv
+	KAFKATUNE_TEST_FAST=1 $(PY) -m coverage run --source=advisor,sweeps,core -m pytest -q -m "not server and not shaped" \
+		-p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m coverage report $(JUDGEMENT) --sort=cover
 
 demo: deps
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \

@@ -149,6 +149,14 @@ def lines(s: dict[str, Any]) -> list[str]:
     return [objective_line(s), *candidate_lines(s), *choice_lines(s), *operating_lines(s), *key_lines(s)]
 
 
+def _nothing_to_apply(none: list[str], not_ablated: list[str]) -> str:
+    """Why a confirmed configuration leaves no key to apply: those put back without a difference beyond noise,
+    those not put back at all."""
+    why = [f"{', '.join(none)} put back alone made no difference beyond noise"] if none else []
+    why += [f"{', '.join(not_ablated)} not put back alone (no ablation)"] if not_ablated else []
+    return "No key to apply: " + ("; ".join(why) or "the confirmed configuration changes none of Kafka's defaults")
+
+
 def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
     """The sweep's confirmation and ablations (summary.json): the keys whose effect is beyond noise, with the
     recommended configuration's and the defaults' intervals; nothing else is an action."""
@@ -177,10 +185,13 @@ def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
     none = [e["key"] for e in sweep.get("no_measurable_effect") or []]
     if none:
         ev.append(f"no measurable effect, not recommended: {', '.join(none)}")
+    title = f"Apply the confirmed configuration's {len(action)} key(s) with an effect beyond noise"
+    if not action:  # applying nothing gains nothing: the lead over the defaults is no key's to promise
+        title, gain = _nothing_to_apply(none, [e["key"] for e in conf.get("not_ablated") or []]), None
     return [
         Recommendation(
             "best-config",
-            f"Apply the confirmed configuration's {len(action)} key(s) with an effect beyond noise",
+            title,
             action=action,
             evidence=[e for e in ev if e],
             trials=list(chosen["trial_ids"]) + (list(dflt["trial_ids"]) if dflt else []),

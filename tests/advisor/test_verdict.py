@@ -1,0 +1,46 @@
+"""advisor.verdict on a confirmation whose winner beat Kafka's defaults but whose only changed key made no
+difference beyond noise when put back alone (the demo of 2026-11-28: +2.87 MB/s over the defaults, batch.size no
+measurable effect): nothing is to be applied, so nothing is promised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.verdict import rule_confirmed
+
+
+def _sweep(recommended: list[dict[str, Any]], none: list[dict[str, Any]], not_ablated: list[dict[str, Any]]) -> dict:
+    iv = {"estimate": 16.0, "low": 14.8, "high": 17.2, "n": 3, "sd": 0.5, "level": 0.95}
+    cands = [
+        {"label": "producer#0", "interval": iv, "trial_ids": ["confirm-000", "confirm-002"]},
+        {"label": "baseline:kafka-defaults", "interval": {**iv, "estimate": 13.1}, "trial_ids": ["confirm-001"]},
+    ]
+    diff = {"estimate": 2.87, "low": 1.92, "high": 3.82, "n": 6, "sd": 0.6, "level": 0.9}
+    conf = {
+        "candidates": cands,
+        "chosen": "producer#0",
+        "not_ablated": not_ablated,
+        "vs_defaults": {"label": "baseline:kafka-defaults", "difference": diff, "distinguishable": True},
+    }
+    return {"confirmation": conf, "recommended": recommended, "no_measurable_effect": none}
+
+
+def test_a_winner_whose_keys_made_no_difference_promises_no_gain() -> None:
+    (r,) = rule_confirmed(_sweep([], [{"key": "batch.size"}], []))
+    assert r.title == "No key to apply: batch.size put back alone made no difference beyond noise", r.title
+    assert r.action == {} and r.expected_gain_mb_s is None and r.severity == "info"
+    assert "difference +2.87 MB/s" in " ".join(r.evidence)  # the confirmation's figure stays, as evidence
+    (r,) = rule_confirmed(_sweep([], [], [{"key": "partitions"}, {"key": "linger.ms"}]))
+    assert r.title == "No key to apply: partitions, linger.ms not put back alone (no ablation)", r.title
+
+
+def test_a_key_beyond_noise_is_applied_with_the_confirmations_gain() -> None:
+    key = {
+        "key": "batch.size",
+        "old": "16384",
+        "new": "83559",
+        "interval": {"estimate": 2.5, "low": 1.0, "high": 4.0, "n": 4, "sd": 0.5, "level": 0.95},
+    }
+    (r,) = rule_confirmed(_sweep([key], [], []))
+    assert r.title == "Apply the confirmed configuration's 1 key(s) with an effect beyond noise"
+    assert r.action == {"batch.size": "83559"} and r.expected_gain_mb_s == 2.87 and r.severity == "high"

@@ -47,7 +47,7 @@ CPU_BUSY = 0.9
 PRESSURE = 0.5  # some task waited for a CPU half of the second
 WAIT_CORES = 0.5  # a broker's threads together waited half a second for a CPU in one second
 LINK_PEAK = 0.95
-OTHER_CORES = 0.1  # a tenth of a core: an idle machine's other processes take a hundredth
+OTHER_CORES = 0.1  # a tenth of a core: no second of benchmarks/results/tail_budget.json's runs reached it
 
 CAUSES = {
     "broker_gc": "broker GC pauses",

@@ -175,9 +175,9 @@ def budget(
                 "primary": primary[c],
                 "share": primary[c] / len(above) if above else 0.0,
                 "base_rate": base / len(below) if below else None,
+                **({"processes": _neighbours(host_rows, above)} if c == "neighbour" else {}),
             }
         )
-    causes[list(CAUSES).index("neighbour")]["processes"] = _neighbours(host_rows, above)
     return {
         "slo_p99_e2e_ms": slo_ms,
         "seconds": len(judged),

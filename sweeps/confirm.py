@@ -44,14 +44,17 @@ RECOMMENDED = "recommended"  # the recommended configuration, among the ablation
 
 
 class Phases(Protocol):
+    """What the phases after the search need of a sweep: its spec and folder, its Optuna studies by suffix, one
+    measurement recorded as a trial of a study, and whether the time budget is spent (sweeps.engine.Sweep)."""
+
     spec: Spec
     run_dir: Path
 
-    def _study(self, suffix: str, stage: Stage | None = None) -> Any: ...
+    def study(self, suffix: str, stage: Stage | None = None) -> Any: ...
 
-    def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
+    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
 
-    def _out_of_time(self) -> bool: ...
+    def out_of_time(self) -> bool: ...
 
 
 def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -77,10 +80,10 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
 
     add(DEFAULTS, space.baseline(spec, "kafka-defaults"))
     for stage in spec.stage_list:
-        best = [t for t in storage.ranked(sw._study(stage.name)) if acks_all(t.user_attrs["config"])]
+        best = [t for t in storage.ranked(sw.study(stage.name)) if acks_all(t.user_attrs["config"])]
         for t in best[: spec.confirm.top]:
             add(f"{stage.name}#{t.number}", t.user_attrs["config"])
-    for t in storage.ranked(sw._study("baselines")):
+    for t in storage.ranked(sw.study("baselines")):
         add(f"baseline:{t.user_attrs['key']}", t.user_attrs["config"])
     return out
 
@@ -89,16 +92,16 @@ def repeat(
     sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int
 ) -> dict[str, list[dict[str, Any]]]:
     """Measure each configuration of `todo` `repeats` times, round by round; every repeat measured so far."""
-    st = sw._study(phase)
+    st = sw.study(phase)
     storage.recover_interrupted(st)
     for r, (label, cfg) in rounds(todo, repeats):
         key = f"{label}@{r}"
-        if key in storage.done_keys(st) or sw._out_of_time():
+        if key in storage.done_keys(st) or sw.out_of_time():
             continue
         trial = st.ask()
         if storage.claim(st, trial, key):
             extra: dict[str, Any] = {"confirms": key, "repeat": r}
-            sw._measure(st, trial, phase, cfg, extra)
+            sw.measure(st, trial, phase, cfg, extra)
     return measured(st)
 
 

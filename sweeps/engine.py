@@ -110,15 +110,15 @@ class Sweep:
         self.restarts = 0
 
     # ---- helpers -----------------------------------------------------------------------------------
-    def _study(self, suffix: str, stage: Stage | None = None) -> Any:
+    def study(self, suffix: str, stage: Stage | None = None) -> Any:
         sampler = make_sampler(self.spec, stage) if stage else optuna.samplers.RandomSampler()
         return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions, sampler)
 
-    def _out_of_time(self) -> bool:
+    def out_of_time(self) -> bool:
         m = self.spec.budget.minutes
         return m is not None and time.monotonic() - self.started > m * 60
 
-    def _measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
+    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
         rec = trial_dir(self.run_dir, label, trial.number)
         trial.set_user_attr("owner", storage.OWNER)
         trial.set_user_attr("config", dict(cfg))
@@ -179,35 +179,35 @@ class Sweep:
 
     # ---- phases ------------------------------------------------------------------------------------
     def baselines(self) -> None:
-        st = self._study("baselines")
+        st = self.study("baselines")
         storage.recover_interrupted(st)
         for name in self.spec.baselines:
-            if name in storage.done_keys(st) or self._out_of_time():
+            if name in storage.done_keys(st) or self.out_of_time():
                 continue
             trial = st.ask()
             if not storage.claim(st, trial, name):
                 continue
-            self._measure(st, trial, f"baseline-{name}", space.baseline(self.spec, name), {"baseline": name})
+            self.measure(st, trial, f"baseline-{name}", space.baseline(self.spec, name), {"baseline": name})
 
     def stages(self) -> list[dict[str, Any]]:
         carried: dict[str, Any] = {}
         used = 0
         out = []
         for stage in self.spec.stage_list:
-            st = self._study(stage.name, stage)
+            st = self.study(stage.name, stage)
             for again in storage.recover_interrupted(st):
                 st.enqueue_trial(again["params"])
             want = stage.trials
             if self.spec.budget.trials is not None:
                 want = min(want, max(0, self.spec.budget.trials - used))
-            while len(storage.counted(st)) < want and not self._out_of_time():
+            while len(storage.counted(st)) < want and not self.out_of_time():
                 trial = self._ask(st, stage)
                 if len([t for t in storage.counted(st) if t.number < trial.number]) >= want:
                     storage.release(st, trial)  # another worker took the last one
                     break
                 suggested = space.suggest(trial, stage)
                 cfg = space.assemble(self.spec, stage.fixed, carried, suggested)
-                self._measure(st, trial, stage.name, cfg, {"suggested": suggested, "carried": dict(carried)})
+                self.measure(st, trial, stage.name, cfg, {"suggested": suggested, "carried": dict(carried)})
             used += len(storage.counted(st))
             best = storage.ranked(st)
             if best:
@@ -296,7 +296,7 @@ class Sweep:
         return summary
 
     def summarize(self, stages: list[dict[str, Any]], judged: dict[str, Any] | None) -> dict[str, Any]:
-        base_st = self._study("baselines")
+        base_st = self.study("baselines")
         baselines = {}
         for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
             baselines[t.user_attrs["key"]] = {
@@ -305,7 +305,7 @@ class Sweep:
                 "config": t.user_attrs["config"],
                 "record": t.user_attrs.get("record"),
             }
-        best = confirm.best(judged, self._study(self.spec.stage_list[-1].name))
+        best = confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
         dflt = next((c for c in (judged or {}).get("candidates", []) if c["label"] == confirm.DEFAULTS), None)
         defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
@@ -354,7 +354,7 @@ class Sweep:
 
     def _all_studies(self) -> list[Any]:
         names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate", "hold"]
-        return [self._study(n) for n in names]
+        return [self.study(n) for n in names]
 
     def _trials_to(self, level: float) -> int | None:
         """How many trials (baselines and stages, in the order run) until one with acks=all reached `level`."""

@@ -134,12 +134,15 @@ def refused(why: str, causes: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _tried(t: Any) -> dict[str, Any]:
-    rec = read_trial(Path(t.user_attrs.get("record", ""))) or {}
+def _tried(run_dir: Path, t: Any) -> dict[str, Any]:
+    """One run at a fixed rate as the operating point lists it, read from the run folder's trial record (by its
+    name: a study folder that was moved or copied still reads)."""
+    trial_id = Path(t.user_attrs.get("record", "")).name
+    rec = read_trial(run_dir / TRIALS / trial_id) or {}
     hold = dict((rec.get("measured") or {}).get("hold") or {})
     if not hold:  # the run failed before measuring
         hold = {"rate_msg_s": rec.get("hold_msg_s"), "held": False, "why": t.user_attrs.get("fail_reason")}
-    return {**hold, "trial_id": Path(t.user_attrs.get("record", "")).name}
+    return {**hold, "trial_id": trial_id}
 
 
 def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | None, str]:
@@ -174,22 +177,22 @@ def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int
     fit = asdict(knee) if knee else None
     if first is None:
         return {**refused(why, tail_causes(sw.run_dir, chosen.get("trial_ids") or [])), "fit": fit}
-    st = sw._study("hold")
+    st = sw.study("hold")
     storage.recover_interrupted(st)
     tries: list[dict[str, Any]] = []
     for i in range(spec.hold.tries):
         key, rate = f"hold@{i + 1}", first * (1 - spec.hold.step) ** i
         if key not in storage.done_keys(st):
-            if sw._out_of_time():
+            if sw.out_of_time():
                 break
             trial = st.ask()
             if storage.claim(st, trial, key):
                 extend(1)
-                sw._measure(st, trial, "hold", dict(chosen["config"]), {"confirms": key, "hold_msg_s": rate})
+                sw.measure(st, trial, "hold", dict(chosen["config"]), {"confirms": key, "hold_msg_s": rate})
         done = [t for t in storage.counted(st) if t.user_attrs.get("key") == key and t.state.name != "RUNNING"]
         if not done:
             break  # another worker runs it: its answer is in the study when that worker is done
-        tries.append(_tried(done[0]))
+        tries.append(_tried(sw.run_dir, done[0]))
         if tries[-1]["held"]:
             break
     held = next((x for x in tries if x.get("held")), None)

@@ -17,7 +17,7 @@ import pytest
 
 from reports import study as report
 from reports.properties import parse
-from sweeps import confirm
+from sweeps import confirm, hold, storage
 from sweeps.hold import chosen_steps, fit_knee
 from sweeps.spec import load_spec
 
@@ -115,3 +115,41 @@ def test_the_report_writes_the_files_the_verdict_says_and_one_diagnosis(run: Pat
     chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
     assert diag[0][len("Diagnosis (") :].split(",")[0] in chosen["trial_ids"], (diag, chosen["trial_ids"])
     assert md.count(diag[0].split(": ", 1)[1].split(". ")[0]) == 1, diag
+
+
+class Finished:
+    """A finished study as the phases see it (sweeps.confirm.Phases) when a sweep is resumed on it: its studies
+    from its own storage, never out of time, and nothing left to measure."""
+
+    def __init__(self, run: Path) -> None:
+        self.spec = load_spec(run / "spec.yaml")
+        self.run_dir = run
+        self.storage = optuna.storages.RDBStorage(f"sqlite:///{run / 'optuna.db'}")
+
+    def study(self, suffix: str, stage: Any = None) -> Any:
+        return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions)
+
+    def measure(self, st: Any, trial: Any, label: str, cfg: Any, extra: Any) -> Any:
+        raise AssertionError(f"a finished study measured {label} again ({extra})")
+
+    def out_of_time(self) -> bool:
+        return False
+
+
+def test_a_sweep_resumed_on_a_finished_study_measures_nothing_and_gives_its_answers(run: Path) -> None:
+    """The phases after the search, run again on the recorded study (as `sweep` does when resumed after a kill):
+    every repeat and the operating point's run are found done by their keys, none is measured twice, and the
+    candidates, the confirmation, the ablations and the operating point are the ones the sweep wrote."""
+    s, sw = _summary(run), Finished(run)
+    todo = confirm.candidates(sw)
+    assert plain(dict(todo)) == {c["label"]: c["config"] for c in s["confirmation"]["candidates"]}
+    judged = confirm.summary(confirm.repeat(sw, "confirm", todo, sw.spec.confirm.repeats))
+    assert plain(judged["candidates"]) == s["confirmation"]["candidates"]
+    chosen = dict(todo)[judged["chosen"]]
+    ablate, blocked = confirm.ablations(sw.spec, chosen)
+    assert not blocked and {label for label, _ in ablate} == {"without:partitions", "without:buffer.memory"}
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], sw.spec.ablate.repeats)
+    assert plain([e for e in confirm.effects(sw.spec, chosen, runs) if e["beyond_noise"]]) == s["recommended"]
+    announced: list[int] = []
+    op = hold.operating_point(sw, confirm.chosen(judged), announced.append)
+    assert announced == [] and plain(op) == s["operating_point"]

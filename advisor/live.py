@@ -135,6 +135,12 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
     rows = metrics.rates(sampler.stop())
     if not rows:
         raise EnvironmentProblem(f"no broker metrics could be read from {', '.join(urls.values())}")
+    return summarize(rows)
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-broker-second metric rows (cluster.metrics.rates; a run's broker_metrics.parquet) as the one row the
+    live rules read: per-second sums and busiest-broker figures averaged over the seconds, worst cases kept."""
     by_t: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         by_t.setdefault(round(r["t_ns"] / 1e9), []).append(r)

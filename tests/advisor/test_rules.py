@@ -15,11 +15,13 @@ import pandas as pd
 from advisor import diagnose
 from advisor.fixes import binding_fix, consumer_fix, replication_fix
 from advisor.live import live_config_rules, live_metric_rules
+from advisor.noise import effects
 from advisor.rules import (
     recommend,
     rule_compression,
     rule_consumers,
     rule_latency,
+    rule_params,
     rule_producer_buffer,
     rule_replication,
 )
@@ -308,3 +310,56 @@ def test_live_metric_rules_name_under_replication_and_say_when_nothing_binds() -
     assert [r.rule for r in quorum] == ["live-controller"] and "For 2 s of 5" in quorum[0].title
     lag = live_metric_rules({"seconds": 3, "under_replicated_max": 1, "replica_lag_max": 5200.0}, PROFILE)
     assert "up to 5,200 messages" in lag[0].title
+
+
+def _params(stage: str, param: str, *values: tuple[float, float]) -> list[dict[str, Any]]:
+    """params.parquet rows (spark.tables): one per value, its mean MB/s over the trials that ran it."""
+    return [
+        {
+            "stage": stage,
+            "param": param,
+            "value": str(v),
+            "value_num": v,
+            "mean_mb_s": mb_s,
+            "trials": 2,
+            "trial_ids": [f"{stage}-{i:03d}", f"{stage}-{i + 10:03d}"],
+        }
+        for i, (v, mb_s) in enumerate(values)
+    ]
+
+
+def test_a_swept_parameter_is_judged_against_its_stages_window_spread_and_its_tested_range() -> None:
+    """The best value of each swept parameter, its difference to the worst against twice the spread between the
+    windows of one run (advisor.noise), the top of the tested range flagged; after ablations, information only."""
+    trials = frame(trial("p-1", stage="p", window_cv=0.01, mb_s=20.0), trial("p-2", stage="p", window_cv=0.01))
+    params = pd.DataFrame(
+        _params("p", "batch.size", (16384, 10.0), (65536, 15.0), (262144, 20.0))  # 10 MB/s ≫ 2 × 0.2: beyond
+        + _params("p", "linger.ms", (0, 19.9), (5, 20.1))  # 0.2 MB/s < 2 × 0.2: within the window spread
+    )
+    found = {r.action and next(iter(r.action)): r for r in rule_params(effects(trials, params))}
+    batch, linger = found["batch.size"], found["linger.ms"]
+    assert batch.action == {"batch.size": "262144"} and batch.severity == "medium" and batch.expected_gain_mb_s == 10
+    assert "the range may be too narrow" in batch.title and batch.trials == ["p-002", "p-012"]
+    assert linger.severity == "info" and "within noise, re-measure" in linger.evidence[-1]
+    after = rule_params(effects(trials, params), confirmed=True)
+    assert all(r.severity == "info" and "search marginal" in r.evidence[-1] for r in after)
+    flat = pd.DataFrame(_params("p", "acks", (1, 20.0), (2, 20.0)))
+    assert rule_params(effects(trials, flat)) == []  # no difference: nothing to say
+
+
+def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it() -> None:
+    """What a fix writes must be applicable as it stands: within the catalogue's rules (buffer.memory holds a
+    batch), a topic override removed rather than set to a broker's value, a broker flush setting back to
+    Kafka's."""
+    small = binding_fix("small_batches", trial(params={"batch.size": "1024", "buffer.memory": "65536"}))
+    assert int(small["buffer.memory"]) >= int(small["batch.size"]) >= 131072
+    assert not catalogue.broken_rules({k: int(v) for k, v in small.items()})
+    flushed = trial(topic_config={"flush.messages": "1"}, broker={"log.flush.interval.ms": "10"})
+    fix = binding_fix("forced_flush", flushed)
+    assert fix["flush.messages"] == "(delete the topic override)"
+    assert catalogue.get("log.flush.interval.ms").default is None  # Kafka leaves it unset: said so, no value made up
+    assert fix["log.flush.interval.ms"] == "(unset: Kafka's default)"
+    lagging = trial(params={"num.replica.fetchers": "3"})
+    assert binding_fix("replication", lagging) == replication_fix({"num.replica.fetchers": "3"}, 3)
+    assert binding_fix("partitions", trial(params={})) == consumer_fix("partitions", {}, 3)
+    assert binding_fix("unknown-bound", trial()) == {}

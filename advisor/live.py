@@ -22,6 +22,7 @@ from brokerconf.apply import BrokerConfigs
 from brokerconf.catalogue import READ_BACK_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
+from core.units import MB
 from spark.series import EVIDENCE, evidence
 
 Progress = Callable[[str], None]
@@ -149,11 +150,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         return statistics.mean(vals) if vals else None
 
     def busiest(s: list[dict[str, Any]], a: str, b: str) -> float:
-        return max((r.get(a, 0) + r.get(b, 0)) / 1e6 for r in s)
+        return max((r.get(a, 0) + r.get(b, 0)) / MB for r in s)
 
     per_s = list(by_t.values())
     totals = {f"sum_{c}": sum(r.get(c, 0.0) for r in rows) for c in EVIDENCE if any(c in r for r in rows)}
-    produce = avg([sum(r.get("bytes_in_per_s", 0) for r in s) / 1e6 for s in per_s])
+    produce = avg([sum(r.get("bytes_in_per_s", 0) for r in s) / MB for s in per_s])
     return {
         # the brokers' counters over the sample, as spark.series.evidence reads a trial's window
         **evidence({**totals, "measure_seconds": len(per_s), "produce_mb_s": produce}),

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.errors import RunFailed
+from core.units import MB
 from loadgen.channel import Channel
 from loadgen.workload import Workload
 
@@ -108,5 +109,5 @@ class Backlog:
             "drain_s": drain_s,
             "test_s": span("test", "done"),
             "drain_msg_s": drained / drain_s if drain_s else None,
-            "drain_mb_s": drained * self.w.messageSize / drain_s / 1e6 if drain_s else None,
+            "drain_mb_s": drained * self.w.messageSize / drain_s / MB if drain_s else None,
         }

@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 
 from cluster import hoststats, metrics
+from core.units import MB
 from loadgen.runner import RawRun, phase_of
-
-MB = 1e6
 
 
 def _phase(raw: RawRun, second: int) -> str:

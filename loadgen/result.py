@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from core.units import MB
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 
-MB = 1e6
 _OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
 
 

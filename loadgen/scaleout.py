@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.target import Placement
+from core.units import MB
 from drivers.api import load_driver
-from loadgen import clientside, result, runner
+from loadgen import clientside, runner
 from loadgen.workload import Workload
 
 Say = Callable[[str], None]
@@ -96,7 +97,7 @@ def _step(raw: runner.RawRun, why: list[str]) -> dict[str, Any]:
     window, measure = _measured(raw)
     return {
         "producers": raw.workload.producersPerTopic,
-        "publish_mb_s": round(sum(t.nbytes for t in measure) / window / result.MB, 3),
+        "publish_mb_s": round(sum(t.nbytes for t in measure) / window / MB, 3),
         "loop_cpu_util": [round(u, 3) for u in clientside.loop_utils(raw).get("producer", [])],
         "buffer_full_events": sum(t.buffer_full for t in measure),
         "why": "; ".join(why) + ": the load generator, not the cluster, was the limit" if why else "",

@@ -39,9 +39,10 @@ from dataclasses import dataclass, field
 from hdrh.histogram import HdrHistogram
 
 from cluster.target import Placement
+from core.units import MB
 from loadgen import recorder, runner
 from loadgen.runner import RawRun
-from loadgen.sustainable import MB, Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
+from loadgen.sustainable import Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
 from loadgen.workload import Workload
 
 # At most this many seconds after a missed step are spent waiting for the consumers to catch up before judging.

@@ -24,7 +24,6 @@ from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
 
-MB = 1e6
 KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
 KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messages
 # A step's percentile is estimated from at least this many latencies beyond it (at 1,000 msg/s, a p99 needs 20 s).

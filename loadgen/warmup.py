@@ -45,6 +45,7 @@ from typing import Any
 
 from cluster.metrics import BrokerSample
 from cluster.target import Placement
+from core.units import MB
 from loadgen import brokerside, result, runner
 from loadgen.workload import parse_workload
 
@@ -226,7 +227,7 @@ def _warm_shape(
         state = f"; JIT {'quiet' if raw.stopped_early_at is not None else 'still compiling at the cap'}: {jit_text}"
     batches = ", ".join(f"{k} {v}" for k, v in shape.items()) or "default batching"
     at = f" at {rate:,.0f} msg/s" if rate else ""
-    say(f"warm-up ({batches}{at}) done in {took:.0f} s: {msg_s * w.messageSize / 1e6:.1f} MB/s, {p99}{state}")
+    say(f"warm-up ({batches}{at}) done in {took:.0f} s: {msg_s * w.messageSize / MB:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
     return {
         "producer": dict(shape),

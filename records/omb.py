@@ -22,6 +22,7 @@ from typing import Any
 
 from core import files
 from core.errors import UserError
+from core.units import MB
 
 OMB_RESULT = "omb-result.json"
 WINDOW_S = 10
@@ -138,9 +139,9 @@ def imported_result(doc: dict[str, Any], source: str) -> dict[str, Any]:
         "window_s": WINDOW_S * windows(doc),
         "mode": "omb-import",
         "publish_msg_s": pub,
-        "publish_mb_s": pub * size / 1e6 if pub is not None else None,
+        "publish_mb_s": pub * size / MB if pub is not None else None,
         "consume_msg_s": con,
-        "consume_mb_s": con * size / 1e6 if con is not None else None,
+        "consume_mb_s": con * size / MB if con is not None else None,
         "publish_error_rate": _mean(doc["publishErrorRate"]),
         "lost": None,
         "duplicated": None,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from cluster.metrics import FOLLOWER_TIMES, PRODUCE_TIMES
+from core.units import MB
 from records import run as runs
 from records.study import Study
 
-MB = 1e6
 # Cluster-wide per-second counter rates whose window totals the diagnosis reads (cluster.metrics): summed over
 # brokers each second, then over the measure seconds, and divided by each other in `evidence`.
 EVIDENCE = (

@@ -9,11 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from brokerconf import catalogue
+from core.units import MB
 from loadgen.runner import RawRun, phase_of
 from loadgen.workload import Workload, parse_workload
 from sweeps.spec import Spec
-
-MB = 1e6
 
 
 def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str, Mapping[str, str]]) -> Workload:

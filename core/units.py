@@ -1,0 +1,7 @@
+"""The units kafkatune quotes its figures in: one home, so every module divides by the same megabyte."""
+
+from __future__ import annotations
+
+# Bytes in a megabyte: throughput is in MB/s of 10^6 bytes, as OpenMessaging Benchmark quotes it (the `si` sizes of
+# Kafka's configs, core.fmt, are binary).
+MB = 1e6

@@ -20,9 +20,9 @@ from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
-from records.analysis import load_table, read_summary
+from records.analysis import load_table, read_analysis_summary
 from records.study import Study, open_study, read_spec
-from records.summary import read_summary as read_sweep_summary
+from records.summary import read_summary
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,14 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
     study = open_study(root)
     an = analysis.ensure(study.root, master, progress)
     trials, params = load_table(an, "trials"), load_table(an, "params")
-    sweep = read_sweep_summary(study.root)
+    sweep = read_summary(study.root)
     defaults = candidate(sweep, "baseline:kafka-defaults")
     return StudyAdvice(
         study=study,
         analysis=an,
         trials=trials,
         params=params,
-        summary=read_summary(an),
+        summary=read_analysis_summary(an),
         sweep=sweep,
         recommendations=recommend(trials, params, {**context(study), "sweep": sweep}),
         effects=effects(trials, params),

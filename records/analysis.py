@@ -171,6 +171,8 @@ def write_summary(analysis: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def read_summary(analysis: Path) -> dict[str, Any]:
+def read_analysis_summary(analysis: Path) -> dict[str, Any]:
+    """The analysis summary (`analyze`'s counts and what it read), empty when the study was not analysed; a sweep's
+    own summary.json is records.summary's."""
     p = Path(analysis) / SUMMARY
     return files.read_json_object(p) if p.exists() else {}

@@ -96,10 +96,6 @@ def read_omb(path: Path) -> dict[str, Any]:
     return doc
 
 
-def has_omb(run_dir: Path) -> bool:
-    return (run_dir / OMB_RESULT).exists()
-
-
 def write_omb(run_dir: Path, doc: dict[str, Any]) -> None:
     files.write_json(run_dir / OMB_RESULT, doc)
 

@@ -28,6 +28,7 @@ from records.study import open_study
 from tests.helpers import FIXTURES, kafkatune
 
 FIXTURE = FIXTURES / "study-demo"
+RECORDED_RUNS = FIXTURES / "recorded" / "diagnosis"
 
 
 @pytest.fixture(scope="module")
@@ -355,3 +356,18 @@ def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() 
     got = _round_trips({"sweep": {"no_measurable_effect": [{"key": "batch.size"}]}})
     assert "a larger linger.ms" in got and "batch.size: measured without effect here" in got
     assert "a larger batch.size" not in got
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RECORDED_RUNS.iterdir() if p.is_dir()))
+def test_the_recorded_diagnosis_runs_analysis_is_what_spark_computes_from_them(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    """tests/advisor/test_recorded_diagnosis.py judges the recorded analyses: they must be what the Spark job makes
+    of the recorded runs today, or they are stale and are recorded again."""
+    # in a folder named as the recording's was (`run`): a single run's trial id is its folder's name
+    run = Path(shutil.copytree(RECORDED_RUNS / name, tmp_path / "run", ignore=shutil.ignore_patterns("analysis")))
+    analyze(run, spark)
+    (now,) = rows(load_table(run / "analysis", "trials"))
+    (then,) = rows(load_table(RECORDED_RUNS / name / "analysis", "trials"))
+    assert now.keys() == then.keys()
+    assert {k: v for k, v in now.items() if v != then[k] and not (v != v and then[k] != then[k])} == {}, name

@@ -1,0 +1,127 @@
+"""Planted problems, each diagnosed by the advisor from a real run recorded once on the loopback testbed
+(tests/fixtures/recorded/diagnosis: each run's records and Spark analysis; how they were made is in that folder's
+README.md). Each trial row is judged again by the advisor's code as it is now (advisor.analysis.judge: the ceiling
+and the binding resource) and the recommendations are made from it: deterministic, no server. That the recorded
+analysis is what Spark computes from the recorded run is tests/advisor/test_analysis.py's; planting problems on
+the live testbed is tests/advisor/test_diagnosis.py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from advisor.analysis import judge
+from advisor.recommendation import Recommendation
+from advisor.rules import recommend
+from records.analysis import load_table, rows
+from records.study import open_study
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "diagnosis"
+
+
+def diagnosed(name: str) -> tuple[dict[str, Any], list[Recommendation], dict[str, Any]]:
+    """The recorded run `name`: its trials row judged again, the recommendations over it, and its record."""
+    root = RECORDED / name
+    (row,) = rows(load_table(root / "analysis", "trials"))
+    row.update(judge(open_study(root), row))
+    recs = recommend(pd.DataFrame([row]), load_table(root / "analysis", "params"), {"brokers": 3, "rf": 3})
+    return row, recs, json.loads((root / "result.json").read_text())
+
+
+def test_topic_level_flush_messages_is_diagnosed_as_forced_flush() -> None:
+    """flush.messages=1 on the topic, the brokers at their defaults: measured, the brokers flushed for (nearly)
+    every produce request, and the fix removes the topic's override."""
+    t, recs, _ = diagnosed("topic-flush")
+    assert t["bound"] == "forced_flush", t["bound_reason"]
+    assert "topic flush.messages=1" in t["bound_reason"] and t["log_flushes_per_request"] >= 0.5
+    assert recs[0].rule == "fsync-per-message" and recs[0].action == {"flush.messages": "(delete the topic override)"}
+
+
+def test_small_batches_are_diagnosed_as_small_batches_not_client() -> None:
+    """batch.size 1 KiB and linger.ms 0: one 1 KB record per batch. The producer's buffer fills at the maximum
+    rate, which is the cluster's back-pressure, not a client limit."""
+    t, recs, _ = diagnosed("small-batches")
+    assert t["bound"] == "small_batches", t["bound_reason"]
+    assert t["bytes_per_request"] < 16384 and t["buffer_full_events"] > 0
+    # the producer's own statistics (librdkafka's) say the same: batches of about one record
+    assert t["batch_bytes"] is not None and t["batch_bytes"] < 2048 and t["batch_records"] < 2
+    assert not t["client_bound"]
+    assert recs[0].rule == "binding-resource", [r.rule for r in recs]
+    # the workload's producer settings are keys of the configuration: both differ from Kafka's defaults
+    best = next(r for r in recs if r.rule == "best-config")
+    assert {"batch.size": "1024", "linger.ms": "0"}.items() <= best.action.items(), best.action
+    assert best.severity == "info"  # no defaults trial measured beside it
+    assert recs[0].action["batch.size"] == "131072" and recs[0].action["linger.ms"] == "5"
+
+
+def test_a_slow_consumer_is_diagnosed_as_consumer_bound() -> None:
+    """One consumer whose application spends 1 ms per message (about 1,000 msg/s) on 3 partitions fed at
+    2,000 msg/s: the backlog grows, the consumer's loop mostly sleeps, and the fix is a second consumer."""
+    t, recs, res = diagnosed("slow-consumer")
+    assert res["summary"]["lost"] == 0  # the backlog drained after the window
+    assert t["bound"] == "consumer", t["bound_reason"]
+    assert t["client_consume_mb_s"] < 0.7 * t["publish_mb_s"], (t["client_consume_mb_s"], t["publish_mb_s"])
+    assert "backlog grew" in t["bound_reason"] and not t["client_bound"]
+    # the p99 broke the default SLO too: either way the top advice is the consumer's fix
+    assert recs[0].rule in ("latency-slo", "consumer-lag", "binding-resource"), [r.rule for r in recs]
+    assert recs[0].action == {"consumers": "2"}, recs[0]
+    if recs[0].rule == "latency-slo":
+        assert "between the acknowledgement and the consumer's handler" in recs[0].title
+
+
+def test_too_few_partitions_for_the_consumers_and_brokers_is_diagnosed() -> None:
+    """One partition, two producers and two consumers at the maximum rate: one consumer gets nothing and one
+    broker leads every produce request. Measured, not read from the workload."""
+    t, recs, _ = diagnosed("one-partition")
+    assert t["consumers_idle"] == 1
+    assert t["leader_share"] > 0.9, t["leader_share"]  # one broker took (nearly) all the produce bytes
+    assert t["bound"] == "partitions", t["bound_reason"]
+    assert "1 of 2 consumers received nothing" in t["bound_reason"]
+    # the binding fix, or the consumer-lag rule with the same fix ranked first by the gap it measured
+    assert recs[0].rule in ("binding-resource", "consumer-lag"), [(r.rule, r.severity) for r in recs]
+    assert recs[0].action == {"partitions": "3"}
+
+
+def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_it() -> None:
+    """linger.ms 300 at 500 msg/s (batches far from full): a record waits up to 300 ms in the producer's queue,
+    150 ms on average at a steady rate, which the producer's own statistics measure; the p99 breaks the
+    default 100-ms SLO. The brokers' few flushes (the metadata log's) are not mistaken for forced ones."""
+    t, recs, res = diagnosed("long-linger")
+    stats = res["summary"]["client"]["producer_stats"]
+    assert res["summary"]["client"]["producer_stats_samples"] >= 3
+    assert 100 <= stats["queue_ms"] <= 300 and stats["rtt_ms"] < 100, stats
+    assert t["rate_mode"] == "fixed-rate" and t["e2e_p99_ms"] > 100
+    assert t["bound"] != "forced_flush", t["bound_reason"]
+    assert recs[0].rule == "latency-slo", [(r.rule, r.title) for r in recs]
+    assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": "30"}
+
+
+def test_one_producer_of_small_records_is_diagnosed_as_client_bound() -> None:
+    """One producer process at the maximum rate with 20-B records, timing every acknowledgement: the brokers take
+    everything it makes (its buffer does not fill, records do not queue beyond the linger), so the client is the
+    limit, whether or not its loop reaches 85 % of a core on cores it shares with the brokers."""
+    t, recs, _ = diagnosed("one-producer")
+    assert t["bound"] == "client", t["bound_reason"]
+    assert "never waited for the cluster" in t["bound_reason"]
+    assert recs[0].rule == "binding-resource", [(r.rule, r.action) for r in recs]
+    assert recs[0].action == {"producers": "2"}
+
+
+def test_a_topic_that_acknowledges_on_one_replica_and_recompresses_is_flagged() -> None:
+    """Topic overrides shape the result as much as the brokers' configs: min.insync.replicas=1 is not synchronous
+    replication, and a topic codec other than the producer's makes the brokers recompress. The run also carries
+    the replica fetchers' lag and the controller's health, read from the exporters."""
+    t, recs, res = diagnosed("topic-overrides")
+    # the brokers' value is read back into the record (and the trial's params); the topic's override wins
+    assert {c["min.insync.replicas"] for c in res["brokerConfig"].values()} == {"2"}
+    assert t["params"]["min.insync.replicas"] == "2"
+    assert recs[0].rule == "min-insync-replicas", [(r.rule, r.action) for r in recs]
+    assert recs[0].action == {"min.insync.replicas": "2 (topic config)"}
+    assert "topic min.insync.replicas=1 with RF 3" in recs[0].evidence[0]
+    gz = next(r for r in recs if r.rule == "topic-recompression")
+    assert "topic compression.type=gzip, producer compression.type=none" in gz.evidence[0]
+    assert t["replica_lag_max"] is not None and t["replica_lag_max"] >= 0
+    assert t["controller_bad_seconds"] == 0  # one of the testbed's combined nodes leads the quorum throughout

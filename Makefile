@@ -62,16 +62,18 @@ lint: venv
 test: deps lint
 	$(PY) -m pytest -v -ra --durations=100 $(PYTEST_ARGS)
 
-# The tests that start no server (pure: records, judgement, statistics, parsing); a test that would connect a socket
-# or start Java fails here (tests/conftest.py). Needs only the Python environment.
+# The tests that start no server (pure: records, judgement, statistics, parsing), on two worker processes; a test
+# that would connect a socket or start Java fails here (tests/conftest.py). Needs only the Python environment.
 test-fast: venv
-	KAFKATUNE_TEST_FAST=1 $(PY) -m pytest -q -m "not server and not shaped" -p no:cacheprovider $(PYTEST_ARGS)
+	KAFKATUNE_TEST_FAST=1 $(PY) -m pytest -q -n 2 -m "not server and not shaped" -p no:cacheprovider $(PYTEST_ARGS)
 
 # What of the judgement code (advisor/, sweeps/confirm.py, sweeps/hold.py, core/stats.py) the fast tests run.
 JUDGEMENT = --include='advisor/*,sweeps/confirm.py,sweeps/hold.py,core/stats.py'
 coverage: venv
-	KAFKATUNE_TEST_FAST=1 $(PY) -m coverage run --source=advisor,sweeps,core -m pytest -q -m "not server and not shaped" \
-		-p no:cacheprovider $(PYTEST_ARGS)
+	rm -f .coverage .coverage.*
+	KAFKATUNE_TEST_FAST=1 $(PY) -m coverage run -m pytest -q -m "not server and not shaped" -p no:cacheprovider \
+		$(PYTEST_ARGS)
+	$(PY) -m coverage combine -q
 	$(PY) -m coverage report $(JUDGEMENT) --sort=cover
 
 demo: deps

@@ -33,8 +33,23 @@ MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it sat
 CONSUMER_BEHIND = 0.9  # consumers receiving below 90 % of what the producers had acknowledged: the backlog grows
 LEADER_HEAVY = 1.5  # the busiest broker takes ≥ 1.5× its fair 1/N of the produce bytes: leaders are not spread
 
-BOUNDS = ("network_in", "network_out", "degraded_link", "forced_flush", "disk", "request_handlers", "network_threads",
-          "replication", "partitions", "consumer", "cpu", "small_batches", "client", "none", "unknown")  # fmt: skip
+BOUNDS = (
+    "network_in",
+    "network_out",
+    "degraded_link",
+    "forced_flush",
+    "disk",
+    "request_handlers",
+    "network_threads",
+    "replication",
+    "partitions",
+    "consumer",
+    "cpu",
+    "small_batches",
+    "client",
+    "none",
+    "unknown",
+)
 
 # What each part of a produce request's time means (cluster.metrics.PRODUCE_TIMES), and what moves it.
 TIME_PARTS = {
@@ -62,8 +77,10 @@ def flush_settings(row: dict[str, Any]) -> dict[str, str]:
     (flush.messages, flush.ms) win over the brokers' (log.flush.interval.*)."""
     topic, broker = row.get("topic_config") or {}, row.get("broker") or row.get("params") or {}
     out = {}
-    scopes = (("topic", topic, ("flush.messages", "flush.ms")),
-              ("broker", broker, ("log.flush.interval.messages", "log.flush.interval.ms")))  # fmt: skip
+    scopes = (
+        ("topic", topic, ("flush.messages", "flush.ms")),
+        ("broker", broker, ("log.flush.interval.messages", "log.flush.interval.ms")),
+    )
     for scope, conf, keys in scopes:
         for k in keys:
             v = num(conf.get(k))
@@ -175,8 +192,10 @@ def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
         return Diagnosis("partitions", why + (f"; {lag}" if lag else ""))
     share = num(row.get("leader_share"))
     if share is not None and parts is not None and parts < brokers and share >= LEADER_HEAVY / brokers:
-        why = (f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
-               f"bytes (a fair share is {1 / brokers:.0%}); the others only follow")  # fmt: skip
+        why = (
+            f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
+            f"bytes (a fair share is {1 / brokers:.0%}); the others only follow"
+        )
         return Diagnosis("partitions", why)
     if behind:
         loop = num(row.get("consumer_loop_cpu_max"))

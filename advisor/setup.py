@@ -39,8 +39,10 @@ def durability_problem(t: dict[str, Any], rf: int) -> str | None:
         return None
     at = f"{scope} min.insync.replicas={m:.0f} with RF {rf}"
     if m < 2:
-        return (f"{at}: an acknowledged write may live on one broker only: not synchronous replication, and a rate "
-                "RF 3 / min.insync.replicas 2 will not carry")  # fmt: skip
+        return (
+            f"{at}: an acknowledged write may live on one broker only: not synchronous replication, and a rate "
+            "RF 3 / min.insync.replicas 2 will not carry"
+        )
     if m >= rf:
         return f"{at}: acks=all writes stop (NotEnoughReplicas) as soon as one broker is down"
     return None

@@ -180,8 +180,11 @@ def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
             + ("" if vs["distinguishable"] else ": NOT distinguishable from the defaults")
         )
         gain = d.estimate if vs["distinguishable"] else None
-    ev += [f"{e['key']} {e['old'] or '(unset)'} -> {e['new']}: {Interval(**e['interval']).text('{:+.2f}', 'MB/s')}"
-           for e in keys if e.get("interval")]  # fmt: skip
+    ev += [
+        f"{e['key']} {e['old'] or '(unset)'} -> {e['new']}: {Interval(**e['interval']).text('{:+.2f}', 'MB/s')}"
+        for e in keys
+        if e.get("interval")
+    ]
     none = [e["key"] for e in sweep.get("no_measurable_effect") or []]
     if none:
         ev.append(f"no measurable effect, not recommended: {', '.join(none)}")

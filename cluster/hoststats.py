@@ -163,8 +163,11 @@ def local_brokers(metrics_urls: Mapping[int, str], proc: Path = PROC) -> dict[in
     return found
 
 
-_QDISC = re.compile(r"qdisc tbf \S+ dev (\S+) root.*?rate (\S+).*?\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), "
-                    r"overlimits (\d+).*?\n\s*backlog (\d+)b", re.S)  # fmt: skip
+_QDISC = re.compile(
+    r"qdisc tbf \S+ dev (\S+) root.*?rate (\S+).*?\n\s*Sent (\d+) bytes (\d+) pkt \(dropped (\d+), "
+    r"overlimits (\d+).*?\n\s*backlog (\d+)b",
+    re.S,
+)
 
 
 _UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}
@@ -183,10 +186,14 @@ def tbf_queues(run: Callable[[list[str]], str] | None = None) -> dict[str, dict[
     drops and throttled packets since it was made). Empty when tc is missing or nothing is shaped."""
     text = (run or _tc)(["tc", "-s", "qdisc", "show"])
     return {
-        m.group(1): {"rate": _rate_bytes(m.group(2)), "backlog": int(m.group(7)), "dropped": int(m.group(5)),
-                     "overlimits": int(m.group(6))}
+        m.group(1): {
+            "rate": _rate_bytes(m.group(2)),
+            "backlog": int(m.group(7)),
+            "dropped": int(m.group(5)),
+            "overlimits": int(m.group(6)),
+        }
         for m in _QDISC.finditer(text)
-    }  # fmt: skip
+    }
 
 
 def _tc(args: list[str]) -> str:

@@ -93,10 +93,22 @@ SUMS: Mapping[str, tuple[str, str, str]] = {
     "log_flush_ms": ("kafka_log_LogFlushStats", "LogFlushRateAndTimeMs", ""),
 }
 COUNTERS = (
-    "bytes_in", "bytes_out", "replication_bytes_in", "replication_bytes_out", "messages_in", "isr_shrinks",
-    "isr_expands", "request_handler_idle_ns", "broker_handler_idle_ns", "log_flushes", "produce_requests",
-    "follower_fetches", "jit_compile_s", *LABEL_SUMS, *SUMS,
-)  # fmt: skip
+    "bytes_in",
+    "bytes_out",
+    "replication_bytes_in",
+    "replication_bytes_out",
+    "messages_in",
+    "isr_shrinks",
+    "isr_expands",
+    "request_handler_idle_ns",
+    "broker_handler_idle_ns",
+    "log_flushes",
+    "produce_requests",
+    "follower_fetches",
+    "jit_compile_s",
+    *LABEL_SUMS,
+    *SUMS,
+)
 
 # True counters (one attribute each, never decreasing while the broker runs): a drop means it restarted.
 RESET_WITNESSES = ("bytes_in", "messages_in", "replication_bytes_in", "produce_requests")

@@ -22,10 +22,21 @@ from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
 
 INT_KEYS = {
-    "batch_size", "linger_ms", "buffer_memory", "max_in_flight_requests_per_connection", "fetch_max_bytes",
-    "max_partition_fetch_bytes", "fetch_min_bytes", "fetch_max_wait_ms", "max_request_size", "retries",
-    "request_timeout_ms", "delivery_timeout_ms", "max_block_ms", "max_poll_records",
-}  # fmt: skip
+    "batch_size",
+    "linger_ms",
+    "buffer_memory",
+    "max_in_flight_requests_per_connection",
+    "fetch_max_bytes",
+    "max_partition_fetch_bytes",
+    "fetch_min_bytes",
+    "fetch_max_wait_ms",
+    "max_request_size",
+    "retries",
+    "request_timeout_ms",
+    "delivery_timeout_ms",
+    "max_block_ms",
+    "max_poll_records",
+}
 
 
 def _conf(conf: Mapping[str, str], known: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -130,9 +141,12 @@ class KpConsumer(api.Consumer):
         self.on_message = on_message
         self.pending = handoff.Inbox()
         self.c = KafkaConsumer(
-            bootstrap_servers=bootstrap.split(","), group_id=group, auto_offset_reset="latest",
-            enable_auto_commit=False, **conf,
-        )  # fmt: skip
+            bootstrap_servers=bootstrap.split(","),
+            group_id=group,
+            auto_offset_reset="latest",
+            enable_auto_commit=False,
+            **conf,
+        )
         # Subscribe only once this client knows the topic's partitions. Subscribed right after the topic was
         # created, the group's leader could assign before the topic's metadata arrived ("No partition metadata
         # for topic"): an empty assignment, kept until the next metadata refresh (metadata.max.age.ms, 5 min).

@@ -15,8 +15,17 @@ from core.errors import UserError
 from kafkatune import render
 from kafkatune.options import say
 
-JUDGEMENT = ("objective", "slo", "best", "best_vs_defaults", "confirmation", "recommended", "no_measurable_effect",
-             "noise", "operating_point")  # fmt: skip
+JUDGEMENT = (
+    "objective",
+    "slo",
+    "best",
+    "best_vs_defaults",
+    "confirmation",
+    "recommended",
+    "no_measurable_effect",
+    "noise",
+    "operating_point",
+)
 
 
 @click.command("advise")

@@ -37,8 +37,10 @@ def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: P
     if not faults:
         return []
     if elsewhere:
-        raise UserError("--fault: faults are injected on the testbed (kafkatune starts and stops its brokers); "
-                        "leave out --bootstrap and --inventory")  # fmt: skip
+        raise UserError(
+            "--fault: faults are injected on the testbed (kafkatune starts and stops its brokers); "
+            "leave out --bootstrap and --inventory"
+        )
     if w.discovers_rate or w.builds_backlog:
         raise UserError("--fault: with a max-rate or fixed-rate run (not producerRate 0 or a backlog run)")
     st = open_testbed(state_dir).state()
@@ -73,8 +75,11 @@ def _show(rec: RunRecord, d: Path, as_json: bool) -> None:
     degraded = _degraded(rec.result.get("links"))
     if as_json:
         summary = {k: v for k, v in s.items() if k != "per_producer"}
-        extra = {"sustainable": rec.result.get("sustainable"), "degraded_link": degraded,
-                 "scaled_out": rec.result.get("scaled_out")}  # fmt: skip
+        extra = {
+            "sustainable": rec.result.get("sustainable"),
+            "degraded_link": degraded,
+            "scaled_out": rec.result.get("scaled_out"),
+        }
         click.echo(json.dumps({"out": str(d), **summary, **extra}))
         return
     if rec.result.get("sustainable"):  # the search run's totals mix its steps: the steps are the result
@@ -247,8 +252,9 @@ def command(
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
-            rec = _measure(w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo,
-                           scale_out=not (no_scale_out or faults))  # fmt: skip
+            rec = _measure(
+                w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo, scale_out=not (no_scale_out or faults)
+            )
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
         if rec.omb is not None:

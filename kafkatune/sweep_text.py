@@ -89,8 +89,19 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
 
 def print_trials(records: list[dict[str, Any]]) -> None:
     t = Table(title="trials")
-    cols = ("stage", "#", "state", "sustained MB/s", "max-rate MB/s", "±", "% ceil", "p99 pub ms", "p99 e2e ms",
-            "restarts", "params")  # fmt: skip
+    cols = (
+        "stage",
+        "#",
+        "state",
+        "sustained MB/s",
+        "max-rate MB/s",
+        "±",
+        "% ceil",
+        "p99 pub ms",
+        "p99 e2e ms",
+        "restarts",
+        "params",
+    )
     for col in cols:
         t.add_column(col)
     for r in records:

@@ -95,13 +95,24 @@ def measure(
     try:
         if w.discovers_rate:
             probe, searched, found = search.discover(
-                w, common, slo or Slo(), how or Search(), placements=t.placements, metrics_urls=t.metrics_urls,
-                on_tick=on_tick, say=say,
-            )  # fmt: skip
+                w,
+                common,
+                slo or Slo(),
+                how or Search(),
+                placements=t.placements,
+                metrics_urls=t.metrics_urls,
+                on_tick=on_tick,
+                say=say,
+            )
             raw = searched or probe
         else:
-            kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick,
-                                  "say": say, "keep_topics": keep_topics}  # fmt: skip
+            kw: dict[str, Any] = {
+                "placements": t.placements,
+                "metrics_urls": t.metrics_urls,
+                "on_tick": on_tick,
+                "say": say,
+                "keep_topics": keep_topics,
+            }
             if scale_out:
                 raw, grown = scaleout.run(w, common, cap=scaleout.cores_for_workers(t.placements), **kw)
             else:

@@ -76,15 +76,24 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
     cpu = loop_utils(raw)
     full = sum(t.buffer_full for t in meas)
     # consumers that received nothing in the window while others did: more consumers than partitions
-    got = {wid: sum(t.msgs for t in ticks if _phase(raw, t.second) == "measure")
-           for (role, wid), ticks in by_worker.items() if role == "consumer"}  # fmt: skip
+    got = {
+        wid: sum(t.msgs for t in ticks if _phase(raw, t.second) == "measure")
+        for (role, wid), ticks in by_worker.items()
+        if role == "consumer"
+    }
     idle = sum(1 for n in got.values() if n == 0) if any(got.values()) else 0
     if idle:
         warnings.append(f"{idle} of {len(got)} consumers received nothing in the measure window (fewer partitions)")
     acked = sum(p.get("acked", 0) for p in raw.producers.values())
     if acked and raw.consumers and not any(c.get("received") for c in raw.consumers.values()):
-        said = "; ".join(f"consumer {wid}: {c['client_state']}" for wid, c in sorted(raw.consumers.items())
-                         if c.get("client_state")) or "the client did not say where it waited"  # fmt: skip
+        said = (
+            "; ".join(
+                f"consumer {wid}: {c['client_state']}"
+                for wid, c in sorted(raw.consumers.items())
+                if c.get("client_state")
+            )
+            or "the client did not say where it waited"
+        )
         warnings.append(f"no consumer received anything of the {acked:,} acknowledged records: {said}")
     for role, utils in cpu.items():
         hot = [u for u in utils if u > LOOP_HOT]

@@ -51,8 +51,10 @@ def _quantiles(h: HdrHistogram | None, scale: float, whole: bool) -> dict[str, f
         return {}
     levels = quantile_levels(h.get_total_count())
     # keys as Jackson writes a Map<Double, …>'s: "50.0", "99.9"
-    return {str(float(lv)): (round(v * scale) if whole else v * scale)
-            for lv, v in zip(levels, recorder.percentiles(h, levels), strict=True)}  # fmt: skip
+    return {
+        str(float(lv)): (round(v * scale) if whole else v * scale)
+        for lv, v in zip(levels, recorder.percentiles(h, levels), strict=True)
+    }
 
 
 def _merge(encoded: Iterable[bytes | None]) -> HdrHistogram | None:

@@ -77,8 +77,16 @@ def _text(doc: Mapping[str, Any], key: str, src: str) -> str:
 
 
 def _kafka(doc: Mapping[str, Any], src: str) -> DriverFile:
-    allowed = {"name", "driverClass", "replicationFactor", "topicConfig", "commonConfig", "producerConfig",
-               "consumerConfig"}  # fmt: skip  # OMB's Kafka driver Config, plus the two every driver file has
+    # OMB's Kafka driver Config, plus the two every driver file has
+    allowed = {
+        "name",
+        "driverClass",
+        "replicationFactor",
+        "topicConfig",
+        "commonConfig",
+        "producerConfig",
+        "consumerConfig",
+    }
     unknown = sorted(set(doc) - allowed)
     if unknown:
         raise UserError(f"{src}: {', '.join(unknown)}: not a field of OMB's Kafka driver (allowed: {sorted(allowed)})")
@@ -195,8 +203,9 @@ def _structured(
         for side, out in (("producer", prod), ("consumer", cons)):
             if how[0] in (side, "both"):
                 out[how[1]] = val
-    return DriverFile(src, str(doc.get("name") or driver), DRIVERS[str(doc["driverClass"])], None, prod, cons, {},
-                      tuple(notes))  # fmt: skip
+    return DriverFile(
+        src, str(doc.get("name") or driver), DRIVERS[str(doc["driverClass"])], None, prod, cons, {}, tuple(notes)
+    )
 
 
 def load_driver_file(path: Path) -> DriverFile:

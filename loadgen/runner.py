@@ -123,8 +123,19 @@ class _Run:
             for s in range(w.subscriptionsPerTopic):
                 for _ in range(w.consumerPerSubscription):
                     sub = f"kt-sub-{t}-{s}"
-                    self._place(WorkerTask("consumer", cid, w.driver, self.common, t, cc, message_size=w.messageSize,
-                                           subscription=sub, work_ns=int(w.consumerWorkMicros * 1000)))  # fmt: skip
+                    self._place(
+                        WorkerTask(
+                            "consumer",
+                            cid,
+                            w.driver,
+                            self.common,
+                            t,
+                            cc,
+                            message_size=w.messageSize,
+                            subscription=sub,
+                            work_ns=int(w.consumerWorkMicros * 1000),
+                        )
+                    )
                     cid += 1
         omb: dict[str, Any] = {}
         if w.useRandomizedPayloads:
@@ -133,10 +144,24 @@ class _Run:
             omb = {"payload_file_hex": Path(w.payloadFile).read_bytes().hex()}
         for t in self.topics:
             for _ in range(w.producersPerTopic):
-                self._place(WorkerTask("producer", pid, w.driver, self.common, t, pc, message_size=w.messageSize,
-                                       rate=per_rate, steps=steps, payload_content=w.payloadContent,
-                                       key_mode=w.keyDistributor, partitions=w.partitionsPerTopic,
-                                       count_acks=count_acks, **omb))  # fmt: skip
+                self._place(
+                    WorkerTask(
+                        "producer",
+                        pid,
+                        w.driver,
+                        self.common,
+                        t,
+                        pc,
+                        message_size=w.messageSize,
+                        rate=per_rate,
+                        steps=steps,
+                        payload_content=w.payloadContent,
+                        key_mode=w.keyDistributor,
+                        partitions=w.partitionsPerTopic,
+                        count_acks=count_acks,
+                        **omb,
+                    )
+                )
                 pid += 1
         return pid, cid
 

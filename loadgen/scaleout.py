@@ -121,6 +121,8 @@ def run(w: Workload, common: dict[str, str], *, cap: int, say: Say, **kw: Any) -
         hot = _limited(raw)
         out.steps.append(_step(raw, hot))
     if hot:
-        say(f"the send loops were still the limit with {w.producersPerTopic} producer processes per topic "
-            f"(at most {cap} here): the figure is the load generator's")  # fmt: skip
+        say(
+            f"the send loops were still the limit with {w.producersPerTopic} producer processes per topic "
+            f"(at most {cap} here): the figure is the load generator's"
+        )
     return raw, out

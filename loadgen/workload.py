@@ -121,8 +121,10 @@ class Workload(BaseModel):
     def payload_mode(self) -> str:
         """What the messages carry, in words."""
         if self.useRandomizedPayloads:
-            return (f"{self.randomizedPayloadPoolSize} randomized bodies ({self.randomBytesRatio:.0%} random bytes, "
-                    "the rest zeros)")  # fmt: skip
+            return (
+                f"{self.randomizedPayloadPoolSize} randomized bodies ({self.randomBytesRatio:.0%} random bytes, "
+                "the rest zeros)"
+            )
         if self.payloadFile is not None:
             return f"the bytes of {self.payloadFile}"
         return f"{self.payloadContent} bodies"
@@ -193,8 +195,11 @@ def with_overrides(
     """`w` with its test and warm-up durations and its backlog size replaced (command-line overrides: a published
     workload scaled to the machine, the file unchanged), validated as the file is."""
     data = w.model_dump(exclude_unset=True)
-    for key, v in (("testDurationMinutes", test_minutes), ("warmupDurationMinutes", warmup_minutes),
-                   ("consumerBacklogSizeGB", backlog_gb)):  # fmt: skip
+    for key, v in (
+        ("testDurationMinutes", test_minutes),
+        ("warmupDurationMinutes", warmup_minutes),
+        ("consumerBacklogSizeGB", backlog_gb),
+    ):
         if v is not None:
             data[key] = v
     return parse_workload(data, "--test-minutes/--warmup-minutes/--backlog-gb")

@@ -81,8 +81,11 @@ def problems(doc: Any) -> list[str]:
     if not isinstance(doc, dict):
         return ["not a JSON object"]
     out = [f"{k}: missing (OMB's TestResult has it: {kind})" for k, kind in FIELDS.items() if k not in doc]
-    out += [f"{k}: expected {FIELDS[k]}, got {type(doc[k]).__name__}" for k in FIELDS if k in doc
-            and not _is(FIELDS[k], doc[k])]  # fmt: skip
+    out += [
+        f"{k}: expected {FIELDS[k]}, got {type(doc[k]).__name__}"
+        for k in FIELDS
+        if k in doc and not _is(FIELDS[k], doc[k])
+    ]
     return out
 
 
@@ -106,8 +109,16 @@ def windows(doc: dict[str, Any]) -> int:
 
 
 # kafkatune's latency summary keys (loadgen.recorder.summary_ms) and the OMB aggregated field of each
-_SUMMARY_KEYS = {"mean": "Avg", "p50": "50pct", "p75": "75pct", "p95": "95pct", "p99": "99pct",
-                 "p99.9": "999pct", "p99.99": "9999pct", "max": "Max"}  # fmt: skip
+_SUMMARY_KEYS = {
+    "mean": "Avg",
+    "p50": "50pct",
+    "p75": "75pct",
+    "p95": "95pct",
+    "p99": "99pct",
+    "p99.9": "999pct",
+    "p99.99": "9999pct",
+    "max": "Max",
+}
 
 
 def _latency_summary(doc: dict[str, Any], prefix: str, scale: float) -> dict[str, Any]:
@@ -153,5 +164,11 @@ def imported_result(doc: dict[str, Any], source: str) -> dict[str, Any]:
             "OMB records no loss count, broker metrics or per-second samples, so none is shown"
         ],
     }
-    return {**doc, "summary": summary, "imported_from": source, "producerConfig": {},
-            "consumerConfig": {}, "topicConfig": {}}  # fmt: skip
+    return {
+        **doc,
+        "summary": summary,
+        "imported_from": source,
+        "producerConfig": {},
+        "consumerConfig": {},
+        "topicConfig": {},
+    }

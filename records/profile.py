@@ -46,8 +46,17 @@ class ClusterProfile:
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
-        order = ["schema_version", "source", "kafka_version", "brokers", "bootstrap_servers", "network", "disk",
-                 "machine", "probed_ns"]  # fmt: skip
+        order = [
+            "schema_version",
+            "source",
+            "kafka_version",
+            "brokers",
+            "bootstrap_servers",
+            "network",
+            "disk",
+            "machine",
+            "probed_ns",
+        ]
         return {k: d[k] for k in order}
 
 

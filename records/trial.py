@@ -20,9 +20,25 @@ TRIAL = "trial.json"
 # the ramp's it replaced, so studies written before the search read the same way
 SEARCH_RUN = "ramp"
 # Written only when the trial got that far (a failed or interrupted trial has no measurement).
-_OPTIONAL = ("baseline", "confirms", "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "broker_read_back",
-             "restarts", "apply_s", "restart_warmup", "phases_s", "measured", "constraints", "disturbed",
-             "jit_busy", "faults")  # fmt: skip
+_OPTIONAL = (
+    "baseline",
+    "confirms",
+    "repeat",
+    "probe_msg_s",
+    "hold_msg_s",
+    "suggested",
+    "carried",
+    "broker_read_back",
+    "restarts",
+    "apply_s",
+    "restart_warmup",
+    "phases_s",
+    "measured",
+    "constraints",
+    "disturbed",
+    "jit_busy",
+    "faults",
+)
 
 
 @dataclass(frozen=True)
@@ -68,10 +84,36 @@ class TrialRecord:
     schema_version: int = SCHEMA_VERSION
 
     def as_json(self) -> dict[str, Any]:
-        order = ["schema_version", "study", "stage", "number", "started_ns", "objective", "baseline", "confirms",
-                 "repeat", "probe_msg_s", "hold_msg_s", "suggested", "carried", "config", "applied",
-                 "broker_read_back", "restarts", "apply_s", "restart_warmup", "phases_s", "measured",
-                 "constraints", "disturbed", "jit_busy", "faults", "state", "fail_reason", "total_s"]  # fmt: skip
+        order = [
+            "schema_version",
+            "study",
+            "stage",
+            "number",
+            "started_ns",
+            "objective",
+            "baseline",
+            "confirms",
+            "repeat",
+            "probe_msg_s",
+            "hold_msg_s",
+            "suggested",
+            "carried",
+            "config",
+            "applied",
+            "broker_read_back",
+            "restarts",
+            "apply_s",
+            "restart_warmup",
+            "phases_s",
+            "measured",
+            "constraints",
+            "disturbed",
+            "jit_busy",
+            "faults",
+            "state",
+            "fail_reason",
+            "total_s",
+        ]
         assert set(order) == {f.name for f in fields(self)}
         return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
 

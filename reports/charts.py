@@ -252,8 +252,10 @@ def stability(series: pd.DataFrame, trial: dict[str, Any] | None) -> Chart | Non
     if s.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 2.8))
-    for col, color, lw, label in (("client_consume_mb_s", COLORS[0], 1.5, "consumed (clients)"),
-                                  ("produce_mb_s", COLORS[1], 0.8, "produce (brokers)")):  # fmt: skip
+    for col, color, lw, label in (
+        ("client_consume_mb_s", COLORS[0], 1.5, "consumed (clients)"),
+        ("produce_mb_s", COLORS[1], 0.8, "produce (brokers)"),
+    ):
         if col in s:  # a missing second is a gap, not a zero
             ax.plot(s["second"], s[col], color=color, lw=lw, label=label)
     meas = s.loc[s["phase"] == "measure", "second"] if "phase" in s else s["second"].iloc[:0]

@@ -17,9 +17,15 @@ from records.study import Study
 # Cluster-wide per-second counter rates whose window totals the diagnosis reads (cluster.metrics): summed over
 # brokers each second, then over the measure seconds, and divided by each other in `evidence`.
 EVIDENCE = (
-    "messages_in_per_s", "produce_requests_per_s", "log_flushes_per_s", "log_flush_ms_per_s", "isr_shrinks_per_s",
-    "isr_expands_per_s", "follower_fetches_per_s", *(f"{k}_per_s" for k in (*PRODUCE_TIMES, *FOLLOWER_TIMES)),
-)  # fmt: skip
+    "messages_in_per_s",
+    "produce_requests_per_s",
+    "log_flushes_per_s",
+    "log_flush_ms_per_s",
+    "isr_shrinks_per_s",
+    "isr_expands_per_s",
+    "follower_fetches_per_s",
+    *(f"{k}_per_s" for k in (*PRODUCE_TIMES, *FOLLOWER_TIMES)),
+)
 
 
 def _trial_id_col() -> Any:

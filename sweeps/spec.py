@@ -300,8 +300,7 @@ def _fault_checks(spec: Spec, source: str) -> None:
     if not spec.cluster.is_testbed:
         raise UserError(f"{source}: faults: injected on the testbed only (kafkatune starts and stops its brokers)")
     if spec.objective != "throughput_mb_s":
-        raise UserError(f"{source}: faults: with objectives [throughput_mb_s] (a fault inside a search's steps "
-                        "would decide which step holds)")  # fmt: skip
+        raise UserError(f"{source}: faults: with objectives [throughput_mb_s] (a fault in a search decides a step)")
     m = spec.measurement
     for f in faults:
         if f.at_s >= m.window_s * m.windows:

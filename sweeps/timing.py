@@ -95,8 +95,9 @@ def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[s
     seconds = []
     for i in range(max(len(c) for c in curves)):
         xs = [c[i] for c in curves if i < len(c)]
-        seconds.append({"second": i, "median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs),
-                        "n": len(xs)})  # fmt: skip
+        seconds.append(
+            {"second": i, "median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs), "n": len(xs)}
+        )
     n, warm = len(curves), math.ceil(warmup_s)
     level_from = next((i for i in range(len(seconds)) if all(s["median"] >= LEVEL for s in seconds[i:])), None)
     how = f"median over {n} trials of each second's consumed bytes / the window's median second"
@@ -104,13 +105,23 @@ def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[s
         verdict = f"{n} trial(s): too few to judge the warm-up ({MIN_TRIALS} needed)"
     elif level_from is None or level_from > warm:
         low = next((s for s in seconds[warm:] if s["median"] < LEVEL), seconds[-1])
-        verdict = (f"too short: the windows began under their level (second {low['second']} at {low['median']:.2f}; "
-                   f"{how}); lengthen measurement.warmup_s")  # fmt: skip
+        verdict = (
+            f"too short: the windows began under their level (second {low['second']} at {low['median']:.2f}; "
+            f"{how}); lengthen measurement.warmup_s"
+        )
     elif (enough := max(1, level_from)) < warmup_s:  # never less than 1 s: the producers' first second
-        verdict = (f"longer than needed: at the windows' level (≥ {LEVEL:g}) from second {level_from} ({how}); "
-                   f"a warm-up of {enough} s instead of {warmup_s:g} s would have saved "
-                   f"{warmup_s - enough:g} s a run on this cluster")  # fmt: skip
+        verdict = (
+            f"longer than needed: at the windows' level (≥ {LEVEL:g}) from second {level_from} ({how}); "
+            f"a warm-up of {enough} s instead of {warmup_s:g} s would have saved "
+            f"{warmup_s - enough:g} s a run on this cluster"
+        )
     else:
         verdict = f"about right: the run reached the windows' level (≥ {LEVEL:g}) as they began ({how})"
-    return {"warmup_s": warmup_s, "trials": n, "level": LEVEL, "level_from": level_from, "seconds": seconds,
-            "verdict": verdict}  # fmt: skip
+    return {
+        "warmup_s": warmup_s,
+        "trials": n,
+        "level": LEVEL,
+        "level_from": level_from,
+        "seconds": seconds,
+        "verdict": verdict,
+    }

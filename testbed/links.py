@@ -50,8 +50,11 @@ def parse_ss(text: str) -> dict[tuple[str, str], Counts]:
             continue
         if key is not None and line.strip():
             sent, ret, rtt = _SENT.search(line), _RETRANS.search(line), _RTT.search(line)
-            out[key] = (int(sent.group(1)) if sent else 0, int(ret.group(1)) if ret else 0,
-                        float(rtt.group(1)) if rtt else 0.0)  # fmt: skip
+            out[key] = (
+                int(sent.group(1)) if sent else 0,
+                int(ret.group(1)) if ret else 0,
+                float(rtt.group(1)) if rtt else 0.0,
+            )
             key = None
     return out
 
@@ -136,10 +139,15 @@ class Sampler:
             acc[0] += sent - s0
             acc[1] += ret - r0
         rows = [
-            {"hosts": list(k), "data_segs": s, "retrans": r, "retrans_pct": round(100 * r / s, 3),
-             "rtt_ms": round(statistics.median(self.rtts[k]), 3) if self.rtts.get(k) else None,
-             "rtt_readings": len(self.rtts.get(k) or [])}
+            {
+                "hosts": list(k),
+                "data_segs": s,
+                "retrans": r,
+                "retrans_pct": round(100 * r / s, 3),
+                "rtt_ms": round(statistics.median(self.rtts[k]), 3) if self.rtts.get(k) else None,
+                "rtt_readings": len(self.rtts.get(k) or []),
+            }
             for k, (s, r) in sums.items()
             if s > 0
-        ]  # fmt: skip
+        ]
         return sorted(rows, key=lambda x: -x["data_segs"])

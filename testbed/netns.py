@@ -207,10 +207,21 @@ def degrade(net: ShapedNetwork, host: str, *, delay_ms: float) -> None:
         raise EnvironmentProblem(f"a delay on {host}'s link: {why}")
     undo_degrade(net, host)
     proc = subprocess.Popen(
-        [*exec_prefix(h.netns), sys.executable, "-m", "testbed.delayline", "--queue", str(DELAY_QUEUE),
-         "--delay-ms", f"{delay_ms:g}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent,
-    )  # fmt: skip
+        [
+            *exec_prefix(h.netns),
+            sys.executable,
+            "-m",
+            "testbed.delayline",
+            "--queue",
+            str(DELAY_QUEUE),
+            "--delay-ms",
+            f"{delay_ms:g}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert proc.stdout is not None
     ready = proc.stdout.readline()  # the line it prints once the queue is bound
     if not ready.startswith("delay line:"):
@@ -238,8 +249,18 @@ def cut(net: ShapedNetwork, a: str, b: str, *, undo: bool = False) -> None:
     everyone else still reaches both. `undo` heals it."""
     ha, hb = net.host(a), net.host(b)
     for src, dst in ((ha, hb), (hb, ha)):
-        _run("ip", "netns", "exec", src.netns, "ip", "route", "del" if undo else "replace", "blackhole",
-             f"{dst.ip}/32", check=not undo)  # fmt: skip
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            src.netns,
+            "ip",
+            "route",
+            "del" if undo else "replace",
+            "blackhole",
+            f"{dst.ip}/32",
+            check=not undo,
+        )
 
 
 def exists(net: ShapedNetwork) -> bool:

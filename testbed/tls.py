@@ -44,12 +44,46 @@ class Security:
         env = {**os.environ, "KT_STOREPASS": self.secret("store-password")}  # never on a command line
         san = ",".join(["dns:localhost", *sorted({f"ip:{n.host}" for n in st.nodes})])
         for cmd in (
-            [keytool, "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "3650",
-             "-dname", "CN=kafkatune-testbed", "-ext", f"SAN={san}", "-ext", "BC:c=ca:true",
-             "-keystore", str(ks), "-storetype", "PKCS12", "-storepass:env", "KT_STOREPASS"],
-            [keytool, "-exportcert", "-rfc", "-alias", "broker", "-keystore", str(ks), "-storetype", "PKCS12",
-             "-storepass:env", "KT_STOREPASS", "-file", str(pem)],
-        ):  # fmt: skip
+            [
+                keytool,
+                "-genkeypair",
+                "-alias",
+                "broker",
+                "-keyalg",
+                "RSA",
+                "-keysize",
+                "2048",
+                "-validity",
+                "3650",
+                "-dname",
+                "CN=kafkatune-testbed",
+                "-ext",
+                f"SAN={san}",
+                "-ext",
+                "BC:c=ca:true",
+                "-keystore",
+                str(ks),
+                "-storetype",
+                "PKCS12",
+                "-storepass:env",
+                "KT_STOREPASS",
+            ],
+            [
+                keytool,
+                "-exportcert",
+                "-rfc",
+                "-alias",
+                "broker",
+                "-keystore",
+                str(ks),
+                "-storetype",
+                "PKCS12",
+                "-storepass:env",
+                "KT_STOREPASS",
+                "-file",
+                str(pem),
+            ],
+        ):
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
             if proc.returncode != 0:
                 raise EnvironmentProblem(f"keytool failed: {(proc.stdout + proc.stderr).strip()[-500:]}")

@@ -139,9 +139,17 @@ def main() -> None:
     )
     for fig in out["harness"]:
         print(f"{fig:<22} " + " ".join(f"{spread(out[k].get(fig, [0.0])):>34}" for k in VARIANTS))
-    print(json.dumps({"bench": "consumer_fetch_backoff", "records": a.records, "pairs": a.pairs,
-                      "median": {k: {f: round(median(v), 3) for f, v in d.items()} for k, d in out.items()},
-                      "runs": out}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "consumer_fetch_backoff",
+                "records": a.records,
+                "pairs": a.pairs,
+                "median": {k: {f: round(median(v), 3) for f, v in d.items()} for k, d in out.items()},
+                "runs": out,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=21)
     ap.add_argument("--sizes", default="1024,65536,1048576")
     a = ap.parse_args()
-    print("| payload | serialize: binding / ByteSequence (ms) | ratio | deserialize: binding / ByteSequence (ms) "
-          "| ratio | writes/s per process: binding / ByteSequence |")  # fmt: skip
+    print(
+        "| payload | serialize: binding / ByteSequence (ms) | ratio | deserialize: binding / ByteSequence (ms) "
+        "| ratio | writes/s per process: binding / ByteSequence |"
+    )
     print("|---|---|---|---|---|---|")
     for n in (int(s) for s in a.sizes.split(",")):
         b = bytes(i % 251 for i in range(n))

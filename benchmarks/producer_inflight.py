@@ -49,8 +49,19 @@ def main() -> None:
         f"({median(cpu['librdkafka 1000000']):.3f} µs/record), 5 {java:.2f} MB/s ({median(cpu['java 5']):.3f} "
         f"µs/record), ratio {java / lib:.3f}; {wins} of {a.pairs} pairs favoured 5"
     )
-    print(json.dumps({"bench": "producer_inflight", "size": a.size, "seconds": a.seconds, "runs": mbs,
-                      "cpu_us_per_record": cpu, "ratio": round(java / lib, 3), "pairs_favouring_5": wins}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "bench": "producer_inflight",
+                "size": a.size,
+                "seconds": a.seconds,
+                "runs": mbs,
+                "cpu_us_per_record": cpu,
+                "ratio": round(java / lib, 3),
+                "pairs_favouring_5": wins,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -177,10 +177,13 @@ def main() -> None:
                     if us is not None:
                         cpu[name].append(us)
                 if rep >= 0:
-                    log(f"{size} B rep {rep + 1}: " + "  ".join(
-                        f"{k} {mbs[k][-1]:.2f} MB/s {cpu[k][-1] if cpu[k] else float('nan'):.2f} us/rec"
-                        for k in names
-                    ))  # fmt: skip
+                    log(
+                        f"{size} B rep {rep + 1}: "
+                        + "  ".join(
+                            f"{k} {mbs[k][-1]:.2f} MB/s {cpu[k][-1] if cpu[k] else float('nan'):.2f} us/rec"
+                            for k in names
+                        )
+                    )
             med = {k: median(v) for k, v in mbs.items()}
             cmed = {k: median(v) if v else None for k, v in cpu.items()}
             figures[f"{size}B"] = {
@@ -192,8 +195,10 @@ def main() -> None:
                 "cpu_runs": {k: [round(x, 3) for x in v] for k, v in cpu.items()},
                 "warm_rounds_left_out": {k: [round(x, 2) for x in v] for k, v in warm.items()},
             }
-    print(f"{'size':>6} {'java MB/s':>10} {'kt 1 proc':>10} {'kt 2 proc':>10} {'ratio 1':>8} {'ratio 2':>8}"
-          f" {'CPU us/record: java':>20} {'kt 1':>6} {'kt 2':>6}")  # fmt: skip
+    print(
+        f"{'size':>6} {'java MB/s':>10} {'kt 1 proc':>10} {'kt 2 proc':>10} {'ratio 1':>8} {'ratio 2':>8}"
+        f" {'CPU us/record: java':>20} {'kt 1':>6} {'kt 2':>6}"
+    )
     for size, f in figures.items():
         c = [f[f"{k}_cpu_us_per_record"] for k in names]
         print(

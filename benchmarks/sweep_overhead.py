@@ -69,10 +69,15 @@ def after_restarts(study: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, g in groups.items():
         if g:
-            out[name] = {"n": len(g["mb_s"]), "jit_cores": round(median(g["jit_cores"]), 3),
-                         "mb_s": round(median(g["mb_s"]), 2)}  # fmt: skip
-            print(f"{name:<14} n={out[name]['n']:<3} brokers' JIT {out[name]['jit_cores']:.2f} cores, "
-                  f"{out[name]['mb_s']:.1f} MB/s (medians over the windows)")  # fmt: skip
+            out[name] = {
+                "n": len(g["mb_s"]),
+                "jit_cores": round(median(g["jit_cores"]), 3),
+                "mb_s": round(median(g["mb_s"]), 2),
+            }
+            print(
+                f"{name:<14} n={out[name]['n']:<3} brokers' JIT {out[name]['jit_cores']:.2f} cores, "
+                f"{out[name]['mb_s']:.1f} MB/s (medians over the windows)"
+            )
     print(json.dumps({"bench": "sweep_overhead_jit", **out}))
     return out
 

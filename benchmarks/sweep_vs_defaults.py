@@ -76,14 +76,21 @@ def report(study: Path, s: dict, nic_mbps: float | None, wall: float | None) -> 
         print(f"RECOMMENDED / KAFKA DEFAULTS (sustainable rate): {r.text('{:.2f}', '×')}")
     c = costs(study)
     med = {k: round(statistics.median(v), 1) if v else None for k, v in c.items()}
-    print(f"cost per trial, medians (s): max-rate run {med['max_rate_run']}, its ramp {med['ramp_after_probe']}, "
-          f"a repeat's ramp alone {med['ramp_alone']}; whole trial {med['trial']}")  # fmt: skip
+    print(
+        f"cost per trial, medians (s): max-rate run {med['max_rate_run']}, its ramp {med['ramp_after_probe']}, "
+        f"a repeat's ramp alone {med['ramp_alone']}; whole trial {med['trial']}"
+    )
     if med["max_rate_run"] and med["ramp_after_probe"]:
         search = med["max_rate_run"] + med["ramp_after_probe"]
-        print(f"sustainable-rate search / one max-rate trial: {search / med['max_rate_run']:.2f}× "
-              f"(n={len(c['max_rate_run'])}); a repeat with a known max rate: "
-              + (f"{med['ramp_alone'] / med['max_rate_run']:.2f}× (n={len(c['ramp_alone'])})"
-                 if med["ramp_alone"] else "none"))  # fmt: skip
+        print(
+            f"sustainable-rate search / one max-rate trial: {search / med['max_rate_run']:.2f}× "
+            f"(n={len(c['max_rate_run'])}); a repeat with a known max rate: "
+            + (
+                f"{med['ramp_alone'] / med['max_rate_run']:.2f}× (n={len(c['ramp_alone'])})"
+                if med["ramp_alone"]
+                else "none"
+            )
+        )
     inv = s["this_invocation"]
     print(
         f"sweep: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min"

@@ -61,11 +61,21 @@ def main() -> None:
         runs["spawn"].append(_round(spawn, a.workers))
         runs["forkserver"].append(_round(fork, a.workers))
     med = {k: median(v) for k, v in runs.items()}
-    print(f"{a.workers} workers ready, median of {a.rounds}: spawn {med['spawn']:.3f} s, "
-          f"fork server {med['forkserver']:.3f} s ({med['spawn'] / med['forkserver']:.0f}x)")  # fmt: skip
-    print(json.dumps({"bench": "worker_start", "workers": a.workers, "rounds": a.rounds,
-                      "median_s": {k: round(v, 4) for k, v in med.items()},
-                      "runs_s": {k: [round(x, 4) for x in v] for k, v in runs.items()}}))  # fmt: skip
+    print(
+        f"{a.workers} workers ready, median of {a.rounds}: spawn {med['spawn']:.3f} s, "
+        f"fork server {med['forkserver']:.3f} s ({med['spawn'] / med['forkserver']:.0f}x)"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "worker_start",
+                "workers": a.workers,
+                "rounds": a.rounds,
+                "median_s": {k: round(v, 4) for k, v in med.items()},
+                "runs_s": {k: [round(x, 4) for x in v] for k, v in runs.items()},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,12 @@ def kafkatune(*args: str, timeout: float = 600, env: dict[str, str] | None = Non
 def kafkatune_popen(*args: str) -> subprocess.Popen[str]:
     """The CLI started in the background (output discarded: a test waits on its exit code)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "kafkatune", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+        [sys.executable, "-m", "kafkatune", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
         cwd=REPO,
-    )  # fmt: skip
+    )
 
 
 def write_workload(path: Path, **fields: Any) -> Path:

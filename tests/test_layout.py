@@ -14,8 +14,22 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-FOLDERS = ("kafkatune", "compare", "reports", "advisor", "spark", "sweeps", "loadgen", "faults", "brokerconf",
-           "testbed", "cluster", "drivers", "records", "core")  # fmt: skip
+FOLDERS = (
+    "kafkatune",
+    "compare",
+    "reports",
+    "advisor",
+    "spark",
+    "sweeps",
+    "loadgen",
+    "faults",
+    "brokerconf",
+    "testbed",
+    "cluster",
+    "drivers",
+    "records",
+    "core",
+)
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
 # The load generator's send loop: one function so that its hot loop keeps every name local (see its comment).

@@ -309,16 +309,30 @@ def test_plan_sizes_the_reference_case_and_scales_with_the_target() -> None:
 def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_measured() -> None:
     def t(tid: str, mb_s: float, size: int, **kw: Any) -> dict[str, Any]:
         row = {k: None for k, _ in TRIAL_FIELDS}
-        row.update(trial_id=tid, stage="s", state="complete", mb_s=mb_s, message_bytes=size, ceiling_mb_s=100.0,
-                   fraction_of_ceiling=mb_s / 100, client_bound=False, bound="none", started_ns=1,
-                   params={"acks": "all", "producers": "2", "consumers": "2", "partitions": "6"})  # fmt: skip
+        row.update(
+            trial_id=tid,
+            stage="s",
+            state="complete",
+            mb_s=mb_s,
+            message_bytes=size,
+            ceiling_mb_s=100.0,
+            fraction_of_ceiling=mb_s / 100,
+            client_bound=False,
+            bound="none",
+            started_ns=1,
+            params={"acks": "all", "producers": "2", "consumers": "2", "partitions": "6"},
+        )
         row.update(kw)
         return row
 
     # "big" carries an older record's client_bound flag (set by any full buffer): its loop was far from a core
-    trials = pd.DataFrame([t("client", 90.0, 1024, client_loop_cpu_max=0.97, bound="client"),
-                           t("big", 60.0, 1024, client_bound=True, client_loop_cpu_max=0.2, bound="network_in"),
-                           t("small", 30.0, 100)])  # fmt: skip
+    trials = pd.DataFrame(
+        [
+            t("client", 90.0, 1024, client_loop_cpu_max=0.97, bound="client"),
+            t("big", 60.0, 1024, client_bound=True, client_loop_cpu_max=0.2, bound="network_in"),
+            t("small", 30.0, 100),
+        ]
+    )
     p = plan(100, nic_mb_s=100, message_bytes=100, trials=trials)
     assert p.basis["trial"] == "big" and p.efficiency == pytest.approx(0.6)  # not the client-bound 90 %
     assert p.basis["excluded_client_bound"] == 1 and "1 client-bound trial(s) left out" in p.explain[0]

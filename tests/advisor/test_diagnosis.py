@@ -89,9 +89,18 @@ def test_brokers_report_counter_based_idle_and_the_produce_time_split(
 ) -> None:
     """The exporter publishes what the diagnosis reads; a run's broker rows carry it per second."""
     page = metrics.scrape(healthy.nodes[0].metrics_url)
-    keys = ("request_handler_idle_ns", "produce_total_ms", "produce_remote_ms", "produce_requests", "isr_shrinks",
-            "follower_fetch_queue_ms", "follower_fetches", "log_flushes", "replica_max_lag",
-            "active_controller")  # fmt: skip
+    keys = (
+        "request_handler_idle_ns",
+        "produce_total_ms",
+        "produce_remote_ms",
+        "produce_requests",
+        "isr_shrinks",
+        "follower_fetch_queue_ms",
+        "follower_fetches",
+        "log_flushes",
+        "replica_max_lag",
+        "active_controller",
+    )
     for key in keys:
         assert key in page, (key, sorted(page))
     wl = write_workload(
@@ -143,15 +152,24 @@ def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
 
 
 def test_advise_on_the_live_testbed_names_forced_flushes_under_load(
-    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, healthy: TestbedState, tmp_path: Path,
+    configs: tuple[BrokerConfigs, dict[str, Any]],
+    testbed: Testbed,
+    healthy: TestbedState,
+    tmp_path: Path,
     unique: str,
-) -> None:  # fmt: skip
+) -> None:
     """`advise --bootstrap` samples the testbed's exporters (found from its state, no --metrics-url) while a
     bench runs, and names the flushes it measures, with the broker setting that forces them."""
     bc, snap = configs
     bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
-    wl = write_workload(tmp_path / "w.yaml", name=f"live-{unique}", partitionsPerTopic=3, warmupDurationMinutes=0.05,
-                        testDurationMinutes=0.4, producerConfig={"acks": "all", "linger.ms": 5})  # fmt: skip
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name=f"live-{unique}",
+        partitionsPerTopic=3,
+        warmupDurationMinutes=0.05,
+        testDurationMinutes=0.4,
+        producerConfig={"acks": "all", "linger.ms": 5},
+    )
     load = kafkatune_popen("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(tmp_path / "run"))
     try:
         time.sleep(12)  # the topic, the workers and the warm-up

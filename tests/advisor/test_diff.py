@@ -14,11 +14,21 @@ from tests.helpers import kafkatune
 def _run(d: Path, mb_s: float, e2e_p99: float, workload: str = "w") -> Path:
     """A run folder as `bench` writes it, with only what diff reads."""
     lat = {"p50": e2e_p99 / 4, "p99": e2e_p99, "p99.9": e2e_p99 * 2}
-    files.write_json(d / "result.json", {
-        "schema_version": 1, "workload": workload, "messageSize": 1000,
-        "summary": {"mode": "max-rate", "consume_mb_s": mb_s, "consume_msg_s": mb_s * 1000,
-                    "publish_latency_ms": lat, "end_to_end_latency_ms": lat},
-    })  # fmt: skip
+    files.write_json(
+        d / "result.json",
+        {
+            "schema_version": 1,
+            "workload": workload,
+            "messageSize": 1000,
+            "summary": {
+                "mode": "max-rate",
+                "consume_mb_s": mb_s,
+                "consume_msg_s": mb_s * 1000,
+                "publish_latency_ms": lat,
+                "end_to_end_latency_ms": lat,
+            },
+        },
+    )
     return d
 
 
@@ -58,13 +68,24 @@ def test_bad_sides_are_refused_with_what_to_give(tmp_path: Path) -> None:
 
 def test_a_study_side_is_its_confirmation_repeats_and_label_picks_a_candidate(tmp_path: Path) -> None:
     study = tmp_path / "s"
-    files.write_json(study / "summary.json", {
-        "schema_version": 1, "objective": "throughput_mb_s",
-        "confirmation": {"chosen": "stage#1", "candidates": [
-            {"label": "stage#1", "repeats": [20.0, 21.0, 20.5], "trial_ids": ["c-1", "c-3", "c-5"]},
-            {"label": "baseline:kafka-defaults", "repeats": [10.0, 10.4, 9.8], "trial_ids": ["c-0", "c-2", "c-4"]},
-        ]},
-    })  # fmt: skip
+    files.write_json(
+        study / "summary.json",
+        {
+            "schema_version": 1,
+            "objective": "throughput_mb_s",
+            "confirmation": {
+                "chosen": "stage#1",
+                "candidates": [
+                    {"label": "stage#1", "repeats": [20.0, 21.0, 20.5], "trial_ids": ["c-1", "c-3", "c-5"]},
+                    {
+                        "label": "baseline:kafka-defaults",
+                        "repeats": [10.0, 10.4, 9.8],
+                        "trial_ids": ["c-0", "c-2", "c-4"],
+                    },
+                ],
+            },
+        },
+    )
     d = _diff(f"{study}#baseline:kafka-defaults", str(study))
     assert d["mb_s"]["verdict"] == "better" and d["mb_s"]["candidate"]["estimate"] == 20.5
     r = kafkatune("diff", f"{study}#nope", str(study))

@@ -52,8 +52,9 @@ def bound(**kw: Any) -> diagnose.Diagnosis:
 def test_an_imported_omb_result_names_no_bound_and_a_fixed_rate_is_not_called_round_trips() -> None:
     d = bound(rate_mode="omb-import", broker_in_max_mb_s=99.0)  # whatever it holds, OMB recorded no evidence
     assert d.bound == "unknown" and "imported OpenMessaging Benchmark result" in d.reason
-    recs = recommend(frame(trial(rate_mode="omb-import", bound="unknown", bound_reason=d.reason)), pd.DataFrame(),
-                     STUDY)  # fmt: skip
+    recs = recommend(
+        frame(trial(rate_mode="omb-import", bound="unknown", bound_reason=d.reason)), pd.DataFrame(), STUDY
+    )
     r = next(r for r in recs if r.rule == "binding-resource")
     assert "Nothing can be named" in r.title and r.severity == "info" and not r.action
     assert "the workload's fixed rate" in bound(rate_mode="fixed-rate").reason
@@ -91,9 +92,15 @@ def test_a_client_loop_at_a_full_core_is_client_bound_and_a_full_buffer_alone_is
 
 
 def test_a_producer_the_cluster_never_pushed_back_on_is_the_limit_at_the_maximum_rate() -> None:
-    calm = {"rate_mode": "max-rate", "measure_seconds": 9, "buffer_full_events": 0, "client_queue_ms": 1.9,
-            "client_loop_cpu_max": 0.73, "machine_cpu_percent": 78.0,
-            "params": {"linger.ms": "5", "producers": "1"}}  # fmt: skip
+    calm = {
+        "rate_mode": "max-rate",
+        "measure_seconds": 9,
+        "buffer_full_events": 0,
+        "client_queue_ms": 1.9,
+        "client_loop_cpu_max": 0.73,
+        "machine_cpu_percent": 78.0,
+        "params": {"linger.ms": "5", "producers": "1"},
+    }
     d = bound(**calm)
     assert d.bound == "client" and "never waited for the cluster" in d.reason and "73% of a core" in d.reason
     assert bound(**{**calm, "buffer_full_events": 400}).bound != "client"  # pushed back: the cluster's limit
@@ -109,8 +116,12 @@ def test_a_shared_machine_at_full_cpu_is_named_as_such() -> None:
 
 
 def test_forced_flushes_need_both_the_rate_and_the_time() -> None:
-    planted = bound(log_flushes_per_request=3.1, log_flush_ms=6.0, produce_requests_per_s=70.0,
-                    broker={"log.flush.interval.messages": "1"})  # fmt: skip
+    planted = bound(
+        log_flushes_per_request=3.1,
+        log_flush_ms=6.0,
+        produce_requests_per_s=70.0,
+        broker={"log.flush.interval.messages": "1"},
+    )
     assert planted.bound == "forced_flush" and "43% of each broker's time" in planted.reason
     assert "broker log.flush.interval.messages=1" in planted.reason
     # a trickle of requests beside the metadata log's own flushes: 1.8 per request, 0.1 % of the time
@@ -124,11 +135,16 @@ def test_isr_shrinks_are_a_replication_bound() -> None:
 
 
 def test_consumers_behind_and_consumers_without_partitions_are_told_apart() -> None:
-    behind = bound(publish_mb_s=10.0, client_consume_mb_s=4.0, consumer_loop_cpu_max=0.1,
-                   params={"partitions": "6", "consumers": "2"})  # fmt: skip
+    behind = bound(
+        publish_mb_s=10.0,
+        client_consume_mb_s=4.0,
+        consumer_loop_cpu_max=0.1,
+        params={"partitions": "6", "consumers": "2"},
+    )
     assert behind.bound == "consumer" and "backlog grew" in behind.reason
-    idle = bound(publish_mb_s=10.0, client_consume_mb_s=4.0, consumers_idle=2,
-                 params={"partitions": "2", "consumers": "4"})  # fmt: skip
+    idle = bound(
+        publish_mb_s=10.0, client_consume_mb_s=4.0, consumers_idle=2, params={"partitions": "2", "consumers": "4"}
+    )
     assert idle.bound == "partitions" and "2 of 4 consumers received nothing" in idle.reason
     heavy = bound(leader_share=0.98, params={"partitions": "1", "consumers": "1"})
     assert heavy.bound == "partitions" and "98%" in heavy.reason
@@ -205,21 +221,46 @@ def test_recommend_puts_the_binding_fix_of_the_best_trial_first() -> None:
 
 
 def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_setting_that_moves_it() -> None:
-    lingering = trial("linger", rate_mode="fixed-rate", e2e_p99_ms=420.0, e2e_p50_ms=310.0, publish_p50_ms=305.0,
-                      client_queue_ms=300.0, client_rtt_ms=4.0, produce_total_ms=3.0, produce_remote_ms=2.0,
-                      params={"acks": "all", "linger.ms": "300"})  # fmt: skip
+    lingering = trial(
+        "linger",
+        rate_mode="fixed-rate",
+        e2e_p99_ms=420.0,
+        e2e_p50_ms=310.0,
+        publish_p50_ms=305.0,
+        client_queue_ms=300.0,
+        client_rtt_ms=4.0,
+        produce_total_ms=3.0,
+        produce_remote_ms=2.0,
+        params={"acks": "all", "linger.ms": "300"},
+    )
     (r,) = rule_latency(frame(lingering), STUDY)
     assert r.rule == "latency-slo" and r.severity == "high" and r.action == {"linger.ms": "30"}
     assert "p99 end-to-end 420.0 ms > the SLO's 100 ms" in r.evidence[0]
     assert "waiting in the producer's queue" in r.title
     # the followers' wait: more fetchers; the consumer's side: a shorter fetch wait
-    followers = trial("remote", rate_mode="fixed-rate", e2e_p99_ms=150.0, e2e_p50_ms=80.0, publish_p50_ms=78.0,
-                      client_queue_ms=1.0, client_rtt_ms=77.0, produce_total_ms=76.0,
-                      produce_remote_ms=70.0)  # fmt: skip
+    followers = trial(
+        "remote",
+        rate_mode="fixed-rate",
+        e2e_p99_ms=150.0,
+        e2e_p50_ms=80.0,
+        publish_p50_ms=78.0,
+        client_queue_ms=1.0,
+        client_rtt_ms=77.0,
+        produce_total_ms=76.0,
+        produce_remote_ms=70.0,
+    )
     (r,) = rule_latency(frame(followers), STUDY)
     assert r.action == {"num.replica.fetchers": "2"} and "waiting for the followers" in r.title
-    fetch = trial("cons", rate_mode="fixed-rate", e2e_p99_ms=900.0, e2e_p50_ms=500.0, publish_p50_ms=5.0,
-                  client_queue_ms=1.0, client_rtt_ms=4.0, produce_total_ms=3.0)  # fmt: skip
+    fetch = trial(
+        "cons",
+        rate_mode="fixed-rate",
+        e2e_p99_ms=900.0,
+        e2e_p50_ms=500.0,
+        publish_p50_ms=5.0,
+        client_queue_ms=1.0,
+        client_rtt_ms=4.0,
+        produce_total_ms=3.0,
+    )
     assert rule_latency(frame(fetch), STUDY)[0].action == {"fetch.wait.max.ms": "100"}
     # a study's own SLO wins; a max-rate run's latency is not judged against any
     assert rule_latency(frame(lingering), {**STUDY, "sweep": {"slo": {"p99_e2e_ms": 500}}}) == []
@@ -278,9 +319,20 @@ def test_recommend_runs_every_study_rule() -> None:
     for t in ts:
         t.update(bound=diagnose.binding(t, PROFILE).bound)
     got = {r.rule for r in recommend(frame(*ts), pd.DataFrame(), STUDY)}
-    want = {"binding-resource", "best-config", "replica-fetchers-multiple", "fsync-per-message", "replication-lag",
-            "consumer-lag", "producer-buffer-saturation", "compressible-payload", "latency-slo",
-            "min-insync-replicas", "topic-recompression", "controller-unstable"}  # fmt: skip
+    want = {
+        "binding-resource",
+        "best-config",
+        "replica-fetchers-multiple",
+        "fsync-per-message",
+        "replication-lag",
+        "consumer-lag",
+        "producer-buffer-saturation",
+        "compressible-payload",
+        "latency-slo",
+        "min-insync-replicas",
+        "topic-recompression",
+        "controller-unstable",
+    }
     assert want <= got, want - got
 
 

@@ -9,12 +9,26 @@ from brokerconf import catalogue
 
 def test_catalogue_covers_the_keys_the_product_sweeps() -> None:
     want = {
-        "batch.size", "linger.ms", "acks", "compression.type", "buffer.memory",
-        "max.in.flight.requests.per.connection", "producers", "num.replica.fetchers", "num.io.threads",
-        "num.network.threads", "replica.fetch.max.bytes", "replica.fetch.response.max.bytes",
-        "log.flush.interval.messages", "log.flush.interval.ms", "fetch.max.bytes", "max.partition.fetch.bytes",
-        "fetch.min.bytes", "consumers", "partitions",
-    }  # fmt: skip
+        "batch.size",
+        "linger.ms",
+        "acks",
+        "compression.type",
+        "buffer.memory",
+        "max.in.flight.requests.per.connection",
+        "producers",
+        "num.replica.fetchers",
+        "num.io.threads",
+        "num.network.threads",
+        "replica.fetch.max.bytes",
+        "replica.fetch.response.max.bytes",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "fetch.max.bytes",
+        "max.partition.fetch.bytes",
+        "fetch.min.bytes",
+        "consumers",
+        "partitions",
+    }
     assert want <= set(catalogue.CATALOGUE)
     assert catalogue.get("num.io.threads").apply == "dynamic"
     assert catalogue.get("replica.fetch.max.bytes").apply == "restart"

@@ -75,9 +75,11 @@ def test_active_controllers_add_up_each_brokers_latest_value_across_second_bound
     samples = []
     for k in range(4):
         lead = 1 if k < 2 else 3
-        samples += [BrokerSample(1, k * s + s - 1_000_000, {"active_controller": float(lead == 1)}),
-                    BrokerSample(2, k * s + s + 1_000_000, {"active_controller": 0.0}),
-                    BrokerSample(3, k * s + s + 2_000_000, {"active_controller": float(lead == 3)})]  # fmt: skip
+        samples += [
+            BrokerSample(1, k * s + s - 1_000_000, {"active_controller": float(lead == 1)}),
+            BrokerSample(2, k * s + s + 1_000_000, {"active_controller": 0.0}),
+            BrokerSample(3, k * s + s + 2_000_000, {"active_controller": float(lead == 3)}),
+        ]
     by_t = {(r["broker_id"], r["t_ns"]): r.get("active_controllers") for r in rates(samples)}
 
     def round_(k: int) -> list[float | None]:

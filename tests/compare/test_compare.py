@@ -124,20 +124,41 @@ def every_system(
     systems = [
         # Kafka's defaults cannot carry 1 MiB (max.request.size = 1 MiB counts the record overhead too);
         # both Kafka clients report it
-        {"name": "kafka", "driver": "kafka", "common": {"bootstrap.servers": boot},
-         "producerConfig": {"acks": "all", "linger.ms": 1}, "pingpongProducerConfig": {"linger.ms": 0}},
-        {"name": "kafka-python", "driver": "kafka-python", "common": {"bootstrap.servers": boot},
-         "producerConfig": {"acks": "all"}},
-        {"name": "mqtt-qos1", "driver": "mqtt", "common": {"bootstrap.servers": servers[1]["mosquitto"]},
-         "producerConfig": {"qos": 1}, "consumerConfig": {"qos": 1}},
-        {"name": "zenoh-block", "driver": "zenoh",
-         "common": {"bootstrap.servers": servers[1]["zenoh"], "zenoh.mode": "client"},
-         "producerConfig": {"congestion_control": "BLOCK"}},
-        {"name": "dds-reliable", "driver": "dds", "common": {"dds.domain": 150 + os.getpid() % 50},
-         "producerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"},
-         "consumerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"}},
+        {
+            "name": "kafka",
+            "driver": "kafka",
+            "common": {"bootstrap.servers": boot},
+            "producerConfig": {"acks": "all", "linger.ms": 1},
+            "pingpongProducerConfig": {"linger.ms": 0},
+        },
+        {
+            "name": "kafka-python",
+            "driver": "kafka-python",
+            "common": {"bootstrap.servers": boot},
+            "producerConfig": {"acks": "all"},
+        },
+        {
+            "name": "mqtt-qos1",
+            "driver": "mqtt",
+            "common": {"bootstrap.servers": servers[1]["mosquitto"]},
+            "producerConfig": {"qos": 1},
+            "consumerConfig": {"qos": 1},
+        },
+        {
+            "name": "zenoh-block",
+            "driver": "zenoh",
+            "common": {"bootstrap.servers": servers[1]["zenoh"], "zenoh.mode": "client"},
+            "producerConfig": {"congestion_control": "BLOCK"},
+        },
+        {
+            "name": "dds-reliable",
+            "driver": "dds",
+            "common": {"dds.domain": 150 + os.getpid() % 50},
+            "producerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"},
+            "consumerConfig": {"reliability": "RELIABLE", "history": "KEEP_ALL"},
+        },
         {"name": "pulsar", "driver": "pulsar", "common": pulsar, "pingpongProducerConfig": {"batching": "false"}},
-    ]  # fmt: skip
+    ]
     doc = {
         "name": "all-systems",
         "systems": systems,
@@ -202,10 +223,19 @@ def test_fixed_rate_and_iot_patterns(
     doc = {
         "name": "omb-iot",
         "systems": [
-            {"name": "kafka", "driver": "kafka", "common": {"bootstrap.servers": healthy.bootstrap_servers},
-             "producerConfig": {"acks": "all", "linger.ms": 1}},
-            {"name": "mqtt-qos1", "driver": "mqtt", "common": {"bootstrap.servers": servers[1]["mosquitto"]},
-             "producerConfig": {"qos": 1}, "consumerConfig": {"qos": 1}},
+            {
+                "name": "kafka",
+                "driver": "kafka",
+                "common": {"bootstrap.servers": healthy.bootstrap_servers},
+                "producerConfig": {"acks": "all", "linger.ms": 1},
+            },
+            {
+                "name": "mqtt-qos1",
+                "driver": "mqtt",
+                "common": {"bootstrap.servers": servers[1]["mosquitto"]},
+                "producerConfig": {"qos": 1},
+                "consumerConfig": {"qos": 1},
+            },
         ],
         "baseline": False,
         "throughput": None,
@@ -214,10 +244,16 @@ def test_fixed_rate_and_iot_patterns(
         "fixedRate": {"size": 100, "rate": 500, "partitions": [1, 6], "seconds": 2, "warmupSeconds": 1},
         "iot": {
             "periodic": {"rates": [20, 200], "seconds": 2, "warmupSeconds": 1},
-            "sporadic": {"periodicRate": 50, "burstSize": 16384, "burstRate": 500, "burstStartSeconds": 2,
-                         "burstSeconds": 2, "seconds": 6},
+            "sporadic": {
+                "periodicRate": 50,
+                "burstSize": 16384,
+                "burstRate": 500,
+                "burstStartSeconds": 2,
+                "burstSeconds": 2,
+                "seconds": 6,
+            },
         },
-    }  # fmt: skip
+    }
     out, d = _run_compare(tmp_path, doc)
     fixed = [(r["system"], r["partitions"]) for r in out["fixed_rate"]]
     assert fixed == [("kafka", 1), ("kafka", 6), ("mqtt-qos1", None)]  # MQTT has no partitions

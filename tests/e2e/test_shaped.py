@@ -194,8 +194,10 @@ def sweep_story(run: Path, s: dict[str, Any]) -> str:
         r = json.loads((d / "trial.json").read_text())
         steps = ((r.get("measured") or {}).get("sustainable") or {}).get("steps") or []
         tried = " ".join(f"{st['rate_msg_s']:.0f}{'+' if st['held'] else '-'}" for st in steps)
-        lines.append(f"{d.name} {r.get('confirms') or ''} {r['state']} {r.get('fail_reason') or ''} "
-                     f"probe {r.get('probe_msg_s')} steps {tried}")  # fmt: skip
+        lines.append(
+            f"{d.name} {r.get('confirms') or ''} {r['state']} {r.get('fail_reason') or ''} "
+            f"probe {r.get('probe_msg_s')} steps {tried}"
+        )
     for c in (s.get("confirmation") or {}).get("candidates") or []:
         lines.append(f"{c['label']}: {c['repeats']} eligible {c['eligible']} {c['why_not']}")
     out = (run.parent / "sweep-output.txt").read_text().splitlines()
@@ -261,8 +263,10 @@ def test_the_operating_point_holds_its_slo_in_every_run(tuned: Path, shaped: Tes
     proc = kafkatune("bench", str(wl), "--state-dir", str(shaped.state_dir), "--out", str(tmp_path / "at"), "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     at = json.loads(proc.stdout)
-    print(f"operating point {rate:,.0f} msg/s: the sweep's run {op['p99_e2e_ms']} ms, the next "
-          f"{at['end_to_end_latency_ms']['p99']} ms (predicted {op['predicted_p99_e2e_ms']:.1f})")  # fmt: skip
+    print(
+        f"operating point {rate:,.0f} msg/s: the sweep's run {op['p99_e2e_ms']} ms, the next "
+        f"{at['end_to_end_latency_ms']['p99']} ms (predicted {op['predicted_p99_e2e_ms']:.1f})"
+    )
     assert at["lost"] == 0 and at["consume_msg_s"] >= 0.95 * rate, at
     assert at["end_to_end_latency_ms"]["p99"] is not None and at["end_to_end_latency_ms"]["p99"] <= SLO_MS, at
 
@@ -494,8 +498,12 @@ def test_a_bench_with_workers_on_two_client_hosts_gives_one_merged_record(
     import pyarrow.parquet as pq
 
     samples = pq.read_table(next(out.glob("*samples*.parquet"))).to_pylist()
-    assert {(r["role"], r["worker"]) for r in samples} == {("producer", 0), ("producer", 1), ("consumer", 0),
-                                                          ("consumer", 1)}  # fmt: skip
+    assert {(r["role"], r["worker"]) for r in samples} == {
+        ("producer", 0),
+        ("producer", 1),
+        ("consumer", 0),
+        ("consumer", 1),
+    }
 
 
 @pytest.mark.parametrize("tool", ["iperf3", "python"])
@@ -508,9 +516,21 @@ def test_remote_probes_measure_links_and_disks_over_ssh(
 
     out = tmp_path / "profile.json"
     p = kafkatune(
-        "probe", "--inventory", str(remote_inventory), "--net-tool", tool, "--seconds", "2",
-        "--segment-mb", "8", "--files", "1", "--out", str(out), "--json",
-    )  # fmt: skip
+        "probe",
+        "--inventory",
+        str(remote_inventory),
+        "--net-tool",
+        tool,
+        "--seconds",
+        "2",
+        "--segment-mb",
+        "8",
+        "--files",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     prof = json.loads(out.read_text())
     net = prof["network"]

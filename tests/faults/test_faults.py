@@ -127,8 +127,9 @@ def test_bench_with_a_fault_at_max_rate_records_it_and_counts_exactly(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path, unique: str
 ) -> None:
     """The CLI's --fault, at max rate: acknowledgements are counted, not timed (drivers/kafka), under a crash."""
-    wl = write_workload(tmp_path / "w.yaml", **{**LOAD, "name": f"fault-cli-{unique}", "producerRate": "max",
-                                                "messageSize": 100})  # fmt: skip
+    wl = write_workload(
+        tmp_path / "w.yaml", **{**LOAD, "name": f"fault-cli-{unique}", "producerRate": "max", "messageSize": 100}
+    )
     out = tmp_path / "run"
     args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--json")
     p = kafkatune(*args, "--fault", "hard_bounce:leader@3", timeout=600)
@@ -199,8 +200,14 @@ def test_a_broker_that_never_answered_again_in_the_window_is_a_disturbance() -> 
 
 
 def test_a_robustness_studys_faults_are_checked_before_anything_runs() -> None:
-    base = {"name": "robust", "plan": "joint", "params": {"batch.size": {"choices": [16384, 65536]}}, "trials": 2,
-            "objectives": ["throughput_mb_s"], "baselines": []}  # fmt: skip
+    base = {
+        "name": "robust",
+        "plan": "joint",
+        "params": {"batch.size": {"choices": [16384, 65536]}},
+        "trials": 2,
+        "objectives": ["throughput_mb_s"],
+        "baselines": [],
+    }
     assert [f.kind for f in parse_spec({**base, "faults": ["hard_bounce:leader@3"]}).fault_list()] == ["hard_bounce"]
     with pytest.raises(UserError, match="faults: unknown fault 'crash'"):
         parse_spec({**base, "faults": ["crash:leader@3"]})

@@ -418,8 +418,11 @@ def test_a_run_measured_while_brokers_still_compiled_says_so_and_names_them() ->
     warm-up's seconds are not; a warm cluster, or an exporter with no JVM collector, gets no warning."""
 
     def rows(jit: dict[int, float], phase: str = "measure") -> list[dict[str, Any]]:
-        return [{"broker_id": b, "second": s, "phase": phase, "jit_compile_s_per_s": c} for s in range(5)
-                for b, c in jit.items()]  # fmt: skip
+        return [
+            {"broker_id": b, "second": s, "phase": phase, "jit_compile_s_per_s": c}
+            for s in range(5)
+            for b, c in jit.items()
+        ]
 
     said = brokerside.jit_warning(rows({1: 0.05, 2: 0.5}) + rows({1: 2.0, 2: 2.0}, "warmup"))
     assert said is not None and "broker 2 0.50" in said and "broker 1" not in said and "--warm-up" in said

@@ -22,9 +22,14 @@ from testbed.lifecycle import Testbed
 from tests.helpers import FIXTURES, kafkatune, write_workload
 
 OMB = FIXTURES / "omb"
-RUNNABLE = ("1-topic-1-partition-100b", "1-topic-6-partition-100b", "1-topic-16-partitions-1kb",
-            "1-topic-3-partition-100b-3producers", "1-topic-100-partitions-1kb-4p-4c-200k",
-            "1-topic-10000-partitions-1kb-4p-4c-200k")  # fmt: skip
+RUNNABLE = (
+    "1-topic-1-partition-100b",
+    "1-topic-6-partition-100b",
+    "1-topic-16-partitions-1kb",
+    "1-topic-3-partition-100b-3producers",
+    "1-topic-100-partitions-1kb-4p-4c-200k",
+    "1-topic-10000-partitions-1kb-4p-4c-200k",
+)
 REFUSED = {
     # too large for this machine's disk: refused before anything is created (the backlog itself runs: below)
     "1-topic-100-partitions-1kb-4p-4c-200k-backlog": "consumerBacklogSizeGB: 512 GiB × replication factor 3",
@@ -55,8 +60,9 @@ def _java_fields() -> set[str]:
 
 def _records(bootstrap: str, prefix: str, n: int = 200) -> list[bytes]:
     """Up to `n` record values from the one topic whose name starts with `prefix`."""
-    (topic,) = [t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics
-                if t.startswith(prefix)]  # fmt: skip
+    (topic,) = [
+        t for t in AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics if t.startswith(prefix)
+    ]
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}", "auto.offset.reset": "earliest"})
     c.subscribe([topic])
     out: list[bytes] = []
@@ -73,9 +79,22 @@ def _records(bootstrap: str, prefix: str, n: int = 200) -> list[bytes]:
 
 
 def _run(testbed: Testbed, tmp_path: Path, name: str) -> dict[str, Any]:
-    proc = kafkatune("bench", str(OMB / "workloads" / f"{name}.yaml"), "--no-scale-out", "--test-minutes", "0.1",
-                     "--warmup-minutes", "0", "--keep-topics", "--json", "--state-dir", str(testbed.state_dir),
-                     "--out", str(tmp_path / "run"), timeout=600)  # fmt: skip
+    proc = kafkatune(
+        "bench",
+        str(OMB / "workloads" / f"{name}.yaml"),
+        "--no-scale-out",
+        "--test-minutes",
+        "0.1",
+        "--warmup-minutes",
+        "0",
+        "--keep-topics",
+        "--json",
+        "--state-dir",
+        str(testbed.state_dir),
+        "--out",
+        str(tmp_path / "run"),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return dict(json.loads(proc.stdout))
 
@@ -111,8 +130,15 @@ DRIVER_FILES = sorted(p.relative_to(OMB).as_posix() for p in OMB.glob("driver-*/
 
 @pytest.mark.parametrize("driver", DRIVER_FILES)
 def test_omb_driver_files_validate_unchanged_and_say_what_they_do_not_apply(driver: str, tmp_path: Path) -> None:
-    proc = kafkatune("bench", str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"), "--driver", str(OMB / driver),
-                     "--dry-run", "--state-dir", str(tmp_path))  # fmt: skip
+    proc = kafkatune(
+        "bench",
+        str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"),
+        "--driver",
+        str(OMB / driver),
+        "--dry-run",
+        "--state-dir",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     # the file's own address is never used, and saying so is the first note
     assert "replaces it" in proc.stderr and "localhost" in proc.stderr, proc.stderr
@@ -124,10 +150,13 @@ def test_a_field_omb_does_not_know_and_a_driver_kafkatune_lacks_are_refused(tmp_
     wl = str(OMB / "workloads" / "1-topic-1-partition-100b.yaml")
     for name, change, expect in (
         ("typo", {"producerConfg": "acks=1"}, "producerConfg: not a field of OMB's Kafka driver"),
-        ("rocketmq", {"driverClass": "io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver"},
-         "driverClass 'io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver'"),
+        (
+            "rocketmq",
+            {"driverClass": "io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver"},
+            "driverClass 'io.openmessaging.benchmark.driver.rocketmq.RocketMQBenchmarkDriver'",
+        ),
         ("badkey", {"producerConfig": "acks=all\nlinger.msec=1"}, 'No such configuration property: "linger.msec"'),
-    ):  # fmt: skip
+    ):
         f = tmp_path / f"{name}.yaml"
         f.write_text(yaml.safe_dump({**doc, **change}))
         proc = kafkatune("bench", wl, "--driver", str(f), "--dry-run", "--state-dir", str(tmp_path / "s"))
@@ -141,9 +170,21 @@ def test_a_kafka_driver_file_shapes_the_topic_and_the_clients(
     replicationFactor and topicConfig (flush.messages=1 is OMB's fsync per message), the producers send with
     its producerConfig, and omb-result.json names the driver as the file does."""
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"), "--no-scale-out", "--driver",
-                     str(OMB / "driver-kafka" / "kafka-sync.yaml"), "--test-minutes", "0.1", "--keep-topics",
-                     "--state-dir", str(testbed.state_dir), "--out", str(out), timeout=600)  # fmt: skip
+    proc = kafkatune(
+        "bench",
+        str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"),
+        "--no-scale-out",
+        "--driver",
+        str(OMB / "driver-kafka" / "kafka-sync.yaml"),
+        "--test-minutes",
+        "0.1",
+        "--keep-topics",
+        "--state-dir",
+        str(testbed.state_dir),
+        "--out",
+        str(out),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     res = json.loads((out / "result.json").read_text())
     assert res["producerConfig"] == {"acks": "all", "linger.ms": "1", "batch.size": "1048576"}
@@ -169,9 +210,21 @@ def test_omb_backlog_workload_builds_its_backlog_with_consumers_paused_then_drai
     to 1,000 messages (OMB's floor: backlogDrainRatio is 1 by default), then the run goes on for the test
     duration; nothing is lost."""
     out = tmp_path / "run"
-    proc = kafkatune("bench", str(OMB / "workloads" / "1-topic-100-partitions-1kb-4p-4c-200k-backlog.yaml"),
-                     "--backlog-gb", "0.2", "--test-minutes", "0.1", "--warmup-minutes", "0.05", "--state-dir",
-                     str(testbed.state_dir), "--out", str(out), timeout=900)  # fmt: skip
+    proc = kafkatune(
+        "bench",
+        str(OMB / "workloads" / "1-topic-100-partitions-1kb-4p-4c-200k-backlog.yaml"),
+        "--backlog-gb",
+        "0.2",
+        "--test-minutes",
+        "0.1",
+        "--warmup-minutes",
+        "0.05",
+        "--state-dir",
+        str(testbed.state_dir),
+        "--out",
+        str(out),
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((out / "result.json").read_text())
     b = res["backlog"]
@@ -202,8 +255,14 @@ def test_omb_result_has_every_field_of_omb_and_round_trips_through_import_and_di
     `import-omb`, it reads back as the same run; `diff` puts the two side by side (one run each: shown, not
     judged). OMB's own result file (made by OMB 0.0.1 against this testbed) imports and diffs too."""
     out = tmp_path / "run"
-    wl = write_workload(tmp_path / "w.yaml", name="omb result / 2 windows", producerRate=2000, partitionsPerTopic=3,
-                        warmupDurationMinutes=0.05, testDurationMinutes=12 / 60)  # fmt: skip
+    wl = write_workload(
+        tmp_path / "w.yaml",
+        name="omb result / 2 windows",
+        producerRate=2000,
+        partitionsPerTopic=3,
+        warmupDurationMinutes=0.05,
+        testDurationMinutes=12 / 60,
+    )
     proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(testbed.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
     res, omb = (json.loads((out / f).read_text()) for f in ("result.json", "omb-result.json"))

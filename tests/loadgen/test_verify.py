@@ -29,8 +29,13 @@ class LogOnly(api.Driver):
     def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None: ...
     def delete_topics(self, names: Sequence[str]) -> None: ...
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer: ...  # type: ignore[empty-body]
-    def create_consumer(self, topic: str, subscription: str, on_message: api.MessageCallback,  # type: ignore[empty-body]
-                        overrides: Mapping[str, str] | None = None) -> api.Consumer: ...  # fmt: skip
+    def create_consumer(
+        self,
+        topic: str,
+        subscription: str,
+        on_message: api.MessageCallback,  # type: ignore[empty-body]
+        overrides: Mapping[str, str] | None = None,
+    ) -> api.Consumer: ...
 
 
 def raw_run(acked: int, received: set[int]) -> RawRun:
@@ -40,8 +45,15 @@ def raw_run(acked: int, received: set[int]) -> RawRun:
     seen = bytearray(acked)
     for s in received:
         seen[s] = 1
-    raw.producers[0] = {"sent": acked, "acked": acked, "errors": 0, "outstanding": 0, "error_samples": [],
-                        "acked_map": bytes([1] * acked), "publish_hist": None}  # fmt: skip
+    raw.producers[0] = {
+        "sent": acked,
+        "acked": acked,
+        "errors": 0,
+        "outstanding": 0,
+        "error_samples": [],
+        "acked_map": bytes([1] * acked),
+        "publish_hist": None,
+    }
     raw.consumers[0] = {"received": len(received), "errors": 0, "seen": {0: bytes(seen)}, "e2e_hist": None}
     return raw
 

@@ -14,13 +14,28 @@ from sweeps import confirm
 from sweeps.simulate import Design, run_many
 from sweeps.spec import parse_spec
 
-BASE = {"name": "c", "cluster": {"testbed": True}, "workload": {"partitionsPerTopic": 1}, "plan": "joint",
-        "params": {"partitions": {"choices": [6]}}, "trials": 1}  # fmt: skip
+BASE = {
+    "name": "c",
+    "cluster": {"testbed": True},
+    "workload": {"partitionsPerTopic": 1},
+    "plan": "joint",
+    "params": {"partitions": {"choices": [6]}},
+    "trials": 1,
+}
 
 
 def reps(label: str, vs: list[float], feasible: bool = True) -> list[dict[str, Any]]:
-    return [{"value": v, "feasible": feasible, "violations": [] if feasible else ["lost 3 > 0"], "config": {},
-             "trial_id": f"{label}-{i}", "rate_msg_s": v * 1000} for i, v in enumerate(vs)]  # fmt: skip
+    return [
+        {
+            "value": v,
+            "feasible": feasible,
+            "violations": [] if feasible else ["lost 3 > 0"],
+            "config": {},
+            "trial_id": f"{label}-{i}",
+            "rate_msg_s": v * 1000,
+        }
+        for i, v in enumerate(vs)
+    ]
 
 
 def test_t_quantiles_match_the_table_and_the_tails() -> None:
@@ -44,8 +59,11 @@ def test_holm_steps_down_and_stops_at_the_first_test_that_stands() -> None:
 def test_an_ablation_judges_each_key_on_its_own_runs_in_one_family() -> None:
     spec = parse_spec({**BASE, "ablate": {"min_effect": 0.0}})
     cfg = {"partitions": 6, "buffer.memory": 67108864}
-    runs = {confirm.RECOMMENDED: reps("r", [7.2, 6.8, 7.0, 7.1]), "without:partitions": reps("p", [3.6, 3.5, 3.7, 3.6]),
-            "without:buffer.memory": reps("b", [6.9, 7.2, 6.8, 7.0])}  # fmt: skip
+    runs = {
+        confirm.RECOMMENDED: reps("r", [7.2, 6.8, 7.0, 7.1]),
+        "without:partitions": reps("p", [3.6, 3.5, 3.7, 3.6]),
+        "without:buffer.memory": reps("b", [6.9, 7.2, 6.8, 7.0]),
+    }
     got = {e["key"]: e for e in confirm.effects(spec, cfg, runs)}
     p, b = got["partitions"], got["buffer.memory"]
     assert p["beyond_noise"] and p["n"] == 8 and p["alpha"] == pytest.approx(0.05 / 2)  # the first of two
@@ -57,8 +75,10 @@ def test_an_ablation_judges_each_key_on_its_own_runs_in_one_family() -> None:
 def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
     spec = parse_spec(BASE)
     cfg = {"partitions": 6}
-    one = {confirm.RECOMMENDED: reps("r", [7.0, 7.1, 6.9]),
-           "without:partitions": [*reps("p", [7.0, 7.05]), *reps("x", [6.9], feasible=False)]}  # fmt: skip
+    one = {
+        confirm.RECOMMENDED: reps("r", [7.0, 7.1, 6.9]),
+        "without:partitions": [*reps("p", [7.0, 7.05]), *reps("x", [6.9], feasible=False)],
+    }
     assert not confirm.effects(spec, cfg, one)[0]["beyond_noise"]
     most = {**one, "without:partitions": [*reps("p", [7.0]), *reps("x", [6.9, 6.8], feasible=False)]}
     (row,) = confirm.effects(spec, cfg, most)
@@ -66,8 +86,11 @@ def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
 
 
 def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_at_its_level() -> None:
-    runs = {confirm.DEFAULTS: reps("d", [5.0, 5.2, 4.9, 5.1]), "a": reps("a", [7.0, 7.2, 6.9, 7.1]),
-            "b": reps("b", [6.9, 7.1, 7.0, 6.8])}  # fmt: skip
+    runs = {
+        confirm.DEFAULTS: reps("d", [5.0, 5.2, 4.9, 5.1]),
+        "a": reps("a", [7.0, 7.2, 6.9, 7.1]),
+        "b": reps("b", [6.9, 7.1, 7.0, 6.8]),
+    }
     s = confirm.summary(runs)
     assert s["chosen"] == "a" and not s["runner_up"]["distinguishable"]  # a and b: within noise
     vd = s["vs_defaults"]

@@ -50,8 +50,15 @@ def test_pooled_sd_weights_groups_by_their_degrees_of_freedom() -> None:
 def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
     w = parse_workload({"name": "u", "testDurationMinutes": 0.05})
     raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
-    raw.producers[0] = {"sent": 10, "acked": 0, "errors": 0, "outstanding": 10, "error_samples": [],
-                        "acked_map": bytes(10), "publish_hist": None}  # fmt: skip
+    raw.producers[0] = {
+        "sent": 10,
+        "acked": 0,
+        "errors": 0,
+        "outstanding": 10,
+        "error_samples": [],
+        "acked_map": bytes(10),
+        "publish_hist": None,
+    }
     s = build(raw)[0]["summary"]
     for key in ("publish_latency_ms", "end_to_end_latency_ms"):
         assert s[key]["count"] == 0 and s[key]["p99"] is None and s[key]["max"] is None, s[key]
@@ -60,8 +67,14 @@ def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
 
 
 def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
-    ran = {"window_s": 10, "publish_errors": 0, "send_msg_s": 1000.0, "consume_msg_s": 1000.0,
-           "end_to_end_latency_ms": {"p99": 80.0}, "publish_latency_ms": {"p99": 20.0}}  # fmt: skip
+    ran = {
+        "window_s": 10,
+        "publish_errors": 0,
+        "send_msg_s": 1000.0,
+        "consume_msg_s": 1000.0,
+        "end_to_end_latency_ms": {"p99": 80.0},
+        "publish_latency_ms": {"p99": 20.0},
+    }
     assert judge_run(ran, 1000, Slo(p99_e2e_ms=100)) == ""
     slow = {**ran, "end_to_end_latency_ms": {"p99": 117.0}}
     assert judge_run(slow, 1000, Slo()) == "p99 end-to-end 117.0 ms > 100 ms"
@@ -71,10 +84,19 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
     # with headroom: 80 ms holds a 100-ms SLO but not 70 % of it (hold.headroom)
     assert judge_run(ran, 1000, Slo().scaled(0.7)) == "p99 end-to-end 80.0 ms > 70 ms"
     assert Slo(p99_e2e_ms=None, p99_publish_ms=50).scaled(0.5) == Slo(p99_e2e_ms=None, p99_publish_ms=25)
-    op = {"held": True, "rate_msg_s": 6072.0, "mb_s": 6.2, "p99_e2e_ms": 71.5, "p99_publish_ms": None, "run_s": 10,
-          "headroom": 0.7,
-          "tries": [{"rate_msg_s": 6800.0, "held": False, "why": "p99 end-to-end 117.0 ms > 100 ms"},
-                    {"rate_msg_s": 6072.0, "held": True, "why": ""}]}  # fmt: skip
+    op = {
+        "held": True,
+        "rate_msg_s": 6072.0,
+        "mb_s": 6.2,
+        "p99_e2e_ms": 71.5,
+        "p99_publish_ms": None,
+        "run_s": 10,
+        "headroom": 0.7,
+        "tries": [
+            {"rate_msg_s": 6800.0, "held": False, "why": "p99 end-to-end 117.0 ms > 100 ms"},
+            {"rate_msg_s": 6072.0, "held": True, "why": ""},
+        ],
+    }
     got = operating_lines({"operating_point": op})
     assert got[0].startswith("operating point: 6,072 msg/s (6.20 MB/s received) held p99 end-to-end 71.5 ms in one")
     assert "judged against 70% of the SLO (hold.headroom)" in got[1]
@@ -154,8 +176,14 @@ def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one
     ph = {"run": 12.0, "windows": 10.0, "warmup": 1.0, "create_topics": 0.1, "record": 0.2}
     restarted = {"state": "complete", "total_s": 40.0, "apply_s": 5.0, "phases_s": ph, "restart_warmup": {"s": 22.5}}
     plain = {"state": "complete", "total_s": 12.5, "apply_s": 0.1, "phases_s": ph}
-    again = {"state": "complete", "total_s": 50.0, "apply_s": 0.1, "phases_s": ph,
-             "jit_busy": [{"attempt": 1, "s": 30.0}], "disturbed": [{"attempt": 2, "s": 7.0}]}  # fmt: skip
+    again = {
+        "state": "complete",
+        "total_s": 50.0,
+        "apply_s": 0.1,
+        "phases_s": ph,
+        "jit_busy": [{"attempt": 1, "s": 30.0}],
+        "disturbed": [{"attempt": 2, "s": 7.0}],
+    }
     b = timing.breakdown([restarted, plain, again], wall_s=107.0)
     sec = b["seconds"]
     assert sec["restart warm-up"] == pytest.approx(22.5) and sec["measured again"] == pytest.approx(37.0)

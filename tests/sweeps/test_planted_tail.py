@@ -43,27 +43,32 @@ def test_a_tail_that_is_not_load_is_named_and_no_rate_is_offered(
     healthy: TestbedState, testbed: Testbed, tmp_path: Path
 ) -> None:
     spec = tmp_path / "hog.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": "hog",
-        "cluster": {"testbed": True},
-        "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
-        "plan": "staged",
-        "stages": [{"name": "producer", "params": {"batch.size": {"choices": [65536]}}, "trials": 1}],
-        "baselines": [],
-        "slo": {"p99_e2e_ms": 100},
-        "confirm": {"top": 1, "repeats": 2},
-        "ablate": {"repeats": 0},
-        "measurement": {"warmup_s": 1, "window_s": 2, "windows": 1, "restart_warmup_s": 0, "jit_warmup_s": 0},
-        "search": {"warmup_s": 1, "min_step_s": 4, "max_step_s": 6, "max_steps": 3},
-        "hold": {"tries": 1},
-        "seed": 1,
-    }))  # fmt: skip
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "hog",
+                "cluster": {"testbed": True},
+                "workload": {"messageSize": 1024, "partitionsPerTopic": 3, "producerConfig": {"acks": "all"}},
+                "plan": "staged",
+                "stages": [{"name": "producer", "params": {"batch.size": {"choices": [65536]}}, "trials": 1}],
+                "baselines": [],
+                "slo": {"p99_e2e_ms": 100},
+                "confirm": {"top": 1, "repeats": 2},
+                "ablate": {"repeats": 0},
+                "measurement": {"warmup_s": 1, "window_s": 2, "windows": 1, "restart_warmup_s": 0, "jit_warmup_s": 0},
+                "search": {"warmup_s": 1, "min_step_s": 4, "max_step_s": 6, "max_steps": 3},
+                "hold": {"tries": 1},
+                "seed": 1,
+            }
+        )
+    )
     hog = subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
     time.sleep(0.5)
     hogs = {hog.pid, *map(int, Path(f"/proc/{hog.pid}/task/{hog.pid}/children").read_text().split())}
     try:
-        proc = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path),
-                         timeout=900)  # fmt: skip
+        proc = kafkatune(
+            "sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), timeout=900
+        )
     finally:
         os.killpg(hog.pid, 9)
         hog.wait()

@@ -12,6 +12,7 @@ from typing import Any
 
 from advisor.recommendation import Recommendation
 from core.stats import Interval
+from loadgen.sustainable import Slo
 
 
 def interval(d: dict[str, Any] | None) -> Interval | None:
@@ -21,12 +22,10 @@ def interval(d: dict[str, Any] | None) -> Interval | None:
 def objective_line(s: dict[str, Any]) -> str:
     if s.get("objective") == "sustainable_mb_s":
         slo = s.get("slo") or {}
-        parts = [f"p99 end-to-end ≤ {slo['p99_e2e_ms']:g} ms"] if slo.get("p99_e2e_ms") else []
-        parts += [f"p99 publish ≤ {slo['p99_publish_ms']:g} ms"] if slo.get("p99_publish_ms") else []
+        within = Slo(slo.get("p99_e2e_ms"), slo.get("p99_publish_ms")).describe()
         return (
-            "objective: the sustainable rate, the highest rate delivered within "
-            + " and ".join(parts)
-            + " (a max-rate probe, then a search of fixed rates: bracket, bisect, confirm)"
+            f"objective: the sustainable rate, the highest rate delivered within {within} (a max-rate probe, then a "
+            "search of fixed rates: bracket, bisect, confirm)"
         )
     return "objective: max-rate throughput (consumer-confirmed MB/s at the producers' maximum; latency not bounded)"
 

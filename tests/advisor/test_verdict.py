@@ -1,12 +1,13 @@
 """advisor.verdict on a confirmation whose winner beat Kafka's defaults but whose only changed key made no
 difference beyond noise when put back alone (the demo of 2026-11-28: +2.87 MB/s over the defaults, batch.size no
-measurable effect): nothing is to be applied, so nothing is promised."""
+measurable effect): nothing is to be applied, so nothing is promised. And the objective's words for the SLO."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from advisor.verdict import rule_confirmed
+from advisor.verdict import objective_line, rule_confirmed
+from loadgen.sustainable import Slo
 
 
 def _sweep(recommended: list[dict[str, Any]], none: list[dict[str, Any]], not_ablated: list[dict[str, Any]]) -> dict:
@@ -44,3 +45,12 @@ def test_a_key_beyond_noise_is_applied_with_the_confirmations_gain() -> None:
     (r,) = rule_confirmed(_sweep([key], [], []))
     assert r.title == "Apply the confirmed configuration's 1 key(s) with an effect beyond noise"
     assert r.action == {"batch.size": "83559"} and r.expected_gain_mb_s == 2.87 and r.severity == "high"
+
+
+def test_the_objective_states_the_studys_slo_in_the_words_the_search_judges_it_by() -> None:
+    both = {"objective": "sustainable_mb_s", "slo": {"p99_e2e_ms": 100.0, "p99_publish_ms": 50.0}}
+    assert Slo(100.0, 50.0).describe() in objective_line(both)
+    assert "p99 end-to-end ≤ 100 ms and p99 publish ≤ 50 ms" in objective_line(both)
+    publish = {"objective": "sustainable_mb_s", "slo": {"p99_e2e_ms": None, "p99_publish_ms": 20.0}}
+    assert "within p99 publish ≤ 20 ms (" in objective_line(publish)
+    assert "latency not bounded" in objective_line({"objective": "throughput_mb_s"})

@@ -23,7 +23,8 @@ IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is sa
 FSYNC_EVERY = 100  # log.flush.interval.messages at or below this forces a flush per request or so
 FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: flushes are forced
 # ... and fsync taking ≥ 5 % of each broker's time. Without it a trickle of produce requests looks forced: a
-# KRaft node also flushes its metadata log (about 2 flushes/s each, measured at 500 msg/s: 1.8 per request).
+# KRaft node also flushes its metadata log, a few times a second, which at a low produce rate is more than one
+# flush per request.
 FLUSH_TIME_SHARE = 0.05
 SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit

@@ -20,8 +20,7 @@ from advisor.trials import num
 LOSSY_PCT = 0.8
 # a host whose every link takes this long a round trip, and SLOW_FACTOR x the slowest link without it, has a slow
 # link: loaded links queue (tbf), all of them alike, so only one host's links far above the rest are a delay
-# (measured: 20 ms each way on one broker's link: its links 41-45 ms, the others 2.8-7.3 ms, some of those
-# losing 5 % of their packets)
+# (tests/e2e/test_shaped.py plants one, beside a lossy link)
 SLOW_RTT_MS = 10.0
 SLOW_FACTOR = 3.0
 LINK_MIN_SEGS = 500  # fewer data segments on a link say nothing about it

@@ -61,8 +61,8 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "broker_state": ("kafka_server_KafkaServer_Value", "BrokerState"),
     "process_cpu_load": ("java_lang_OperatingSystem_ProcessCpuLoad", None),
     # the JVM's JIT compilers' accumulated time (the exporter's own JVM collector): a fresh broker spends minutes
-    # of CPU here (0.5-1 s per second per broker in the testbed's first minute of load, measured), and a trial
-    # measured meanwhile measures the compiler as much as Kafka
+    # of CPU here (docs/measurement.md, "Why the warm-up has shapes"), and a trial measured meanwhile measures the
+    # compiler as much as Kafka
     "jit_compile_s": ("jvm_compilation_time_seconds_total", None),
 }
 # Summed over the label that tells collectors apart (the exporter's JVM collector): the brokers' GC pause time, s.

@@ -15,7 +15,7 @@ from core.fmt import num
 from sweeps import space, storage
 from sweeps.spec import Choices, IntRange, Spec
 
-TRIAL_OVERHEAD_S = 6  # topic, workers, drain, record: measured 4-6 s per trial here
+TRIAL_OVERHEAD_S = 6  # a trial's topic, workers, drain and record (its breakdown in a summary: sweeps.timing)
 TYPICAL_STEPS = 6  # a search's steps, typically (bracket 2, bisect 2-3, confirm 1)
 
 

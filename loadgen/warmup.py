@@ -1,38 +1,18 @@
 """Warming a freshly started cluster before anything is measured.
 
-A cold Kafka JVM spends minutes of CPU in the JIT compiler: on this 2-core machine a fresh testbed
-answered a 2,000 msg/s acks=all load with seconds of publish latency, a warm one with ~7 ms, and it
-took 3–4 minutes of load to get there. Numbers from a cold cluster are the compiler's, not Kafka's.
-
-Given the brokers' metrics endpoints, a warm-up ends once their JIT compilers are quiet (`JitWatch`): at most
+A cold Kafka JVM spends minutes of CPU in its JIT compiler, and what is measured meanwhile is the compiler's, not
+Kafka's. Given the brokers' metrics endpoints, a warm-up ends once their compilers are quiet (`JitWatch`): at most
 `JIT_QUIET_CORES` of a core per broker over the last `JIT_WINDOW_S`, read from the exporter's
-jvm_compilation_time_seconds_total; the seconds asked for are then its cap. Measured on the testbed under this
-load after a rolling restart, 5-s means per broker: 0.5-1.1 cores in the first minute, 0.05-0.25 at 70-85 s,
-under 0.1 from about 130 s; the throughput of consecutive 20-s loads meanwhile rose 98 -> 121 -> 149 -> 186 MB/s
-and then held at 175-188. A fixed 20-s warm-up ended in the first of those: the sweep trials that followed a
-restart measured 10-40 % less than the next ones of their group.
+jvm_compilation_time_seconds_total; the seconds asked for are then its cap.
 
-A quiet JIT is not yet a warm cluster for every load. After a rolling restart and a warm-up ended quiet (over
-10 s or 30 s, with this load or with the next run's own), a 20-s max-rate run of 128-KiB batches found the JIT at
-1.0-1.6 cores again and measured 39-84 MB/s, against 90-121 MB/s for the same run on the warm cluster (2 restarts
-per variant). Such a run carries loadgen.result's JIT warning.
+A quiet compiler is warm only for the load it compiled for, so the warm-up loads the brokers in each shape a study
+runs, each until quiet: the batches of `SHAPES` (the producers' default 16-KiB batches at linger.ms 0, then 1-MiB
+ones) at the maximum rate, then a fixed rate (`PACED` of the first shape's rate). A run measured while the
+compilers still work carries loadgen.result's JIT warning. The load is the point: when the producers end, the
+consumers stop with them (runner.run's drain=False) instead of reading the backlog a cold cluster left them.
 
-So the warm-up loads the brokers in two shapes of batch (`SHAPES`), each until the compilers are quiet: the
-producers' default 16-KiB batches at linger.ms 0, then 1-MiB ones. Measured on a fresh testbed warmed quiet with
-16-KiB batches alone (linger.ms 5, about 100 s), the first 20-s max-rate run of 1-MiB batches (1-KB records) found
-the brokers' compilers at 0.68 core in all and carried the JIT warning; a sweep's first trial set aside that way
-cost 44.6 s of a 1,286-s study. Warmed in both shapes (73 s, then 28 s), the same run found 0.39 core (no broker
-at the warning's 0.25) and the next ones 0.33 (16-KiB batches), 0.04 and 0.20: one run of each, not medians.
-
-Nor is a cluster warmed at the maximum rate warm for a fixed rate: on a fresh shaped testbed warmed that way, a
-fixed-rate run at 12,000 msg/s found the brokers' compilers at 1.3 cores in all for its first 30 s, falling under 0.2
-only after about 60 s, and 21 of its 120 s broke a 100-ms p99 (JIT present in 19 of them; the window's p99 166.8 ms
-against 50-58 ms on a warm cluster). So a last shape loads them at a fixed rate (`PACED` of the first shape's rate,
-the producers' default batching), until quiet too.
-
-The load is the point: when the producers end, the consumers stop with them (runner.run's drain=False) instead
-of reading the backlog a cold cluster left them (seconds after a rolling restart, measured: end-to-end p99 5.7 s
-at the end of a 30-s warm-up).
+What these rules were drawn from (compile time after a start and a rolling restart, the throughput of consecutive
+loads, runs of another shape after a quiet warm-up): docs/measurement.md, "Why the warm-up has shapes".
 """
 
 from __future__ import annotations

@@ -63,9 +63,9 @@ class Workload(BaseModel):
     warmupDurationMinutes: Annotated[float, Field(ge=0, le=60)] = 0
     drainTimeoutSeconds: Annotated[float, Field(gt=0, le=3600)] = 120
     # kafkatune's own: the drain also ends once no message arrived for this long (what is still owed is then
-    # lost). A consumer whose partition's leader failed over can wait longer than 10 s for it (measured: a hard
-    # bounce of a leader left one partition unread for over 10 s while 24 % of the messages were owed):
-    # runs with faults wait at least FAULT_DRAIN_IDLE_S (with_faults).
+    # lost). A consumer whose partition's leader failed over can wait longer than that for it (a hard bounce of
+    # a leader has left a partition unread past 10 s): runs with faults wait at least FAULT_DRAIN_IDLE_S
+    # (with_faults).
     drainIdleSeconds: Annotated[float, Field(gt=0, le=3600)] = 10
     # kafkatune's own: an application's processing time per message (µs), spent in each consumer's handler
     # as a sleep (I/O, not CPU). 0 = none. It makes a consumer that cannot keep up, as a slow application does.

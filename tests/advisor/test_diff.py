@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core import files
-from tests.helpers import kafkatune
+from tests.helpers import REPO, kafkatune
 
 
 def _run(d: Path, mb_s: float, e2e_p99: float, workload: str = "w") -> Path:
@@ -90,3 +90,21 @@ def test_a_study_side_is_its_confirmation_repeats_and_label_picks_a_candidate(tm
     assert d["mb_s"]["verdict"] == "better" and d["mb_s"]["candidate"]["estimate"] == 20.5
     r = kafkatune("diff", f"{study}#nope", str(study))
     assert r.returncode == 2 and "there are: stage#1, baseline:kafka-defaults" in r.stderr, r.stderr
+
+
+def test_a_recorded_studys_candidates_compare_on_their_sustainable_rates_and_a_probe_is_refused() -> None:
+    """The real tuned sweep recorded on the shaped testbed: its chosen configuration against Kafka's defaults, each
+    side its 3 confirmation searches, and the max-rate probe of one of them, which measured something else."""
+    study = str(REPO / "tests" / "fixtures" / "recorded" / "shaped-tuned")
+    out = kafkatune("diff", f"{study}#baseline:kafka-defaults", study, "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["baseline"]["measures"] == doc["candidate"]["measures"] == "sustainable rate"
+    assert [Path(r).name for r in doc["candidate"]["runs"]] == ["confirm-001", "confirm-003", "confirm-005"]
+    mb_s = next(m for m in doc["metrics"] if m["metric"] == "mb_s")
+    assert mb_s["verdict"] == "better" and mb_s["change"]["low"] > 0 and mb_s["change"]["n"] == 6
+    # latency on the chosen side is its operating point's one run: shown, not judged against a side without it
+    assert any("the operating point" in n for n in doc["candidate"]["notes"])
+    assert not any(m["metric"].startswith("e2e") for m in doc["metrics"])
+    probe = kafkatune("diff", study, f"{study}/trials/confirm-001")
+    assert probe.returncode == 2 and "not comparable" in probe.stderr and "max-rate" in probe.stderr, probe.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core import files
-from tests.helpers import REPO, kafkatune
+from tests.helpers import FIXTURES, kafkatune
 
 
 def _run(d: Path, mb_s: float, e2e_p99: float, workload: str = "w") -> Path:
@@ -95,7 +95,7 @@ def test_a_study_side_is_its_confirmation_repeats_and_label_picks_a_candidate(tm
 def test_a_recorded_studys_candidates_compare_on_their_sustainable_rates_and_a_probe_is_refused() -> None:
     """The real tuned sweep recorded on the shaped testbed: its chosen configuration against Kafka's defaults, each
     side its 3 confirmation searches, and the max-rate probe of one of them, which measured something else."""
-    study = str(REPO / "tests" / "fixtures" / "recorded" / "shaped-tuned")
+    study = str(FIXTURES / "recorded" / "shaped-tuned")
     out = kafkatune("diff", f"{study}#baseline:kafka-defaults", study, "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)

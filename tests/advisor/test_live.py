@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from advisor.live import live_config_rules, live_metric_rules, summarize
+from tests.helpers import FIXTURES
 
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "shaped-tuned"
+RECORDED = FIXTURES / "recorded" / "shaped-tuned"
+
+
+def _seconds() -> list[dict[str, Any]]:
+    """The per-broker seconds of one recorded search run (its ramp), as cluster.metrics.rates rows."""
+    return pq.read_table(RECORDED / "trials" / "confirm-001" / "ramp" / "broker_metrics.parquet").to_pylist()
 
 
 def test_seconds_of_broker_metrics_summarize_to_per_second_sums_and_the_busiest_broker() -> None:
-    rows = pq.read_table(RECORDED / "trials" / "confirm-001" / "ramp" / "broker_metrics.parquet").to_pylist()
+    rows = _seconds()
     row = summarize(rows)
     seconds: dict[int, list[dict]] = {}
     for r in rows:
@@ -34,7 +40,7 @@ def test_seconds_of_broker_metrics_summarize_to_per_second_sums_and_the_busiest_
 
 
 def test_a_recorded_run_below_its_knee_is_not_bound_and_says_what_its_links_carried() -> None:
-    rows = pq.read_table(RECORDED / "trials" / "confirm-001" / "ramp" / "broker_metrics.parquet").to_pylist()
+    rows = _seconds()
     row = summarize(rows)
     profile = json.loads((RECORDED / "profile.json").read_text())
     (rec,) = [r for r in live_metric_rules({**row, "broker": {}}, profile) if r.rule.startswith("live")]

@@ -8,7 +8,6 @@ the live testbed is tests/advisor/test_diagnosis.py's."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,8 +17,9 @@ from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from records.analysis import load_table, rows
 from records.study import open_study
+from tests.helpers import FIXTURES
 
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "diagnosis"
+RECORDED = FIXTURES / "recorded" / "diagnosis"
 
 
 def diagnosed(name: str) -> tuple[dict[str, Any], list[Recommendation], dict[str, Any]]:

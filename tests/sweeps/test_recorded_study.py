@@ -20,8 +20,9 @@ from reports.properties import parse
 from sweeps import confirm, hold, storage
 from sweeps.hold import chosen_steps, fit_knee
 from sweeps.spec import load_spec
+from tests.helpers import FIXTURES
 
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / "shaped-tuned"
+RECORDED = FIXTURES / "recorded" / "shaped-tuned"
 
 
 def plain(x: Any) -> Any:

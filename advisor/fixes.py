@@ -28,12 +28,7 @@ def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, st
         cur = num(p.get(key)) or catalogue.get(key).default
         return {key: str(int(cur) * 2)} if isinstance(cur, int | float) else {}
     if bound == "small_batches":
-        size = max(131072, int(num(p.get("batch.size")) or 0))
-        out = {"batch.size": str(size), "linger.ms": str(max(5, int(num(p.get("linger.ms")) or 0)))}
-        memory = num(p.get("buffer.memory"))
-        if memory is not None and memory < size:  # buffer.memory ≥ batch.size (catalogue.RULES)
-            out["buffer.memory"] = str(size)
-        return out
+        return small_batch_fix(p)
     if bound == "forced_flush":
         out = {}
         for scoped in diagnose.flush_settings(t):
@@ -42,6 +37,30 @@ def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, st
             out[key] = "(delete the topic override)" if scope == "topic" else str(default or "(unset: Kafka's default)")
         return out
     return {}
+
+
+def current(p: dict[str, Any], key: str) -> int:
+    """The integer value of catalogue key `key` in params `p`, else Kafka's default (0 when it has none)."""
+    v, default = num(p.get(key)), catalogue.get(key).default
+    return int(v) if v is not None else (default if isinstance(default, int) else 0)
+
+
+def small_batch_fix(p: dict[str, Any]) -> dict[str, str]:
+    """Batches of at least 128 KiB and a linger of at least 5 ms; when the configuration already has both, its
+    batches do not fill within the linger, so the linger doubles (up to 100 ms). Only keys that change are
+    returned: a fix that repeats the current configuration would move nothing."""
+    size, linger = current(p, "batch.size"), current(p, "linger.ms")
+    out = {}
+    if size < 131072:
+        out["batch.size"] = str(size := 131072)
+    if linger < 5:
+        out["linger.ms"] = "5"
+    elif not out and linger < 100:
+        out["linger.ms"] = str(min(100, 2 * linger))
+    memory = num(p.get("buffer.memory"))
+    if memory is not None and memory < size:  # buffer.memory ≥ batch.size (catalogue.RULES)
+        out["buffer.memory"] = str(size)
+    return out
 
 
 def _fetchers_above(cur: int, brokers: int) -> int:
@@ -57,17 +76,13 @@ def replication_fix(p: dict[str, Any], brokers: int) -> dict[str, str]:
     least two producer batches, with the response limit raised when the fetch would no longer fit in it
     (catalogue.RULES: replica.fetch.response.max.bytes ≥ replica.fetch.max.bytes)."""
 
-    def cur(key: str) -> int:
-        d = catalogue.get(key).default
-        return int(num(p.get(key)) or (d if isinstance(d, int) else 0))
-
-    fetch = max(2 * cur("replica.fetch.max.bytes"), 2 * int(num(p.get("batch.size")) or 16384))
+    fetch = max(2 * current(p, "replica.fetch.max.bytes"), 2 * current(p, "batch.size"))
     fetch = min(fetch, catalogue.INT_MAX)
     out = {
-        "num.replica.fetchers": str(_fetchers_above(cur("num.replica.fetchers"), brokers)),
+        "num.replica.fetchers": str(_fetchers_above(current(p, "num.replica.fetchers"), brokers)),
         "replica.fetch.max.bytes": str(fetch),
     }
-    if cur("replica.fetch.response.max.bytes") < fetch:
+    if current(p, "replica.fetch.response.max.bytes") < fetch:
         out["replica.fetch.response.max.bytes"] = str(min(catalogue.INT_MAX, 4 * fetch))
     return out
 
@@ -99,14 +114,49 @@ def behind(t: dict[str, Any]) -> tuple[float, float] | None:
     return None
 
 
-def latency_fix(part: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
-    """The setting that moves the latency part `part` (advisor.latency.LATENCY_PARTS) down, with a legal value."""
+def slo_budget_ms(t: dict[str, Any], slo_ms: float | None, wait_ms: float) -> float | None:
+    """What a wait of `wait_ms` (a linger, a fetch wait) may take so the run's p99 end-to-end meets `slo_ms`: half
+    of what the SLO leaves after the rest of the record's p99 time (the p99 less that wait), so the run-to-run
+    spread has room. None without an SLO or a measured p99; 0 when the rest alone breaks the SLO."""
+    p99 = num(t.get("e2e_p99_ms"))
+    if slo_ms is None or p99 is None:
+        return None
+    return max(0.0, (slo_ms - max(0.0, p99 - wait_ms)) / 2)
+
+
+def linger_fix(t: dict[str, Any], slo_ms: float | None) -> dict[str, str]:
+    """A linger sized to the SLO's budget (slo_budget_ms), below the current one; a tenth of it without an SLO."""
+    linger = num((t.get("params") or {}).get("linger.ms")) or 0.0
+    budget = slo_budget_ms(t, slo_ms, linger)
+    return {"linger.ms": str(int(min(linger - 1, budget if budget is not None else linger / 10)))}
+
+
+def fetch_fix(t: dict[str, Any], slo_ms: float | None, brokers: int) -> dict[str, str]:
+    """A consumer whose records wait before its handler: a fetch.min.bytes above 1 makes the broker hold each
+    fetch until that much arrived or fetch.wait.max.ms passed, so it goes back to 1 (Kafka's default) and the
+    wait is capped at the SLO's budget; with fetches already answered at once the wait is the consumer's own
+    (its loop, its share of partitions): more consumers."""
+    p = t.get("params") or {}
+    if (num(p.get("fetch.min.bytes")) or 1) > 1:
+        wait = num(p.get("fetch.wait.max.ms"))
+        wait = 500.0 if wait is None else wait  # Kafka's default fetch.wait.max.ms
+        out = {"fetch.min.bytes": "1"}
+        budget = slo_budget_ms(t, slo_ms, wait)
+        if budget is not None and wait > budget:
+            out["fetch.wait.max.ms"] = str(int(budget))
+        return out
+    return consumer_fix("consumer", p, brokers)
+
+
+def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | None = None) -> dict[str, str]:
+    """The setting that moves the latency part `part` (advisor.latency.LATENCY_PARTS) down, with a legal value;
+    the waits a client is configured to make are sized to the budget the SLO (`slo_ms`, p99 end-to-end) leaves."""
     p = t.get("params") or {}
     if part == "client_queue_ms":
         linger = num(p.get("linger.ms"))
         queue = num(t.get("client_queue_ms")) or 0
         if linger is not None and linger >= 1 and queue <= 2 * linger + diagnose.QUEUE_SLACK_MS:  # the linger's wait
-            return {"linger.ms": str(int(linger // 10))}
+            return linger_fix(t, slo_ms)
         return {"producer rate": "lower: records queue behind a full batch pipeline (the sustainable rate)"}
     if part == "produce_queue_ms":
         return binding_fix("request_handlers", t)
@@ -117,5 +167,5 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str
     if part == "produce_remote_ms":
         return {"num.replica.fetchers": replication_fix(p, brokers)["num.replica.fetchers"]}
     if part == "consumer_ms":
-        return consumer_fix("consumer", p, brokers) if behind(t) else {"fetch.wait.max.ms": "100"}
+        return consumer_fix("consumer", p, brokers) if behind(t) else fetch_fix(t, slo_ms, brokers)
     return {}

@@ -77,7 +77,7 @@ def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
                 "latency-slo",
                 f"The SLO is missed: most of a record's time ({ms:.1f} ms of {total:.1f}) is spent "
                 f"{LATENCY_PARTS[part]}",
-                action=latency_fix(part, t, int(study.get("brokers") or 3)),
+                action=latency_fix(part, t, int(study.get("brokers") or 3), num(slo.get("p99_e2e_ms"))),
                 evidence=ev,
                 trials=[t["trial_id"]],
                 severity="high",

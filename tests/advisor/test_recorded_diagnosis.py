@@ -96,7 +96,10 @@ def test_a_long_linger_that_breaks_the_slo_is_named_with_the_setting_that_moves_
     assert t["rate_mode"] == "fixed-rate" and t["e2e_p99_ms"] > 100
     assert t["bound"] != "forced_flush", t["bound_reason"]
     assert recs[0].rule == "latency-slo", [(r.rule, r.title) for r in recs]
-    assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": "30"}
+    # the linger the SLO leaves room for: half of 100 ms less the rest of the record's p99 (its p99 less the linger)
+    budget = (100 - (t["e2e_p99_ms"] - 300)) / 2
+    assert "waiting in the producer's queue" in recs[0].title and recs[0].action == {"linger.ms": str(int(budget))}
+    assert 0 < int(budget) < 100
 
 
 def test_one_producer_of_small_records_is_diagnosed_as_client_bound() -> None:

@@ -234,7 +234,8 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
         params={"acks": "all", "linger.ms": "300"},
     )
     (r,) = rule_latency(frame(lingering), STUDY)
-    assert r.rule == "latency-slo" and r.severity == "high" and r.action == {"linger.ms": "30"}
+    # 420 ms less the 300-ms linger leaves 120 ms of the record's tail that is not the linger: past the SLO alone
+    assert r.rule == "latency-slo" and r.severity == "high" and r.action == {"linger.ms": "0"}
     assert "p99 end-to-end 420.0 ms > the SLO's 100 ms" in r.evidence[0]
     assert "waiting in the producer's queue" in r.title
     # the followers' wait: more fetchers; the consumer's side: a shorter fetch wait
@@ -261,7 +262,8 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
         client_rtt_ms=4.0,
         produce_total_ms=3.0,
     )
-    assert rule_latency(frame(fetch), STUDY)[0].action == {"fetch.wait.max.ms": "100"}
+    # fetches answered at once (fetch.min.bytes 1, Kafka's default): the consumer's own wait, more consumers
+    assert rule_latency(frame(fetch), STUDY)[0].action == {"partitions": "3", "consumers": "2"}
     # a study's own SLO wins; a max-rate run's latency is not judged against any
     assert rule_latency(frame(lingering), {**STUDY, "sweep": {"slo": {"p99_e2e_ms": 500}}}) == []
     assert rule_latency(frame({**lingering, "rate_mode": "max-rate"}), STUDY) == []
@@ -397,6 +399,40 @@ def test_a_swept_parameter_is_judged_against_its_stages_window_spread_and_its_te
     assert all(r.severity == "info" and "search marginal" in r.evidence[-1] for r in after)
     flat = pd.DataFrame(_params("p", "acks", (1, 20.0), (2, 20.0)))
     assert rule_params(effects(trials, flat)) == []  # no difference: nothing to say
+
+
+def test_a_clients_configured_wait_is_sized_to_the_budget_the_slo_leaves() -> None:
+    """A 1-s linger and a consumer holding fetches for 10 MB (up to 500 ms), each against a 100-ms SLO: the fix
+    gives the wait half of what the SLO leaves after the rest of the record's p99 (advisor.fixes.slo_budget_ms),
+    not a constant that still breaks it (linger ÷ 10 was 100 ms; fetch.wait.max.ms=100 left the 10-MB hold)."""
+    slow = dict(rate_mode="fixed-rate", client_rtt_ms=4.0, produce_total_ms=3.0, client_queue_ms=1.0)
+    linger = trial(
+        "linger", **{**slow, "client_queue_ms": 600.0}, e2e_p99_ms=1030.0, e2e_p50_ms=620.0, publish_p50_ms=615.0
+    )
+    linger["params"] = {"acks": "all", "linger.ms": "1000"}
+    (r,) = rule_latency(frame(linger), STUDY)
+    assert r.action == {"linger.ms": "35"}  # (100 - (1030 - 1000)) / 2
+    assert rule_latency(frame(linger), {**STUDY, "slo": {"p99_e2e_ms": 500}})[0].action == {"linger.ms": "235"}
+    held = trial("held", **slow, e2e_p99_ms=520.0, e2e_p50_ms=505.0, publish_p50_ms=6.0)
+    held["params"] = {"acks": "all", "fetch.min.bytes": str(10_000_000), "fetch.wait.max.ms": "500"}
+    (r,) = rule_latency(frame(held), STUDY)
+    assert r.action == {"fetch.min.bytes": "1", "fetch.wait.max.ms": "40"}, r.action  # (100 - (520 - 500)) / 2
+    # a wait already within the budget (none at all) is left alone: only fetch.min.bytes goes back
+    held["params"] = {**held["params"], "fetch.wait.max.ms": "0"}
+    assert rule_latency(frame(held), STUDY)[0].action == {"fetch.min.bytes": "1"}
+
+
+def test_a_small_batch_fix_never_repeats_the_configuration() -> None:
+    """Batches that stay small with batch.size and linger.ms already at the rule's values: the linger doubles
+    (the batches do not fill within it); only keys that change are written."""
+    assert binding_fix("small_batches", trial(params={"batch.size": "1024", "linger.ms": "0"})) == {
+        "batch.size": "131072",
+        "linger.ms": "5",
+    }
+    assert binding_fix("small_batches", trial(params={"batch.size": "262144", "linger.ms": "0"})) == {"linger.ms": "5"}
+    big = {"batch.size": "262144", "linger.ms": "20"}
+    assert binding_fix("small_batches", trial(params=big)) == {"linger.ms": "40"}
+    assert binding_fix("small_batches", trial(params={"batch.size": "16384"})) == {"batch.size": "131072"}
 
 
 def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it() -> None:

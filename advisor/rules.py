@@ -32,11 +32,14 @@ def fmt(v: float | None, unit: str = " MB/s") -> str:
 
 
 def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+    """The confirmed configuration of a sweep, else the best of two or more measured runs. Never for one run: the
+    best of one compares nothing, and its settings may be the very cause the other rules name (a bench run of
+    batch.size=1024 was once told to apply batch.size=1024)."""
     sweep = study.get("sweep") or {}
     if sweep.get("confirmation"):
         return rule_confirmed(sweep)
     best, dflt = best_trial(trials), defaults_trial(trials)
-    if not best:
+    if not best or len(trials) < 2:
         return []
     if dflt:
         changed = {k: v for k, v in best["params"].items() if dflt["params"].get(k) != v}

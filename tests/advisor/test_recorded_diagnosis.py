@@ -50,10 +50,8 @@ def test_small_batches_are_diagnosed_as_small_batches_not_client() -> None:
     assert t["batch_bytes"] is not None and t["batch_bytes"] < 2048 and t["batch_records"] < 2
     assert not t["client_bound"]
     assert recs[0].rule == "binding-resource", [r.rule for r in recs]
-    # the workload's producer settings are keys of the configuration: both differ from Kafka's defaults
-    best = next(r for r in recs if r.rule == "best-config")
-    assert {"batch.size": "1024", "linger.ms": "0"}.items() <= best.action.items(), best.action
-    assert best.severity == "info"  # no defaults trial measured beside it
+    # one run: no "apply the best measured configuration", which would re-apply the plant
+    assert "best-config" not in {r.rule for r in recs}, [(r.rule, r.action) for r in recs]
     assert recs[0].action["batch.size"] == "131072" and recs[0].action["linger.ms"] == "5"
 
 

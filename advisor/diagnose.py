@@ -258,11 +258,16 @@ def _unsaturated(row: dict[str, Any]) -> str:
 
 
 def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
-    """What bound the trial's run. A sustainable-rate trial's evidence is its max-rate probe's (the run that
-    pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate."""
+    """What bound the trial's run. A sweep's sustainable-rate trial's evidence is its max-rate probe's (the run
+    that pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate.
+    A bench run's is its search run's, said so with the rate it held."""
     d = _binding(row, profile)
     probe = num(row.get("throughput_mb_s"))
-    if row.get("objective") == "sustainable_mb_s" and probe is not None and row.get("state") == "complete":
+    if row.get("objective") != "sustainable_mb_s" or row.get("state") != "complete":
+        return d
+    if row.get("stage") == "bench":  # a bench run's record is its search run: steered steps, no max-rate window
+        return Diagnosis(d.bound, f"over its search's steps (it held {num(row.get('mb_s')) or 0:.2f} MB/s): {d.reason}")
+    if probe is not None:
         return Diagnosis(d.bound, f"at its max-rate probe ({probe:.2f} MB/s): {d.reason}")
     return d
 

@@ -29,6 +29,8 @@ def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, st
         return {key: str(int(cur) * 2)} if isinstance(cur, int | float) else {}
     if bound == "small_batches":
         return small_batch_fix(p)
+    if bound == "none":  # round trips set the rate: a producer capped below Kafka's in-flight default sends fewer
+        return inflight_fix(p)
     if bound == "forced_flush":
         out = {}
         for scoped in diagnose.flush_settings(t):
@@ -43,6 +45,14 @@ def current(p: dict[str, Any], key: str) -> int:
     """The integer value of catalogue key `key` in params `p`, else Kafka's default (0 when it has none)."""
     v, default = num(p.get(key)), catalogue.get(key).default
     return int(v) if v is not None else (default if isinstance(default, int) else 0)
+
+
+def inflight_fix(p: dict[str, Any]) -> dict[str, str]:
+    """max.in.flight.requests.per.connection back to Kafka's default (5, the most the idempotent producer allows)
+    when the configuration caps it lower; nothing otherwise."""
+    key = "max.in.flight.requests.per.connection"
+    default = catalogue.get(key).default
+    return {key: str(default)} if isinstance(default, int) and current(p, key) < default else {}
 
 
 def small_batch_fix(p: dict[str, Any]) -> dict[str, str]:
@@ -169,3 +179,26 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | 
     if part == "consumer_ms":
         return consumer_fix("consumer", p, brokers) if behind(t) else fetch_fix(t, slo_ms, brokers)
     return {}
+
+
+def round_trips_advice(study: dict[str, Any], best: dict[str, Any]) -> str:
+    """The advice when nothing saturates, leaving out the levers the study's ablations found without effect; a
+    producer capped below Kafka's in-flight default is named first (inflight_fix)."""
+    capped = inflight_fix(best.get("params") or {})
+    if capped:
+        key = next(iter(capped))
+        now = (best.get("params") or {}).get(key)
+        inflight = num(best.get("client_inflight"))
+        seen = f" (the producer had {inflight:.1f} in flight, median)" if inflight is not None else ""
+        return (
+            f"No resource is saturated: the rate is set by round trips, and {key}={now} lets each broker "
+            f"connection carry {now} request(s) at a time{seen}: raise it to {capped[key]}, Kafka's default"
+        )
+    without = {e["key"] for e in (study.get("sweep") or {}).get("no_measurable_effect") or []}
+    levers = [k for k in ("batch.size", "linger.ms") if k not in without]
+    return (
+        "No resource is saturated: the rate is set by round trips (acks=all waits for the followers): more "
+        "partitions and producers keep more requests in flight"
+        + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
+        + (f" ({', '.join(sorted(without))}: measured without effect here)" if without else "")
+    )

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
-from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix
+from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix, round_trips_advice
 from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
@@ -93,8 +93,8 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         "partitions": "Too few partitions for the clients and brokers: more partitions (a multiple of the brokers)",
         "consumer": "The consumers fall behind: more consumers (and partitions for them)",
         "client": "The load generator was the limit: add producer processes or client hosts",
-        "none": _round_trips(study)
-        if best.get("rate_mode") != "fixed-rate"
+        "none": round_trips_advice(study, best)
+        if best.get("rate_mode") != "fixed-rate" or best.get("objective") == "sustainable_mb_s"
         else "No resource is saturated at this fixed rate: a max-rate or sustainable-rate run finds the limit",
         "unknown": "Nothing can be named without evidence: run the workload with `kafkatune bench` (broker metrics "
         "and client statistics are recorded) for a diagnosis",
@@ -112,18 +112,6 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
             severity="info" if b == "unknown" else "medium",
         )
     ]
-
-
-def _round_trips(study: dict[str, Any]) -> str:
-    """The advice when nothing saturates, leaving out the levers the study's ablations found without effect."""
-    without = {e["key"] for e in (study.get("sweep") or {}).get("no_measurable_effect") or []}
-    levers = [k for k in ("batch.size", "linger.ms") if k not in without]
-    return (
-        "No resource is saturated: the rate is set by round trips (acks=all waits for the followers): more "
-        "partitions and producers keep more requests in flight"
-        + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
-        + (f" ({', '.join(sorted(without))}: measured without effect here)" if without else "")
-    )
 
 
 def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommendation]:

@@ -126,3 +126,16 @@ def test_a_topic_that_acknowledges_on_one_replica_and_recompresses_is_flagged() 
     assert "topic compression.type=gzip, producer compression.type=none" in gz.evidence[0]
     assert t["replica_lag_max"] is not None and t["replica_lag_max"] >= 0
     assert t["controller_bad_seconds"] == 0  # one of the testbed's combined nodes leads the quorum throughout
+
+
+def test_a_producer_capped_at_one_request_in_flight_is_told_to_raise_it() -> None:
+    """max.in.flight.requests.per.connection=1 under rate discovery (the bench default): no resource saturates over
+    the search's steps, and the diagnosis says it read those steps. Round trips set the rate, and the first advice
+    raises the cap to Kafka's 5; no recommendation writes the plant back."""
+    t, recs, res = diagnosed("inflight-one")
+    assert res["sustainable"]["mb_s"] > 0 and t["stage"] == "bench"
+    assert t["bound"] == "none" and t["bound_reason"].startswith("over its search's steps (it held"), t["bound_reason"]
+    assert recs[0].rule == "binding-resource", [(r.rule, r.title) for r in recs]
+    assert recs[0].action == {"max.in.flight.requests.per.connection": "5"}
+    assert "max.in.flight.requests.per.connection=1 lets each broker connection carry 1" in recs[0].title
+    assert all(r.action.get("max.in.flight.requests.per.connection") != "1" for r in recs), recs

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
-from advisor.fixes import binding_fix, consumer_fix, replication_fix
+from advisor.fixes import binding_fix, consumer_fix, replication_fix, round_trips_advice
 from advisor.live import live_config_rules, live_metric_rules
 from advisor.noise import effects
 from advisor.rules import (
@@ -451,3 +451,16 @@ def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it()
     assert binding_fix("replication", lagging) == replication_fix({"num.replica.fetchers": "3"}, 3)
     assert binding_fix("partitions", trial(params={})) == consumer_fix("partitions", {}, 3)
     assert binding_fix("unknown-bound", trial()) == {}
+
+
+def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() -> None:
+    assert "a larger batch.size and linger.ms" in round_trips_advice({}, {})
+    got = round_trips_advice({"sweep": {"no_measurable_effect": [{"key": "batch.size"}]}}, {})
+    assert "a larger linger.ms" in got and "batch.size: measured without effect here" in got
+    assert "a larger batch.size" not in got
+    # a producer capped below Kafka's 5 requests in flight is named, with the fix that moves it
+    capped = trial(params={"max.in.flight.requests.per.connection": "2"}, client_inflight=1.8)
+    said = round_trips_advice({}, capped)
+    assert "max.in.flight.requests.per.connection=2" in said and "1.8 in flight" in said and "raise it to 5" in said
+    assert binding_fix("none", capped) == {"max.in.flight.requests.per.connection": "5"}
+    assert binding_fix("none", trial(params={"max.in.flight.requests.per.connection": "5"})) == {}

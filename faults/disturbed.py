@@ -52,3 +52,12 @@ def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure", brok
         if a != b:
             note("controller", b, f"the active controller moved from broker {a} to {b} in second {cur}")
     return list(found.values())
+
+
+def nothing_consumed(summary: Mapping[str, Any]) -> str | None:
+    """What a run's consumers said when none of them received any of its acknowledged records (loadgen.clientside;
+    a run without consumers says nothing): after a rolling restart a consumer group once formed with no partition
+    assigned, and the trial recorded 0 MB/s. Such a run measured no consumption, so it is measured again like a
+    disturbed one. None when something was consumed."""
+    said = [w for w in summary.get("warnings") or () if w.startswith("no consumer received anything")]
+    return said[0] if said and not summary.get("consumed") else None

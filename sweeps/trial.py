@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
-from faults.disturbed import disturbances
+from faults.disturbed import disturbances, nothing_consumed
 from faults.inject import Injector
 from loadgen import brokerside, runner, search, sustainable
 from loadgen import result as res
@@ -215,6 +215,8 @@ class _Trial:
         whether their compilers were still busy in it."""
         rows = rec.brokers.to_pylist()
         self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
+        if said := nothing_consumed(rec.summary):
+            self.disturbed.append(said)
         if not self.jit_busy and (busy := brokerside.jit_busy(rows)):
             self.jit_busy = brokerside.jit_busy_words(busy)
 

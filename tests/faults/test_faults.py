@@ -18,7 +18,7 @@ import pytest
 
 from cluster.inventory import Security
 from core.errors import UserError
-from faults.disturbed import disturbances
+from faults.disturbed import disturbances, nothing_consumed
 from faults.inject import Injector
 from faults.spec import NODE_FAULTS, check_schedule, parse
 from loadgen import result, runner
@@ -197,6 +197,17 @@ def test_a_broker_that_never_answered_again_in_the_window_is_a_disturbance() -> 
     (killed,) = disturbances(healthy + rows(3, range(0, 8)), brokers=[1, 2, 3])
     assert killed == "broker 3 could not be scraped after second 7 (the window ran to 19)"
     assert disturbances(healthy, brokers=()) == []  # without the list, missing rows name nobody
+
+
+def test_a_run_whose_consumers_received_none_of_its_acknowledged_records_is_measured_again() -> None:
+    """After a rolling restart a consumer group once formed with no partition assigned: the sweep's trial recorded
+    0 MB/s as its measurement. Such a run names what its consumers said, and sweeps.trial sets it aside."""
+    said = "no consumer received anything of the 118,509 acknowledged records: consumer 0: group up/steady"
+    idle = {"acknowledged": 118509, "consumed": 0, "warnings": ["producer buffer full 751 times", said]}
+    assert nothing_consumed(idle) == said
+    assert nothing_consumed({**idle, "consumed": 1}) is None
+    # a run without consumers (a producer-only workload) has no such warning: nothing to set aside
+    assert nothing_consumed({**idle, "warnings": ["producer buffer full 751 times"]}) is None
 
 
 def test_a_robustness_studys_faults_are_checked_before_anything_runs() -> None:

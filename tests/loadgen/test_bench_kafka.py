@@ -342,9 +342,10 @@ def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(health
     for shape in got["shapes"]:
         assert shape["quiet"] is True and warmup.JIT_WINDOW_S <= shape["s"] < 45, got
     assert got["s"] >= sum(s["s"] for s in got["shapes"]), got
-    # without the endpoints each shape runs its share and says nothing about the JIT
-    fixed = warmup.warm_up(healthy.bootstrap_servers, 3, say=print)
-    assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 3, fixed
+    # without the endpoints each shape runs its share and says nothing about the JIT (3 s each: in a 1-s share the
+    # first shape once had nothing acknowledged yet, and a fixed rate of 0 is no shape)
+    fixed = warmup.warm_up(healthy.bootstrap_servers, 9, say=print)
+    assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 9, fixed
     assert [s["s"] >= 1 and s["quiet"] is None for s in fixed["shapes"]] == [True, True, True], fixed
 
 

@@ -13,7 +13,7 @@ from brokerconf import catalogue
 
 def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
     """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
-    doubles, Kafka's largest legal step; a batch grows to 128 KiB and waits up to 5 ms to fill)."""
+    doubles, Kafka's largest legal step; small batches: small_batch_fix; round trips: inflight_fix)."""
     p = t.get("params") or {}
     if bound == "replication":
         return replication_fix(p, brokers)
@@ -25,8 +25,7 @@ def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, st
         return {key: str(2 * int(num(p.get(key)) or 1))}
     if bound in ("request_handlers", "network_threads"):
         key = "num.io.threads" if bound == "request_handlers" else "num.network.threads"
-        cur = num(p.get(key)) or catalogue.get(key).default
-        return {key: str(int(cur) * 2)} if isinstance(cur, int | float) else {}
+        return {key: str(2 * current(p, key))}
     if bound == "small_batches":
         return small_batch_fix(p)
     if bound == "none":  # round trips set the rate: a producer capped below Kafka's in-flight default sends fewer
@@ -184,10 +183,11 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | 
 def round_trips_advice(study: dict[str, Any], best: dict[str, Any]) -> str:
     """The advice when nothing saturates, leaving out the levers the study's ablations found without effect; a
     producer capped below Kafka's in-flight default is named first (inflight_fix)."""
-    capped = inflight_fix(best.get("params") or {})
+    params = best.get("params") or {}
+    capped = inflight_fix(params)
     if capped:
         key = next(iter(capped))
-        now = (best.get("params") or {}).get(key)
+        now = params.get(key)
         inflight = num(best.get("client_inflight"))
         seen = f" (the producer had {inflight:.1f} in flight, median)" if inflight is not None else ""
         return (

@@ -41,7 +41,7 @@ class Channel:
     # cleared: they receive again
     pause_consumers: Any
     # the next rate step a steered run's coordinator decided (loadgen.search): [version, second from t0, msg/s per
-    # producer]; producers read it once a second and append it to their schedule
+    # producer]; producers read it every 20 ms (loadgen.worker.STEP_READ_NS) and append it to their schedule
     next_step: Any
 
     @classmethod

@@ -47,8 +47,11 @@ from loadgen.workload import Workload
 
 # At most this many seconds after a missed step are spent waiting for the consumers to catch up before judging.
 MAX_SETTLE_S = 10
-# The next rate starts this many seconds after the last second the coordinator has every tick of (a second's ticks
-# arrive just after it ends; remote workers get the step relayed over SSH).
+# The next rate starts this many seconds after the last second the coordinator has every tick of. A second's ticks
+# arrive just after it ends: workers on this machine (or its namespaces) read the step within 20 ms
+# (loadgen.worker.STEP_READ_NS), so it starts on the next second, already begun, which is not judged; workers on
+# remote hosts get it relayed over SSH and read it once it arrives, so it starts a second later.
+LOCAL_LEAD_S = 1
 LEAD_S = 2
 
 
@@ -74,8 +77,17 @@ class Searcher:
     """The search as a runner `Steer`: after every tick it judges the open step over the seconds every worker has
     reported, decides it when its figures are clear, and publishes the next rate; True once the answer is known."""
 
-    def __init__(self, w: Workload, probe_msg_s: float, search: Search, slo: Slo, say: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        w: Workload,
+        probe_msg_s: float,
+        search: Search,
+        slo: Slo,
+        say: Callable[[str], None],
+        lead_s: int = LEAD_S,
+    ) -> None:
         self.w, self.u, self.s, self.slo, self.say = w, probe_msg_s, search, slo, say
+        self.lead_s = lead_s
         self.n_prod = w.topics * w.producersPerTopic
         self.n_cons = w.topics * w.subscriptionsPerTopic * w.consumerPerSubscription
         self.steps: list[Step] = []
@@ -184,7 +196,7 @@ class Searcher:
         if nxt is None or len(self.steps) >= self.s.max_steps:
             self.done = True
             return
-        start = s + LEAD_S
+        start = s + self.lead_s
         publish(start, nxt)
         self.open = _Open(nxt, start, phase)
 
@@ -240,8 +252,9 @@ def search_run(
     say: Callable[[str], None] = print,
 ) -> tuple[RawRun, Searcher]:
     """One steered run searching under the upper bound `probe_msg_s`: the run and the search's state."""
-    sr = Searcher(w, probe_msg_s, search, slo, say)
-    rw = timed_workload(w, sr.first, search.warmup_s, search.longest_run_s(MAX_SETTLE_S + LEAD_S + 1))
+    remote = any(p is not None and not isinstance(p, str) for p in placements)  # str: a namespace of this machine
+    sr = Searcher(w, probe_msg_s, search, slo, say, LEAD_S if remote else LOCAL_LEAD_S)
+    rw = timed_workload(w, sr.first, search.warmup_s, search.longest_run_s(MAX_SETTLE_S + sr.lead_s + 1))
     raw = runner.run(
         rw,
         common,

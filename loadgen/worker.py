@@ -48,6 +48,9 @@ POLL_EVERY_NS = 100_000
 # How long a producer waits (at most) for the cluster after its buffer was full, before it tries again: so a
 # run's buffer-full count bounds the time the cluster's back-pressure held it (advisor.diagnose reads that).
 FULL_WAIT_S = 0.005
+# A steered run's producers look for the coordinator's next rate step this often: a step decided just after a
+# second ends can then start on the next one (loadgen.search.LOCAL_LEAD_S) with at most this late to catch up.
+STEP_READ_NS = 20_000_000
 # At max rate without keys the records go to the driver this many at a time (fewer when large: at most
 # BATCH_BYTES of them), where its client takes a batch in one call (api.Producer.batch_sender).
 BATCH_RECORDS = 64
@@ -115,7 +118,7 @@ def run_producer(
     next_step: Any = None,
     clock: Clock = time.time_ns,
 ) -> None:
-    """`next_step`: a steered run's shared next rate step (loadgen.channel.Channel.next_step), read once a second."""
+    """`next_step`: a steered run's shared next rate step (loadgen.channel.Channel.next_step), read every 20 ms."""
     try:
         drv = enter(task)
         prod = drv.create_counting_producer(task.topic, task.overrides) if task.count_acks else None
@@ -186,7 +189,7 @@ def _produce(
     tick.delay = delay if interval else None  # publish delay exists only against a schedule
     seq = 0
     last_poll = 0
-    next_tick = tick.next_at
+    next_tick = next_read = tick.next_at
     while clock() < t0:
         time.sleep(0.0005)
     blast = prod.batch_sender(on_done) if not interval and no_key else None
@@ -200,7 +203,8 @@ def _produce(
             next_tick = tick.next_at
             if stop.is_set():
                 break
-            if next_step is not None and steps:
+        if now >= next_read and steps:  # a steered run's next step, read within STEP_READ_NS of its publication
+            if next_step is not None:
                 version, at, rate = read_step(next_step)
                 if version != step_version:
                     step_version = version
@@ -210,6 +214,9 @@ def _produce(
                 step_i += 1
                 base_t, base_seq = t0 + steps[step_i][0] * 1_000_000_000, seq
                 interval = 1e9 / steps[step_i][1]
+            next_read = now + STEP_READ_NS
+            if step_i + 1 < len(steps):  # a planned step starts on time
+                next_read = min(next_read, t0 + steps[step_i + 1][0] * 1_000_000_000)
         if now >= end:
             break
         stamp = now

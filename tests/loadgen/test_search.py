@@ -10,7 +10,7 @@ import pytest
 
 from loadgen import recorder
 from loadgen.runner import RawRun, Tick
-from loadgen.search import LEAD_S, Searcher, conclude
+from loadgen.search import LEAD_S, LOCAL_LEAD_S, Searcher, conclude
 from loadgen.sustainable import Search, Slo, Sustainable
 from loadgen.workload import parse_workload
 
@@ -26,11 +26,13 @@ def _hist(p99_ms: float) -> bytes:
     return h.encode()
 
 
-def simulate(p99: P99, search: Search, u: float = 1000.0, *, lag: int = 0, seconds: int = 600) -> Searcher:
+def simulate(
+    p99: P99, search: Search, u: float = 1000.0, *, lag: int = 0, seconds: int = 600, lead_s: int = LEAD_S
+) -> Searcher:
     """Run a Searcher second by second against a cluster whose p99 is `p99`; the consumer receives `lag` seconds of
     each step's messages late (a backlog to drain) after a missed step."""
     w = parse_workload({"name": "s", "producerRate": 1, "warmupDurationMinutes": search.warmup_s / 60})
-    sr = Searcher(w, u, search, Slo(p99_e2e_ms=100), say=lambda m: None)
+    sr = Searcher(w, u, search, Slo(p99_e2e_ms=100), say=lambda m: None, lead_s=lead_s)
     raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
     plan = [(0, sr.first)]
 
@@ -41,7 +43,7 @@ def simulate(p99: P99, search: Search, u: float = 1000.0, *, lag: int = 0, secon
     for s in range(seconds):
         rate = next(r for at, r in reversed(plan) if at <= s)
         n = got = int(rate)
-        if lag and sr.steps and not sr.steps[-1].held and s < sr.steps[-1].judged_s[-1] + LEAD_S + lag:
+        if lag and sr.steps and not sr.steps[-1].held and s < sr.steps[-1].judged_s[-1] + lead_s + lag:
             got, owed = 0, owed + n  # after a miss, nothing arrives for a while: a backlog
         elif owed:
             got, owed = n + owed, 0
@@ -58,9 +60,10 @@ def knee(k: float) -> P99:
     return lambda rate, s: 100.0 * (rate / k) ** 3
 
 
-def test_it_brackets_bisects_and_confirms_just_below_the_knee() -> None:
+@pytest.mark.parametrize("lead_s", [LOCAL_LEAD_S, LEAD_S])
+def test_it_brackets_bisects_and_confirms_just_below_the_knee(lead_s: int) -> None:
     s = Search(warmup_s=2, min_step_s=3, max_step_s=6)
-    sr = simulate(knee(800.0), s)
+    sr = simulate(knee(800.0), s, lead_s=lead_s)
     phases = [st.phase for st in sr.steps]
     assert phases[0] == "bracket" and "bisect" in phases and phases[-1] == "confirm", phases
     assert sr.answer is not None and sr.answer.held and sr.answer.phase == "confirm"

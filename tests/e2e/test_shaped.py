@@ -162,7 +162,10 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 "slo": {"p99_e2e_ms": SLO_MS},
                 "confirm": {"top": 1, "repeats": 2},
                 "ablate": {"repeats": 0},
-                "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1},
+                # no JIT watch (jit_warmup_s 0): on this testbed, fresh for the module, it re-measured the first trial
+                # after a minute of warm-up; what is asserted here is the sweep's structure and the operating point,
+                # both from the confirmation's runs, and the watch has its own test (tests/e2e/test_sweep.py)
+                "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1, "jit_warmup_s": 0},
                 # shorter and fewer steps than a study's (2-5 s against 5-30 s, to 25 %): the suite's time; each
                 # search still probes, brackets, bisects and confirms for itself
                 "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 5, "resolution": 0.25, "max_steps": 8},

@@ -50,6 +50,10 @@ class Phases(Protocol):
     spec: Spec
     run_dir: Path
 
+    @property
+    def restart_now(self) -> Mapping[str, str]:
+        """The restart-only values the brokers run now, as far as the sweep knows."""
+
     def study(self, suffix: str, stage: Stage | None = None) -> Any: ...
 
     def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
@@ -94,7 +98,7 @@ def repeat(
     """Measure each configuration of `todo` `repeats` times, round by round; every repeat measured so far."""
     st = sw.study(phase)
     storage.recover_interrupted(st)
-    for r, (label, cfg) in rounds(todo, repeats):
+    for r, (label, cfg) in rounds(todo, repeats, canonical(sw.restart_now)):
         key = f"{label}@{r}"
         if key in storage.done_keys(st) or sw.out_of_time():
             continue
@@ -105,18 +109,21 @@ def repeat(
     return measured(st)
 
 
-def rounds(todo: list[tuple[str, space.Config]], repeats: int) -> list[tuple[int, tuple[str, space.Config]]]:
+def rounds(
+    todo: list[tuple[str, space.Config]], repeats: int, now: tuple[tuple[str, str], ...] = ()
+) -> list[tuple[int, tuple[str, space.Config]]]:
     """The order of the repeats: round by round, every configuration once per round (interleaved), but
-    within a round the configurations that share their restart-only keys run together, and a round starts
-    with the group the round before ended with (another member of it first): a rolling restart costs about 3
-    minutes with its warm-up, and the first run after it meets colder JVMs, so the rounds change restart-only
-    values as few times as they can. A configuration alone in its restart group therefore runs twice in a row
-    across a round's end (A B C | C A B): that saves a restart, and its second run is not the first after one."""
+    within a round the configurations that share their restart-only keys run together, the first round starts
+    with the group the brokers run now (`now`, canonical), and each later round with the group the round before
+    ended with (another member of it first): a rolling restart costs about 3 minutes with its warm-up, and the
+    first run after it meets colder JVMs, so the rounds change restart-only values as few times as they can. A
+    configuration alone in its restart group therefore runs twice in a row across a round's end (A B C | C A B):
+    that saves a restart, and its second run is not the first after one."""
     group_of = {label: canonical(space.split(cfg)["restart"]) for label, cfg in todo}
     groups: dict[tuple[tuple[str, str], ...], list[tuple[str, space.Config]]] = {}
     for item in todo:
         groups.setdefault(group_of[item[0]], []).append(item)
-    order = list(groups)
+    order = sorted(groups, key=lambda g: g != now)  # stable: otherwise the order of `todo`
     out: list[tuple[int, tuple[str, space.Config]]] = []
     for r in range(1, repeats + 1):
         if out:

@@ -108,6 +108,8 @@ class Sweep:
         self.trials_run = 0
         self.trial_dirs: list[Path] = []  # this invocation's, for the breakdown of its wall clock (sweeps.timing)
         self.restarts = 0
+        # the restart-only values the last trial this invocation measured ran with: the brokers run them now
+        self.restart_now: dict[str, str] = {}
 
     # ---- helpers -----------------------------------------------------------------------------------
     def study(self, suffix: str, stage: Stage | None = None) -> Any:
@@ -124,6 +126,7 @@ class Sweep:
         trial.set_user_attr("config", dict(cfg))
         trial.set_user_attr("record", str(rec))
         self.view.trial_started(label, trial.number, cfg)
+        self.restart_now = space.split(cfg)["restart"]
         meta = {"study": self.spec.name, "stage": label, "number": trial.number, "started_ns": time.time_ns(), **extra}
         try:
             out = run_trial(

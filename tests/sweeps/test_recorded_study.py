@@ -126,6 +126,7 @@ class Finished:
         self.spec = load_spec(run / "spec.yaml")
         self.run_dir = run
         self.storage = optuna.storages.RDBStorage(f"sqlite:///{run / 'optuna.db'}")
+        self.restart_now: dict[str, str] = {}
 
     def study(self, suffix: str, stage: Any = None) -> Any:
         return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions)

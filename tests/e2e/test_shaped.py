@@ -66,21 +66,32 @@ def test_measured_link_rate_within_10_percent(shaped: Testbed) -> None:
     assert all(b["host"].startswith("198.18.1.") and b["netns"] for b in prof["brokers"])
 
 
-def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(shaped: Testbed, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def saturated(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One max-rate bench that saturates the links, its clients in the testbed's client hosts, analysed."""
+    tmp = tmp_path_factory.mktemp("saturated")
     wl = write_workload(
-        tmp_path / "w.yaml",
-        name="shaped",
+        tmp / "w.yaml",
+        name="shaped-net",
+        # 8 KiB messages: the per-message CPU of 3 brokers and 2 Python producers on 2 cores stays well
+        # below what the link carries, so the link (not the load host) is the limit
+        messageSize=8192,
         partitionsPerTopic=6,
         producersPerTopic=2,
         consumerPerSubscription=2,
-        warmupDurationMinutes=0.1,
-        testDurationMinutes=0.2,
-        producerConfig={"acks": "all", "linger.ms": 10, "batch.size": 262144},
+        warmupDurationMinutes=0.15,
+        testDurationMinutes=0.25,
+        producerConfig={"acks": "all", "linger.ms": 20, "batch.size": 262144},
     )
-    out = tmp_path / "run"
+    out = tmp / "run"
     proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(shaped.state_dir), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    res = json.loads((out / "result.json").read_text())
+    analyze(out, spark)
+    return out
+
+
+def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(saturated: Path) -> None:
+    res = json.loads((saturated / "result.json").read_text())
     assert res["client_hosts"] == ["ktt-c1", "ktt-c2"]
     s = res["summary"]
     assert s["lost"] == 0 and s["acknowledged"] > 0
@@ -91,31 +102,16 @@ def test_bench_clients_run_in_client_hosts_and_respect_the_ceiling(shaped: Testb
     assert b["replicate_mb_s"] <= 2 * NIC_MB_S * 1.1, b
 
 
-def test_a_saturated_link_is_diagnosed_as_network_bound(shaped: Testbed, spark: Any, tmp_path: Path) -> None:
-    wl = write_workload(
-        tmp_path / "w.yaml",
-        name="shaped-net",
-        # 8 KiB messages: the per-message CPU of 3 brokers and 2 Python producers on 2 cores stays well
-        # below what the link carries, so the link (not the load host) is the limit
-        messageSize=8192,
-        partitionsPerTopic=6,
-        producersPerTopic=2,
-        consumerPerSubscription=1,
-        warmupDurationMinutes=0.15,
-        testDurationMinutes=0.25,
-        producerConfig={"acks": "all", "linger.ms": 20, "batch.size": 262144},
-    )
-    out = tmp_path / "run"
-    proc = kafkatune("bench", str(wl), "--no-scale-out", "--state-dir", str(shaped.state_dir), "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    analyze(out, spark)
-    (t,) = rows(load_table(out / "analysis", "trials"))
+def test_a_saturated_link_is_diagnosed_as_network_bound(shaped: Testbed, saturated: Path) -> None:
+    (t,) = rows(load_table(saturated / "analysis", "trials"))
     assert t["bound"] in ("network_in", "network_out"), (t["bound"], t["bound_reason"], t["broker_in_max_mb_s"])
     assert t["fraction_of_ceiling"] > 0.8
     prof = json.loads(shaped.profile_file.read_text())
     assert t["ceiling_mb_s"] == pytest.approx(prof["network"]["nic_mb_s_measured"])
     recs = recommend(
-        load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
+        load_table(saturated / "analysis", "trials"),
+        load_table(saturated / "analysis", "params"),
+        {"brokers": 3, "rf": 3},
     )
     print(f"shaped-net: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
     print("  top recommendation:", recs[0].rule, recs[0].title)

@@ -17,6 +17,8 @@ PARTS = {
     "windows": "the measurement windows (the objective is computed from these; a ramp's steps)",
     "run warm-up": "each run's warm-up at load before its windows (the trial protocol)",
     "worker start": "topic creation and starting the worker processes",
+    "between steps": "a search's seconds not judged between its first step and its last: each step's first "
+    "second and the lead before it, the drain after a missed step",
     "ready wait": "consumers assigned and producers connected, the start delay, the rest of each run",
     "drain / stop": "after the producers' end: the drain, stopping the workers, deleting the topic",
     "record": "building and writing the run record",
@@ -31,6 +33,16 @@ PARTS = {
 def aside(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """A trial record's attempts set aside (sweeps.trial): disturbed, or measured while the JIT compiled."""
     return [*(trial.get("disturbed") or ()), *(trial.get("jit_busy") or ())]
+
+
+def unjudged_s(trial: Mapping[str, Any]) -> float:
+    """The seconds of a trial's search (loadgen.search) from its first step's start to its last judged second that
+    no step judged: transitions and settling, the price of each step beyond its own length."""
+    steps = ((trial.get("measured") or {}).get("sustainable") or {}).get("steps") or []
+    judged = [sec for st in steps for sec in st.get("judged_s") or ()]
+    if not judged:
+        return 0.0
+    return float(max(judged) - steps[0]["start_s"] + 1 - len(judged))
 
 
 def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, Any]:
@@ -52,7 +64,9 @@ def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, A
         out["run warm-up"] += min(warm, max(0.0, runs - windows))
         out["worker start"] += start
         out["drain / stop"] += tail
-        out["ready wait"] += max(0.0, runs - windows - warm - start - tail)
+        between = unjudged_s(t) if done else 0.0
+        out["between steps"] += between
+        out["ready wait"] += max(0.0, runs - windows - warm - start - tail - between)
         out["record"] += ph.get("record", 0.0)
         apply_s = t.get("apply_s") or 0.0
         out["apply"] += apply_s

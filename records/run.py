@@ -77,6 +77,24 @@ def has_broker_metrics(run_dir: Path) -> bool:
     return f.exists() and "bytes_in_per_s" in pq.read_schema(f).names
 
 
+class Seconds(NamedTuple):
+    """A run's per-second rows, each list empty when the run did not record it."""
+
+    brokers: list[dict[str, Any]]  # per broker per second (cluster.metrics)
+    samples: list[dict[str, Any]]  # per worker per second (loadgen.ticker)
+    host: list[dict[str, Any]]  # the brokers' machine per second, shaped links included (cluster.hoststats)
+
+
+def seconds(run_dir: Path) -> Seconds:
+    """The run's per-second rows."""
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        f = run_dir / name
+        return pq.read_table(f).to_pylist() if f.exists() else []
+
+    return Seconds(rows(BROKER_METRICS), rows(SAMPLES), rows(HOST_METRICS))
+
+
 def sample_rows(run_dir: Path) -> int:
     """Rows in the run's per-second Parquet files (client and broker)."""
     present = [run_dir / f for f in (SAMPLES, BROKER_METRICS) if (run_dir / f).exists()]

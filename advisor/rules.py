@@ -18,7 +18,7 @@ from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation
 from advisor.setup import rule_controller, rule_durability, rule_recompression
-from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, num
+from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial, num
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
 from records.analysis import rows
@@ -71,7 +71,7 @@ def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
 def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """What the study's run (trials.chosen_trial, the one its headline reads) was bound by, and what moves that
     limit."""
-    best = chosen_trial(trials, study.get("sweep"))
+    best = chosen_trial(trials, study.get("sweep")) or no_rate_trial(trials)
     if not best or not best.get("bound"):
         return []
     b, why = best["bound"], best.get("bound_reason") or ""

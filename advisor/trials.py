@@ -54,11 +54,25 @@ def chosen_trial(trials: pd.DataFrame, sweep: dict[str, Any] | None) -> dict[str
     return (representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials)
 
 
+def latest(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """The trial that started last of a non-empty table."""
+    return row(trials.assign(_t=trials["started_ns"].fillna(0)).nlargest(1, "_t").iloc[0].drop("_t"))
+
+
+def no_rate_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
+    """The latest trial that ran to its end without a rate to show (a search where no rate held), when it carries
+    a diagnosis: a study that found no rate still owes one (advisor.limit)."""
+    if trials.empty or "bound" not in trials:
+        return None
+    left = trials[(trials["state"] == "complete") & trials["mb_s"].isna() & trials["bound"].notna()]
+    return None if left.empty else latest(left)
+
+
 def defaults_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
     done = complete(trials)
     ds = done[done["baseline"] == "kafka-defaults"] if not done.empty else done
-    return None if ds.empty else row(ds.assign(_t=ds["started_ns"].fillna(0)).nlargest(1, "_t").iloc[0].drop("_t"))
+    return None if ds.empty else latest(ds)
 
 
 def representative(trials: pd.DataFrame, trial_ids: Iterable[str]) -> dict[str, Any] | None:

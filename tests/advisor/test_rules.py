@@ -220,6 +220,18 @@ def test_recommend_puts_the_binding_fix_of_the_best_trial_first() -> None:
     assert first.rule == "binding-resource" and first.action == {"num.io.threads": "4"}
 
 
+def test_a_run_where_no_rate_held_still_gets_its_binding_fix() -> None:
+    """A search where no step held has no rate (mb_s None) but a diagnosis of its lowest step (advisor.limit):
+    the advice is not silent."""
+    why = "no step held, down to 800 msg/s (p99 700.0 ms): the request handler pool was 5% idle (num.io.threads)"
+    t = trial(mb_s=None, bound="request_handlers", bound_reason=why, params={"acks": "all", "num.io.threads": "1"})
+    (first, *_) = recommend(frame(t), pd.DataFrame(), STUDY)
+    assert first.rule == "binding-resource" and first.action == {"num.io.threads": "2"}, first
+    assert first.evidence == [f"t1: bound by request_handlers: {why}"], first.evidence
+    failed = recommend(frame(trial(mb_s=None, state="failed", bound="none")), pd.DataFrame(), STUDY)
+    assert "binding-resource" not in {r.rule for r in failed}, failed
+
+
 def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_setting_that_moves_it() -> None:
     lingering = trial(
         "linger",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.diagnose import IDLE_LOW, SATURATED, TIME_PARTS, Diagnosis
+from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
 from advisor.trials import num
 from core.units import MB
 from records import run as runs
@@ -59,6 +59,7 @@ class StepEvidence:
     rtt_ms: float | None  # the producers' worst per-second request round trip p99
     behind_ms: float | None  # the producers' worst per-second delay behind their schedule
     received: float | None  # what the consumers received over what the producers sent in the step
+    cpu: float | None = None  # the machine's busy CPU share (the brokers' machine, when they run on this one)
 
     @property
     def broker_ms(self) -> float:
@@ -131,6 +132,7 @@ def evidence(step: Mapping[str, Any], run: runs.Seconds, nic: float | None) -> S
         rtt_ms=_worst([num(r.get("rtt_p99_ms")) for r in producers]),
         behind_ms=_worst([num(r.get("delay_max_ms")) for r in producers]),
         received=got / sent if sent and got is not None else None,
+        cpu=_mean([num(r.get("cpu_busy")) for r in run.host if r.get("second") in judged]),
     )
 
 
@@ -144,6 +146,8 @@ def _saturated(e: StepEvidence) -> Diagnosis | None:
         return Diagnosis("request_handlers", f"the request handler pool was {e.handler_idle:.0%} idle (num.io.threads)")
     if e.network_idle is not None and e.network_idle < IDLE_LOW:
         return Diagnosis("network_threads", f"the network processors were {e.network_idle:.0%} idle")
+    if e.cpu is not None and e.cpu >= MACHINE_HOT / 100:
+        return Diagnosis("cpu", f"the machine's CPUs were {e.cpu:.0%} busy (clients and brokers share them)")
     if e.received is not None and e.received < RECEIVED_LOW:
         return Diagnosis("consumer", f"the consumers received {e.received:.0%} of what was sent (the backlog grew)")
     return None
@@ -164,6 +168,8 @@ def compare(held: StepEvidence, missed: StepEvidence) -> Diagnosis:
     part, by = max(broker.items(), key=lambda kv: kv[1])
     client = _grew(held.client_queue_ms, missed.client_queue_ms)
     total = f"the brokers' time per produce request {held.broker_ms:.1f} -> {missed.broker_ms:.1f} ms"
+    if held.cpu is not None and missed.cpu is not None:
+        total += f" and the machine's CPUs {held.cpu:.0%} -> {missed.cpu:.0%} busy"
     if client >= ROSE_MS and client > 2 * max(by, 0.0):
         rtt = (
             f", its requests' round trip p99 {held.rtt_ms:.0f} -> {missed.rtt_ms:.0f} ms"

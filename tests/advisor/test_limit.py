@@ -142,3 +142,16 @@ def test_the_recorded_shaped_sweeps_repeats_are_bound_by_their_links() -> None:
     for d in sorted(trials.glob("confirm-*")):
         found = limit.of_trial(d, None)
         assert found is not None and found.bound == "network_out", (d.name, found)
+
+
+def test_a_machine_out_of_cpu_above_the_knee_is_named_and_its_cpu_is_shown_otherwise() -> None:
+    """The loopback testbed shares two cores among brokers and clients: a missed step with the machine's CPUs at
+    95 % is bound by them; below 90 % the CPU is only reported beside the brokers' time."""
+    brokers = [r for s in (*HELD, *MISSED) for r in _broker(s)]
+    samples = [_producer(s) for s in HELD] + [_producer(s, queue_ms=150.0) for s in MISSED]
+    host = [{"second": s, "cpu_busy": 0.6} for s in HELD] + [{"second": s, "cpu_busy": 0.95} for s in MISSED]
+    d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
+    assert d is not None and d.bound == "cpu" and "the machine's CPUs were 95% busy" in d.reason, d
+    host = [{"second": s, "cpu_busy": 0.6} for s in HELD] + [{"second": s, "cpu_busy": 0.85} for s in MISSED]
+    d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
+    assert d is not None and d.bound == "none" and "the machine's CPUs 60% -> 85% busy" in d.reason, d

@@ -44,8 +44,13 @@ def run_consumer(
     go: Event,
     stop: Event,
     pause: Event | None = None,
+    producers_stopped: Event | None = None,
     clock: Clock = time.time_ns,
 ) -> None:
+    """`producers_stopped`: set when the coordinator ends the producers before the run's planned end (a search
+    that found its answer, a warm-up whose JIT is quiet); the consumer then reports its distinct records from that
+    moment, as it does after the planned end, so the drain ends when they have arrived (loadgen.collect) rather
+    than after the workload's drainIdleSeconds of quiet."""
     try:
         drv = enter(task)
         st = ConsumerState(clock, task.message_size)
@@ -76,6 +81,8 @@ def run_consumer(
             out_of_poll = time.perf_counter_ns()
             now = clock()
             tick.catch_up(now)
+            if producers_stopped is not None and producers_stopped.is_set():
+                count_at, producers_stopped = min(count_at, now), None  # ended early: count from now on
             if now >= count_at:
                 q.put(("count", "consumer", task.wid, st.distinct()))
                 count_at = now + COUNT_EVERY_NS

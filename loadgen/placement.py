@@ -78,7 +78,7 @@ class LocalHost(Host):
             ch.ctx.Process(
                 target=run_producer if t.role == "producer" else run_consumer,
                 args=(t, ch.q, ch.timing, ch.go, ch.stop(t.role))
-                + ((ch.pause_consumers,) if t.role == "consumer" else (ch.next_step,)),
+                + ((ch.pause_consumers, ch.stop_producers) if t.role == "consumer" else (ch.next_step,)),
                 name=f"{t.role}-{t.wid}",
                 daemon=True,
             )

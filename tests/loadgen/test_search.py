@@ -4,6 +4,7 @@ judges only a step's own settled seconds."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import pytest
@@ -73,6 +74,8 @@ def test_it_brackets_bisects_and_confirms_just_below_the_knee(lead_s: int) -> No
     assert lo_missed / ans <= 1 + s.resolution  # the rate that missed just above it bounds it
     found = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), sr)
     assert found.rate_msg_s == ans and "held twice" in found.note and not found.remeasured
+    # each step starts `lead_s` after the last second the one before it judged (nothing to drain here)
+    assert all(b.start_s == a.judged_s[-1] + lead_s for a, b in itertools.pairwise(sr.steps)), sr.steps
 
 
 def test_a_clear_step_is_decided_early_and_one_near_the_slo_runs_its_full_length() -> None:

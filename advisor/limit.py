@@ -26,7 +26,7 @@ from records import trial as trials
 # A link is where records queue when it averages at least LINK_BUSY of its rate and its fullest tenth of a second
 # (cluster.hoststats.LINK_EVERY_S) reached LINK_PEAK of it in at least LINK_BURSTS of the step's seconds: in the
 # recorded shaped sweep (tests/fixtures/recorded/shaped-tuned) every repeat's first missed step above its answer
-# had its busiest link at 0.71-0.96 of its rate on average, at its rate in 80-100 % of its seconds.
+# had its busiest link at 0.70-0.96 of its rate on average, at its rate in 80-100 % of its seconds.
 LINK_BUSY, LINK_PEAK, LINK_BURSTS = 0.7, 0.95, 0.5
 # A part of the time that grew by less than this (ms) between the two steps did not move the p99.
 ROSE_MS = 5.0

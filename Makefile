@@ -59,8 +59,10 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-logo
 
+# Two pytest processes at once (tests/lanes.py): the tests that need a shared server, in order, and beside them the
+# rest at the lowest priority, on the CPU the first leave idle.
 test: deps lint
-	$(PY) -m pytest -v -ra --durations=100 $(PYTEST_ARGS)
+	$(PY) tests/lanes.py -v -ra --durations=100 $(PYTEST_ARGS)
 
 # The tests that start no server (pure: records, judgement, statistics, parsing), on two worker processes; a test
 # that would connect a socket or start Java fails here (tests/conftest.py). Needs only the Python environment.

@@ -37,6 +37,10 @@ SERVER_FIXTURES = {
     "kafka_dist",
 }
 SHAPED_FIXTURES = {"shaped", "tuned", "remote_inventory"}
+# The one server a second pytest process can start beside this one: a local Spark session binds no fixed port. A
+# test with any other server (the testbed's fixed ports, namespaces, sshd, Mosquitto…), on the shaped testbed or
+# marked `timing` is `serial`: `make test` runs those in one process, the rest beside it (tests/lanes.py).
+PRIVATE_SERVERS = {"spark"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,14 +50,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """`server` and `shaped` from the fixtures each test uses (a test that starts one itself says so with the
-    marker): `make test-fast` runs the rest, which touch no server."""
+    """`server`, `shaped` and `serial` from the fixtures each test uses (a test that starts one itself says so with
+    the marker): `make test-fast` runs the tests that touch no server."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & SERVER_FIXTURES:
             item.add_marker(pytest.mark.server)
         if used & SHAPED_FIXTURES:
             item.add_marker(pytest.mark.shaped)
+        servers = used & SERVER_FIXTURES
+        private = bool(servers) and servers <= PRIVATE_SERVERS  # a marker without a fixture: a server of its own
+        if (item.get_closest_marker("server") and not private) or item.get_closest_marker("timing"):
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from cluster.hoststats import CLK_TCK, HostSampler, other_ticks, rows
+
+# asserts the share of a core a spinner gets: run where the CPU comes when asked (tests/lanes.py)
+pytestmark = pytest.mark.timing
 
 SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass"
 

@@ -10,6 +10,9 @@ import pytest
 
 from tests.helpers import REPO
 
+# a signal must act within a deadline: run where the CPU comes when asked (tests/lanes.py)
+pytestmark = pytest.mark.timing
+
 SCRIPT = textwrap.dedent(
     """
     import os, signal, sys, threading, time

@@ -11,9 +11,13 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from core import procs, reaper
 from tests.helpers import REPO
+
+# a process must stop within seconds: run where the CPU comes when asked (tests/lanes.py)
+pytestmark = pytest.mark.timing
 
 CHILD = """
 import json, os, time

@@ -16,6 +16,9 @@ from testbed.servers import Servers
 from tests.conftest import free_port as _port
 from tests.helpers import kafkatune
 
+# every poll, send and arrival has a wall-clock budget: run where the CPU comes when asked (tests/lanes.py)
+pytestmark = pytest.mark.timing
+
 
 def _driver(name: str, common: dict[str, str]) -> Iterator[api.Driver]:
     d = api.load_driver(name)(common)

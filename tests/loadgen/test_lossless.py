@@ -15,6 +15,9 @@ import pytest
 
 from tests.helpers import kafkatune, write_workload
 
+# real runs at a rate, drained within deadlines: run where the CPU comes when asked (tests/lanes.py)
+pytestmark = pytest.mark.timing
+
 RUN = {"warmupDurationMinutes": 0.05, "testDurationMinutes": 0.12, "partitionsPerTopic": 1}
 
 

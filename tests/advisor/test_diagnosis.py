@@ -38,44 +38,53 @@ def configs(healthy: TestbedState, testbed: Testbed) -> Iterator[tuple[BrokerCon
         assert after["brokers"] == snap["brokers"]
 
 
-def _planted(
-    testbed: Testbed, spark: Any, tmp_path: Path, name: str, **workload: Any
-) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
-    """A short max-rate bench with `workload` (write_workload's fields), analysed: its trials row, the
-    recommendations over it, and its record."""
+def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
+    proc = kafkatune(
+        "advise", "--bootstrap", bootstrap, "--state-dir", str(testbed.state_dir), "--seconds", "3", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    return list(json.loads(proc.stdout)["recommendations"])
+
+
+def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analysis(
+    configs: tuple[BrokerConfigs, dict[str, Any]],
+    testbed: Testbed,
+    healthy: TestbedState,
+    spark: Any,
+    tmp_path: Path,
+    unique: str,
+) -> None:
+    """log.flush.interval.messages=1 on every broker, one bench under it: `advise --bootstrap` samples the testbed's
+    exporters (found from its state, no --metrics-url) while the bench runs and names the flushes it measures; the
+    bench's record says what the brokers ran with, and the analysis of it measures the flushes and binds on them."""
+    bc, snap = configs
+    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
     wl = write_workload(
-        tmp_path / "w.yaml", name=name, warmupDurationMinutes=0.05, testDurationMinutes=0.15, **workload
+        tmp_path / "w.yaml",
+        name=f"fsync-{unique}",
+        partitionsPerTopic=3,
+        warmupDurationMinutes=0.05,
+        testDurationMinutes=0.3,
+        producerConfig={"acks": "all", "linger.ms": 5},
     )
     out = tmp_path / "run"
     # the diagnosis of this very setup: bench would otherwise run a client-bound one again with more producers
-    proc = kafkatune("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
-    assert proc.returncode == 0, proc.stderr
+    load = kafkatune_popen("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
+    try:
+        time.sleep(12)  # the topic, the workers and the warm-up
+        live = next(r for r in _advise_live(testbed, healthy.bootstrap_servers) if r["rule"] == "live-binding")
+    finally:
+        assert load.wait(timeout=300) == 0
+    assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live
+    assert live["action"] == {"log.flush.interval.messages": "9223372036854775807"}
+    res = json.loads((out / "result.json").read_text())
+    assert {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()} == dict.fromkeys("123", "1")
     analyze(out, spark)
     (t,) = rows(load_table(out / "analysis", "trials"))
     recs = recommend(
         load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
     )
-    print(f"{name}: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
-    print("  top recommendation:", recs[0].rule, recs[0].action, recs[0].evidence[:1])
-    return t, recs, json.loads((out / "result.json").read_text())
-
-
-def test_broker_level_fsync_per_message_is_diagnosed_as_forced_flush(
-    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, spark: Any, tmp_path: Path, unique: str
-) -> None:
-    bc, snap = configs
-    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
-    t, recs, res = _planted(
-        testbed,
-        spark,
-        tmp_path,
-        f"fsync-{unique}",
-        partitionsPerTopic=3,
-        producerConfig={"acks": "all", "linger.ms": 5},
-    )
-    # the record says what the brokers ran with
-    ran = {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()}
-    assert ran == {"1": "1", "2": "1", "3": "1"}
+    print(f"fsync: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
     # measured, not read from the config: the brokers flushed for (nearly) every produce request
     assert t["bound"] == "forced_flush", t["bound_reason"]
     assert t["log_flushes_per_request"] >= 0.5 and t["log_flush_ms"] is not None
@@ -126,14 +135,6 @@ def test_brokers_report_counter_based_idle_and_the_produce_time_split(
     assert parts == pytest.approx(total, rel=0.1) and total / req > 0
 
 
-def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
-    proc = kafkatune(
-        "advise", "--bootstrap", bootstrap, "--state-dir", str(testbed.state_dir), "--seconds", "3", "--json"
-    )
-    assert proc.returncode == 0, proc.stderr
-    return list(json.loads(proc.stdout)["recommendations"])
-
-
 def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
     configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, healthy: TestbedState
 ) -> None:
@@ -149,33 +150,3 @@ def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
     assert flag["action"] == {"num.replica.fetchers": "4"}
     assert set(flag["trials"]) == {"broker 1", "broker 2", "broker 3"}
     assert "multiple of the broker count 3" in flag["evidence"][0]
-
-
-def test_advise_on_the_live_testbed_names_forced_flushes_under_load(
-    configs: tuple[BrokerConfigs, dict[str, Any]],
-    testbed: Testbed,
-    healthy: TestbedState,
-    tmp_path: Path,
-    unique: str,
-) -> None:
-    """`advise --bootstrap` samples the testbed's exporters (found from its state, no --metrics-url) while a
-    bench runs, and names the flushes it measures, with the broker setting that forces them."""
-    bc, snap = configs
-    bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
-    wl = write_workload(
-        tmp_path / "w.yaml",
-        name=f"live-{unique}",
-        partitionsPerTopic=3,
-        warmupDurationMinutes=0.05,
-        testDurationMinutes=0.4,
-        producerConfig={"acks": "all", "linger.ms": 5},
-    )
-    load = kafkatune_popen("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(tmp_path / "run"))
-    try:
-        time.sleep(12)  # the topic, the workers and the warm-up
-        recs = _advise_live(testbed, healthy.bootstrap_servers)
-    finally:
-        assert load.wait(timeout=300) == 0
-    live = next(r for r in recs if r["rule"] == "live-binding")
-    assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live
-    assert live["action"] == {"log.flush.interval.messages": "9223372036854775807"}

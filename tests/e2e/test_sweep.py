@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,8 +37,8 @@ def same_configs(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 @dataclass
 class Readback:
-    """One real sweep over a producer key, a dynamic broker key and a restart-only broker key, and the brokers'
-    configs before it and after it."""
+    """One real sweep over a producer key and a dynamic broker key, and the brokers' configs before it and after
+    it (a restart-only key is `Rolled`'s)."""
 
     run_dir: Path
     summary: dict[str, Any]
@@ -57,24 +58,17 @@ def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Read
         [
             {
                 "name": "mixed",
-                "params": {
-                    "batch.size": {"choices": [65536, 262144]},
-                    "num.io.threads": {"choices": [4, 16]},
-                    "replica.fetch.max.bytes": {"choices": [2097152]},
-                },
+                "params": {"batch.size": {"choices": [65536, 262144]}, "num.io.threads": {"choices": [4, 16]}},
                 "trials": 2,
             }
         ],
         confirm={"top": 1, "repeats": 2},
         ablate={"repeats": 0},
         baselines=["kafka-defaults"],
-        # after each rolling restart, load until the brokers' JIT is quiet, for 2 s at the most: less than the JIT
-        # watch's window, so the record's figure covers what was sampled and the test does not wait for a quiet JIT
-        measurement={**FAST, "restart_warmup_s": 2},
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
-    after = configs(testbed).snapshot()  # a new client: every broker was restarted since the first one connected
+    after = configs(testbed).snapshot()
     run_dir = tmp / "apply-readback"
     return Readback(run_dir, json.loads(p.stdout.strip().splitlines()[-1]), records(run_dir), before, after)
 
@@ -86,24 +80,20 @@ def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
     assert len(recs) == 7
     conf = [r for r in recs if r["stage"] == "confirm"]
     assert [r["confirms"].split("@")[1] for r in conf] == ["1", "1", "2", "2"]
-    # A B B A: each is alone in its restart group (replica.fetch.max.bytes), so round 2 starts where round 1
-    # ended instead of rolling the brokers away and back (sweeps.confirm.rounds)
+    # A B A B: both in one restart group (none), each round in the same order (sweeps.confirm.rounds)
     labels = [r["confirms"].split("@")[0] for r in conf]
-    assert labels[0] == labels[3] != labels[1] == labels[2], labels
+    assert labels[0] == labels[2] != labels[1] == labels[3], labels
     for r in recs:
         assert r["state"] == "complete", r.get("fail_reason")
         cfg = r["config"]
         assert r["applied"]["producer"]["batch.size"] == str(cfg["batch.size"])
         for b in ("1", "2", "3"):
-            rb = r["broker_read_back"][b]
             if "num.io.threads" in cfg:
-                assert rb["num.io.threads"] == str(cfg["num.io.threads"])
-            if "replica.fetch.max.bytes" in cfg:
-                assert rb["replica.fetch.max.bytes"] == "2097152"
+                assert r["broker_read_back"][b]["num.io.threads"] == str(cfg["num.io.threads"])
         assert r["measured"]["lost"] == 0 and r["measured"]["mean_mb_s"] > 0, r["measured"]["warnings"]
         assert len(r["measured"]["windows_mb_s"]) == 2
     base = next(r for r in recs if r["stage"] == "baseline-kafka-defaults")
-    assert base["config"]["batch.size"] == 16384 and "replica.fetch.max.bytes" not in base["config"]
+    assert base["config"]["batch.size"] == 16384
     assert summary["best"]["from"] == "confirmation"
     dflt = next(c for c in summary["confirmation"]["candidates"] if c["label"] == "baseline:kafka-defaults")
     assert dflt["config"]["batch.size"] == 16384 and len(dflt["repeats"]) == 2
@@ -112,23 +102,96 @@ def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
     assert not json.loads(next(readback.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
 
 
-def test_a_restart_only_key_rolls_the_brokers_once_and_each_roll_is_followed_by_a_jit_watch(
-    readback: Readback,
-) -> None:
-    """The baseline ran with Kafka's defaults; the first stage trial needed one rolling restart (3 nodes); the later
-    trials kept replica.fetch.max.bytes, so no more restarts until the final restore. A trial measured while the
-    brokers still compiled says so (loadgen.brokerside.jit_warning), one that was not does not."""
-    recs = readback.recs
-    assert readback.summary["restarts"] == sum(r["restarts"] for r in recs) >= 3
-    for r in recs:  # each restart was followed by load, ended by the JIT watch or its cap
-        w = r.get("restart_warmup")
-        assert (w is not None) == bool(r["restarts"]), r
-        assert w is None or (w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20), w
-    for d in sorted(readback.run_dir.glob("trials/*/")):
-        r = json.loads((d / "trial.json").read_text())
-        said = any("brokers still compiling" in x for x in r["measured"]["warnings"])
-        assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
-        assert said or not r["restarts"], r["measured"]["broker_rates"]
+@dataclass
+class Rolled:
+    """One sweep trial with a restart-only key, its record, what the sweep said, and the brokers' configs before it
+    and after it."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    rec: dict[str, Any]
+    log: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled:
+    """replica.fetch.max.bytes needs a rolling restart, and each restarted broker compiles under load for a minute
+    (0.5-1.1 core of JIT here): after a 2-s restart warm-up (less than the JIT watch's window, so it ends at its
+    cap, still compiling) the trial's run measures the compiler, is set aside, and runs again once the brokers are
+    quiet (jit_warmup_s: 10 at the most); the sweep rolls the brokers back at its end."""
+    ensure_healthy(testbed)
+    tmp = tmp_path_factory.mktemp("rolled")
+    before = configs(testbed).snapshot()
+    spec = write_spec(
+        tmp / "s.yaml",
+        "roll-jit",
+        [
+            {
+                "name": "fetch",
+                "params": {"replica.fetch.max.bytes": {"choices": [2097152]}, "batch.size": {"choices": [65536]}},
+                "trials": 1,
+            }
+        ],
+        measurement={**FAST, "restart_warmup_s": 2, "jit_warmup_s": 10},
+    )
+    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
+    assert p.returncode == 0, p.stderr[-3000:]
+    after = configs(testbed).snapshot()  # a new client: every broker was restarted since the first one connected
+    run_dir = tmp / "roll-jit"
+    (rec,) = records(run_dir)
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    return Rolled(run_dir, summary, rec, p.stderr, before, after)
+
+
+def test_a_restart_only_key_is_rolled_in_read_back_and_rolled_back(rolled: Rolled) -> None:
+    """One rolling restart (3 nodes) applies it, each followed by load ended by the JIT watch's cap; every broker
+    reads it back; the final restore rolls them back to the configs they had. A run measured while the brokers
+    still compiled says so (loadgen.brokerside.jit_warning), one that was not does not."""
+    rec = rolled.rec
+    assert rec["state"] == "complete", rec.get("fail_reason")
+    assert {b: v["replica.fetch.max.bytes"] for b, v in rec["broker_read_back"].items()} == dict.fromkeys(
+        ("1", "2", "3"), "2097152"
+    )
+    assert rec["restarts"] == 3 and rolled.summary["restarts"] >= 3
+    w = rec["restart_warmup"]
+    assert w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20, w
+    (d,) = rolled.run_dir.glob("trials/*/")
+    said = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
+    assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
+    assert same_configs(rolled.after, rolled.before)
+    assert not json.loads(next(rolled.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
+
+
+def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm_up(rolled: Rolled) -> None:
+    """The run after the roll is set aside under `jit_busy` with its figures, the brokers are loaded until their
+    compilers are quiet (jit_warmup_s at the most), and the trial runs again; a third run that still finds them
+    compiling is kept, with its warning (sweeps.trial)."""
+    rec = rolled.rec
+    assert "disturbed" not in rec
+    aside = rec["jit_busy"]
+    assert [a["attempt"] for a in aside] == list(range(1, len(aside) + 1)) and 1 <= len(aside) <= 2, aside
+    for a in aside:
+        (said,) = a["events"]
+        assert said.startswith("brokers still compiling") and any(x.startswith(said) for x in a["measured"]["warnings"])
+        assert a["values"]["throughput_mb_s"] > 0
+        w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
+        assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w
+        assert a["s"] >= w["s"]
+        # the trial's own settings, at its maximum rate then paced: what the brokers were compiling for
+        assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536", "65536"], w["shapes"]
+        assert w["shapes"][0]["rate_msg_s"] is None and w["shapes"][1]["rate_msg_s"] > 0, w["shapes"]
+        # stopped once its window could no longer stand (loadgen.warmup.JitBusyWatch), or run to its end
+        assert a.get("stopped_at_s", 0) < FAST["window_s"] * FAST["windows"], a
+    assert re.search(r"broker [123]", aside[0]["events"][0]), aside[0]["events"]
+    # the measurement the optimizer was told is the last run's: quiet, or the third run, still compiling
+    kept = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
+    assert not kept or len(aside) == 2, rec["measured"]["warnings"]
+    assert rolled.summary["best"]["mb_s"] == pytest.approx(rec["measured"]["throughput_mb_s"])
+    b = rolled.summary["this_invocation"]["breakdown"]["seconds"]
+    assert b["measured again"] == pytest.approx(sum(a["s"] for a in aside), abs=0.5)
+    assert "then measuring it again" in rolled.log
 
 
 def test_a_sweep_says_where_its_wall_clock_went_and_whether_its_warm_up_was_long_enough(readback: Readback) -> None:
@@ -195,53 +258,6 @@ def test_optuna_dashboard_opens_the_studys_storage(readback: Readback) -> None:
     finally:
         dash.terminate()
         dash.wait(timeout=10)
-
-
-def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm_up(
-    healthy: TestbedState, testbed: Testbed, tmp_path: Path
-) -> None:
-    """A broker just restarted compiles under load (0.5-1.1 core of JIT in its first minute here): a run then
-    measures the compiler. It is set aside under `jit_busy` with its figures, the brokers are loaded until their
-    compilers are quiet (jit_warmup_s at the most), and the trial runs again; a third run that still finds them
-    compiling is kept, with its warning (sweeps.trial)."""
-    from cluster import admin
-
-    testbed.stop(3)  # a clean restart: its JIT starts cold
-    testbed.start(3, progress=print)
-    admin.wait_full_isr(admin.admin_client(healthy.bootstrap_servers), timeout_s=180)
-    spec = write_spec(
-        tmp_path / "s.yaml",
-        "jit-again",
-        [{"name": "producer", "params": {"batch.size": {"choices": [65536]}}, "trials": 1}],
-        measurement={**FAST, "jit_warmup_s": 10},
-    )
-    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp_path), "--json")
-    assert p.returncode == 0, p.stderr[-3000:]
-    (rec,) = records(tmp_path / "jit-again")
-    assert rec["state"] == "complete" and "disturbed" not in rec, rec.get("fail_reason")
-    aside = rec["jit_busy"]
-    assert [a["attempt"] for a in aside] == list(range(1, len(aside) + 1)) and 1 <= len(aside) <= 2, aside
-    for a in aside:
-        (said,) = a["events"]
-        assert said.startswith("brokers still compiling") and any(x.startswith(said) for x in a["measured"]["warnings"])
-        assert a["values"]["throughput_mb_s"] > 0
-        w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
-        assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w
-        assert a["s"] >= w["s"]
-        # the trial's own settings, at its maximum rate then paced: what the brokers were compiling for
-        assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536", "65536"], w["shapes"]
-        assert w["shapes"][0]["rate_msg_s"] is None and w["shapes"][1]["rate_msg_s"] > 0, w["shapes"]
-        # stopped once its window could no longer stand (loadgen.warmup.JitBusyWatch), or run to its end
-        assert a.get("stopped_at_s", 0) < FAST["window_s"] * FAST["windows"], a
-    assert "broker 3" in aside[0]["events"][0]
-    # the measurement the optimizer was told is the last run's: quiet, or the third run, still compiling
-    kept = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
-    assert not kept or len(aside) == 2, rec["measured"]["warnings"]
-    summary = json.loads(p.stdout.strip().splitlines()[-1])
-    assert summary["best"]["mb_s"] == pytest.approx(rec["measured"]["throughput_mb_s"])
-    b = summary["this_invocation"]["breakdown"]["seconds"]
-    assert b["measured again"] == pytest.approx(sum(a["s"] for a in aside), abs=0.5)
-    assert "then measuring it again" in p.stderr
 
 
 def test_sigint_mid_trial_restores_configs(healthy: TestbedState, testbed: Testbed, tmp_path: Path) -> None:

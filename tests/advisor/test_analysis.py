@@ -363,3 +363,18 @@ def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Pat
     # per broker NIC from the study's measured profile; the planned cluster carries 100 MB/s
     assert p["ceiling_mb_s"] * p["efficiency"] * p["headroom"] >= 100
     assert p["ceiling_mb_s"] == pytest.approx(prof["network"]["nic_mb_s_measured"] * p["brokers"] / 3, rel=1e-3)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in RECORDED_RUNS.iterdir() if p.is_dir()))
+def test_the_recorded_diagnosis_runs_analysis_is_what_spark_computes_from_them(
+    name: str, spark: Any, tmp_path: Path
+) -> None:
+    """tests/advisor/test_recorded_diagnosis.py judges the recorded analyses: they must be what the Spark job makes
+    of the recorded runs today, or they are stale and are recorded again."""
+    # in a folder named as the recording's was (`run`): a single run's trial id is its folder's name
+    run = Path(shutil.copytree(RECORDED_RUNS / name, tmp_path / "run", ignore=shutil.ignore_patterns("analysis")))
+    analyze(run, spark)
+    (now,) = rows(load_table(run / "analysis", "trials"))
+    (then,) = rows(load_table(RECORDED_RUNS / name / "analysis", "trials"))
+    assert now.keys() == then.keys()
+    assert {k: v for k, v in now.items() if v != then[k] and not (v != v and then[k] != then[k])} == {}, name

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from advisor.analysis import judge
 from advisor.recommendation import Recommendation
@@ -143,3 +144,20 @@ def test_a_producer_capped_at_one_request_in_flight_is_told_to_raise_it() -> Non
     assert recs[0].action == {"max.in.flight.requests.per.connection": "5"}
     assert "max.in.flight.requests.per.connection=1 lets each broker connection carry 1" in recs[0].title
     assert all(r.action.get("max.in.flight.requests.per.connection") != "1" for r in recs), recs
+
+
+def test_a_saturated_shaped_link_is_diagnosed_as_network_bound() -> None:
+    """Two producers of 8-KiB records at the maximum rate on the shaped testbed's 12 MB/s links, run from its two
+    client hosts: the per-message CPU stays well below what the links carry, so a link binds, and the fix for a
+    saturated link is hardware: more brokers or faster NICs, the advice that comes first."""
+    t, recs, res = diagnosed("saturated-link")
+    assert res["client_hosts"] == ["ktt-c1", "ktt-c2"]
+    s, link = res["summary"], res["profile"]["network"]["nic_mb_s_measured"]
+    assert s["lost"] == 0 and s["acknowledged"] > 0
+    # RF 3, one consumer group, 3 brokers: each broker receives P (P/3 produce + 2P/3 replication), so P cannot
+    # exceed one link's rate
+    b = s["broker_rates"]
+    assert b["produce_mb_s"] <= link * 1.1 and b["replicate_mb_s"] <= 2 * link * 1.1, b
+    assert t["bound"] in ("network_in", "network_out"), (t["bound"], t["bound_reason"])
+    assert t["fraction_of_ceiling"] > 0.8 and t["ceiling_mb_s"] == pytest.approx(link)
+    assert recs[0].rule == "binding-resource" and "more brokers or faster NICs" in recs[0].title, recs[0]

@@ -1,9 +1,9 @@
-"""Planted problems, each diagnosed by the advisor from a real run recorded once on the loopback testbed
-(tests/fixtures/recorded/diagnosis: each run's records and Spark analysis; how they were made is in that folder's
-README.md). Each trial row is judged again by the advisor's code as it is now (advisor.analysis.judge: the ceiling
-and the binding resource) and the recommendations are made from it: deterministic, no server. That the recorded
-analysis is what Spark computes from the recorded run is tests/advisor/test_analysis.py's; planting problems on
-the live testbed is tests/advisor/test_diagnosis.py's."""
+"""Planted problems, each diagnosed by the advisor from a real run recorded once on the loopback testbed, and a link
+saturated on the shaped testbed (tests/fixtures/recorded/diagnosis: each run's records and Spark analysis; how they
+were made is in that folder's README.md). Each trial row is judged again by the advisor's code as it is now
+(advisor.analysis.judge: the ceiling and the binding resource) and the recommendations are made from it:
+deterministic, no server. That the recorded analysis is what Spark computes from the recorded run is
+tests/advisor/test_analysis.py's; planting problems on the live testbed is tests/advisor/test_diagnosis.py's."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from typing import Any
 from core.errors import RunFailed
 from loadgen.backlog import Backlog
 from loadgen.channel import Channel
-from loadgen.rawrun import Publish, RawRun, Steer, Tick, View
+from loadgen.rawrun import DrainEnd, Publish, RawRun, Steer, Tick, View
+from loadgen.workload import Workload
 
 
 def steered(steer: Steer, publish: Publish, stop_when: Callable[[RawRun], bool] | None) -> Callable[[RawRun], bool]:
@@ -113,15 +114,26 @@ def collect(
             # broker bounced) counts its duplicates in its ticks, and their sum could reach the acknowledged count
             # while records behind a moved partition leader were still to come
             arrived = sum(counted.values()) if len(counted) == n_cons else 0
-            if (
-                w.subscriptionsPerTopic == 0
-                or not drain
-                or (arrived >= acked * subs and idle > DRAIN_QUIET_S)
-                or idle > w.drainIdleSeconds
-                or now > drain_deadline
-            ):
+            why = drain_end(w, drain, arrived >= acked * subs, idle, now > drain_deadline)
+            if why is not None:
                 raw.drain_s = now - t_drain
+                raw.drain_ended = why
                 stop_consumers.set()
         dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
         if dead:
             raise RunFailed(f"worker {dead[0].name} died with exit code {dead[0].exitcode}")
+
+
+def drain_end(w: Workload, drain: bool, all_arrived: bool, idle_s: float, past_deadline: bool) -> DrainEnd | None:
+    """Why the consumers stop now that the producers are done, or None to keep reading. "arrived" is the one a
+    complete run should give; "idle" (drainIdleSeconds of quiet) and "timeout" (drainTimeoutSeconds) mean some
+    acknowledged record had not arrived, which the loss accounting then reports."""
+    if w.subscriptionsPerTopic == 0:
+        return "no-consumers"
+    if not drain:
+        return "not-drained"
+    if all_arrived and idle_s > DRAIN_QUIET_S:
+        return "arrived"
+    if idle_s > w.drainIdleSeconds:
+        return "idle"
+    return "timeout" if past_deadline else None

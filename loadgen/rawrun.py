@@ -7,11 +7,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from cluster.hoststats import HostSample
 from cluster.metrics import BrokerSample
 from loadgen.workload import Workload
+
+# why a run's consumers stopped reading (loadgen.collect.drain_end)
+DrainEnd = Literal["arrived", "idle", "timeout", "not-drained", "no-consumers"]
 
 
 def phase_of(second: int, warmup_s: float, test_s: float) -> str:
@@ -61,6 +64,7 @@ class RawRun:
     # this machine each second when the brokers run on it (the testbed): CPU, brokers' CPU wait, shaped links
     host_samples: list[HostSample] = field(default_factory=list)
     drain_s: float = 0.0
+    drain_ended: DrainEnd | None = None  # why the consumers were stopped (collect.drain_end); None: not yet
     machine_cpu_percent: float | None = None
     consumer_assignment_wait_s: float = 0.0
     # (role, id) -> where the worker ran: its network namespace, a remote client host, or None (here)

@@ -278,6 +278,7 @@ def _summary(
         "end_to_end_latency_ms": recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
         "broker_rates": brokerside.broker_summary(broker_rows),
         "drain_s": raw.drain_s,
+        "drain_ended": raw.drain_ended,
         "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
         "client": client,
         "client_bound": client_bound,

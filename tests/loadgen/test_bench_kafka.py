@@ -254,6 +254,8 @@ def test_a_search_steers_the_producers_rate_step_by_step(healthy: TestbedState, 
     assert sum(1 for m in said if m.startswith("step ")) == 3, said
     s = result.build(run).result["summary"]
     assert s["acknowledged"] > 0 and s["lost"] == 0, s
+    # stopped before its planned end, the run drained until every acknowledged record had arrived (not 10 s idle)
+    assert s["drain_ended"] == "arrived" and s["drain_s"] < 5, s
 
 
 def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: TestbedState, unique: str) -> None:
@@ -278,6 +280,7 @@ def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: Tes
     # the client batch the consumer was in (up to 1,000 messages: 1 s)
     assert acked >= 8000 and received < acked - 3000
     assert raw.phases_s["after_produce_end"] < (acked - received) / 1000 / 2, raw.phases_s
+    assert raw.drain_ended == "not-drained"
 
 
 def test_a_run_whose_consumers_received_nothing_says_where_they_waited(healthy: TestbedState, unique: str) -> None:
@@ -298,6 +301,7 @@ def test_a_run_whose_consumers_received_nothing_says_where_they_waited(healthy: 
     raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
     acked = sum(p["acked"] for p in raw.producers.values())
     assert acked > 0 and sum(c["received"] for c in raw.consumers.values()) == 0
+    assert raw.drain_ended == "idle"  # drainIdleSeconds of quiet, long before drainTimeoutSeconds
     (said,) = [x for x in result.build(raw).result["summary"]["warnings"] if x.startswith("no consumer received")]
     print(said)
     assert f"of the {acked:,} acknowledged records: consumer 0: group " in said, said

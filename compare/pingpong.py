@@ -10,6 +10,7 @@ import struct
 import time
 import traceback
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,22 @@ from records import comparison as comparisons
 SEQ = struct.Struct("<Q")
 
 
+@dataclass
+class _EchoSeen:
+    """What the echo did, reported when it stops (a missing reply is then placed on one leg)."""
+
+    received: int = 0
+    delivered: int = 0
+    failed: int = 0
+    last_error: str | None = None
+    consumer: str | None = None  # its consumer's state in words (api.Consumer.client_state)
+
+
 def _echo(
     driver: str, common: dict[str, str], ping: str, pong: str, pc: dict[str, str], cc: dict[str, str], q: Any, stop: Any
 ) -> None:
-    """The far end of the ping-pong: every message received on `ping` goes straight back on `pong`."""
+    """The far end of the ping-pong: every message received on `ping` goes straight back on `pong`. When stopped
+    it reports what it received and sent, and its consumer's state: a missing reply is then placed on one leg."""
     try:
         drv = api.load_driver(driver)(common)
         inbox: list[bytes] = []
@@ -36,23 +49,52 @@ def _echo(
             c.poll(0.05)
         p = drv.create_producer(pong, pc)
         q.put(("ready", None))
+        seen = _EchoSeen()
 
-        def ignore(err: str | None, payload: bytes) -> None:
-            return None
+        def count(err: str | None, payload: bytes) -> None:
+            if err is None:
+                seen.delivered += 1
+            else:
+                seen.failed += 1
+                seen.last_error = err
 
         while True:
             if not c.poll_one(0.05):  # idle: the pinger may be done (checked only then, off the hot path)
                 if stop.is_set():
                     break
                 p.poll(0)
+            seen.received += len(inbox)
             for m in inbox:
-                p.send_now(m, ignore)
+                p.send_now(m, count)
             inbox.clear()
+        p.flush(5)
+        seen.consumer = c.client_state()
+        q.put(("done", seen))
         p.close()
         c.close()
         drv.close()
     except BaseException:
         q.put(("error", traceback.format_exc(limit=6)))
+
+
+class _RepliesMissing(EnvironmentProblem):
+    """Too many pings went unanswered; pingpong_once adds what each end saw."""
+
+
+def _echo_report(q: Any, wait_s: float = 5.0) -> str:
+    """What the stopped echo said of itself, in words (waiting up to `wait_s` for each thing it put)."""
+    with contextlib.suppress(queue.Empty):
+        while True:
+            kind, detail = q.get(timeout=wait_s)
+            if kind == "error":
+                return f"the echo side failed:\n{detail}"
+            if kind == "done":
+                err = f" (last: {detail.last_error})" if detail.last_error else ""
+                return (
+                    f"the echo received {detail.received} ping(s), its replies: {detail.delivered} delivered, "
+                    f"{detail.failed} failed{err}; the echo's consumer: {detail.consumer or 'no statistics'}"
+                )
+    return "the echo said nothing when stopped"
 
 
 def pingpong_once(t: SystemTarget, spec: CompareSpec) -> tuple[list[float], int]:
@@ -89,8 +131,13 @@ def pingpong_once(t: SystemTarget, spec: CompareSpec) -> tuple[list[float], int]
         if kind == "error":
             raise EnvironmentProblem(f"ping-pong echo failed:\n{detail}")
         p = drv.create_producer(ping, pc)
-        rtts, missing = _exchange(cfg, p, c, replies, q)
-        return rtts, missing
+        try:
+            return _exchange(cfg, p, c, replies)
+        except _RepliesMissing as e:  # stop the echo first: it reports when it ends
+            stop.set()
+            proc.join(15)
+            state = c.client_state() or "no statistics"
+            raise EnvironmentProblem(f"{e}; {_echo_report(q)}; the reply consumer: {state}") from None
     finally:
         stop.set()
         if proc is not None:
@@ -104,7 +151,7 @@ def pingpong_once(t: SystemTarget, spec: CompareSpec) -> tuple[list[float], int]
         drv.close()
 
 
-def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[bytes], q: Any) -> tuple[list[float], int]:
+def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[bytes]) -> tuple[list[float], int]:
     """The pings, one at a time: round trips (µs) after the warm-up, and how many replies never came.
 
     Between the two clock reads there is only the driver: the ping is built before, one `send_now`, then
@@ -142,12 +189,8 @@ def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[byt
         if not got:
             missing += 1
             if missing >= 3:
-                echo_error = ""
-                with contextlib.suppress(queue.Empty):
-                    kind, detail = q.get_nowait()
-                    echo_error = f"; the echo side failed:\n{detail}" if kind == "error" else ""
-                raise EnvironmentProblem(
-                    f"ping-pong: {missing} replies not received within {timeout_s:g} s{echo_error}"
+                raise _RepliesMissing(
+                    f"ping-pong: {missing} replies not received within {timeout_s:g} s ({i + 1} ping(s) sent)"
                 )
             continue
         if i >= cfg.warmupMessages:

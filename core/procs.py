@@ -79,10 +79,11 @@ def stop(pid: int, *, group: bool = False, timeout_s: float = 30, kill_timeout_s
 
 
 def stop_all(pids: Iterable[int], *, group: bool = False, timeout_s: float = 30, kill_timeout_s: float = 30) -> bool:
-    """`stop` for several processes at once: all get SIGTERM before any is waited for."""
+    """`stop` for several processes at once: all get SIGTERM before any is waited for; `timeout_s=0`: SIGKILL
+    straight away (nothing they would do on the way out is wanted)."""
     pids = list(pids)
     for pid in pids:
-        _signal(pid, signal.SIGTERM, group)
+        _signal(pid, signal.SIGTERM if timeout_s > 0 else signal.SIGKILL, group)
     ok = True
     for pid in pids:
         if not exited(pid, timeout_s):

@@ -243,15 +243,17 @@ class Testbed:
         return st
 
     def down(self, *, wipe: bool = False, progress: Progress = print) -> None:
+        """Stop every node cleanly (SIGTERM, up to 30 s); `wipe` kills them instead, since nothing they would flush
+        is kept, and deletes the data, logs and state. All at once: one by one, the last nodes would wait for a
+        controller quorum that has already gone."""
         if not self.state_file.exists():
             progress("no testbed running")
             return
         st = self.state()
-        # All at once: one by one, the last nodes wait for a controller quorum that has already gone.
         pids = {n.id: pid for n in st.nodes if (pid := self._alive(st, n)) is not None}
         for nid in pids:
-            progress(f"stopping node {nid}")
-        procs.stop_all(pids.values(), timeout_s=30)
+            progress(f"{'killing' if wipe else 'stopping'} node {nid}")
+        procs.stop_all(pids.values(), timeout_s=0 if wipe else 30)
         st = st.replace(pids={})
         self._save(st)
         net = self.network(st)

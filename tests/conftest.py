@@ -37,10 +37,11 @@ SERVER_FIXTURES = {
     "kafka_dist",
 }
 SHAPED_FIXTURES = {"shaped", "tuned", "remote_inventory"}
-# The one server a second pytest process can start beside this one: a local Spark session binds no fixed port. A
-# test with any other server (the testbed's fixed ports, namespaces, sshd, Mosquitto…), on the shaped testbed or
-# marked `timing` is `serial`: `make test` runs those in one process, the rest beside it (tests/lanes.py).
-PRIVATE_SERVERS = {"spark"}
+# The servers a second pytest process can start beside this one: a local Spark session binds no fixed port, and a
+# Spark standalone cluster takes free ones and times nothing. A test with any other server (the testbed's fixed
+# ports, namespaces, sshd, Mosquitto…), on the shaped testbed or marked `timing` is `serial`: `make test` runs those
+# in one process, the rest beside it (tests/lanes.py).
+PRIVATE_SERVERS = {"spark", "standalone"}
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,13 +4,13 @@ not wait for the ones that do.
     serial lane  the tests marked `serial` (tests/conftest.py: a server only one process may run, such as the
                  testbed on its fixed ports; the shaped testbed; or `timing`), in collection order, its output
                  streamed here
-    beside lane  the rest: the pure tests (what `make test-fast` runs) and those whose only server is a local
-                 Spark session of their own. It runs beside the first at the lowest priority the scheduler has for
+    beside lane  the rest: the pure tests (what `make test-fast` runs) and those whose only server is a Spark session or
+                 standalone cluster of their own. It runs beside the first at the lowest priority the scheduler has for
                  a process that runs at all: its own session, so its own autogroup, at nice 19 (with autogroup
-                 scheduling, a nice value orders only one session's processes), with KAFKATUNE_TEST_FAST's guard
-                 (a test not marked `server` that opens a socket or starts Java fails). It takes the CPU the serial
-                 lane leaves idle and waits whenever the brokers or the load generator want it, so it does not
-                 disturb a measurement; its output is printed after the serial lane's.
+                 scheduling, a nice value orders only one session's processes), with KAFKATUNE_TEST_FAST's guard (a test
+                 not marked `server` that opens a socket or starts Java fails). It takes the CPU the serial lane leaves
+                 idle and waits whenever the brokers or the load generator want it, so it does not disturb a
+                 measurement; its output is printed after the serial lane's.
 
 A test that could not bear waiting for the CPU (a wall-clock budget, a share of a core) is marked `timing` and
 runs in the serial lane. The exit status is the first lane's failure, or 0 when both passed; a lane that collected

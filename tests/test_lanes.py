@@ -24,16 +24,16 @@ def _collected(marks: str) -> set[str]:
 def test_each_test_runs_in_one_lane_and_shared_servers_and_budgets_in_the_serial_one() -> None:
     serial, beside = _collected("serial"), _collected("not serial")
     assert serial and beside and not serial & beside
-    # the testbed on its fixed ports, the shaped testbed, a Spark standalone cluster: one process at a time
+    # the testbed on its fixed ports, the shaped testbed: one process at a time; a share of a core on time
     for test in (
         "tests/e2e/test_sweep.py::test_kill_9_then_resume",
         "tests/e2e/test_shaped.py::test_the_operating_point_holds_its_slo_in_every_run",
-        "tests/advisor/test_analysis.py::test_standalone_cluster_gives_the_same_tables",
         "tests/cluster/test_hoststats.py::test_a_process_outside_the_run_is_counted_and_named_and_one_inside_it_is_not",
     ):
         assert test in serial, test
-    # pure, or a local Spark session of its own
+    # pure, or a Spark session or standalone cluster of its own
     for test in (
+        "tests/advisor/test_analysis.py::test_standalone_cluster_gives_the_same_tables",
         "tests/advisor/test_analysis.py::test_generated_study_recovers_the_planted_response",
         "tests/sweeps/test_confirm.py::test_the_method_on_simulated_studies_holds_its_error_rates",
     ):

@@ -116,6 +116,7 @@ def warm_up(
     common: Mapping[str, str] | None = None,
     metrics_urls: Mapping[int, str] | None = None,
     quiet_cores: float = JIT_QUIET_CORES,
+    window_s: float = JIT_WINDOW_S,
     shapes: Sequence[Mapping[str, Any]] = SHAPES,
     paced: float | None = PACED,
     paced_shape: Mapping[str, Any] | None = None,
@@ -126,7 +127,7 @@ def warm_up(
     in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the share is
     then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last shape
     (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's own
-    figures (`shapes`).
+    figures (`shapes`). Quiet: at most `quiet_cores` per broker over the last `window_s`.
 
     `common`: client security settings (an inventory's), `placements`: where the workers run."""
     if not shapes:
@@ -136,14 +137,15 @@ def warm_up(
     cap = f"{each:g} s" if n == 1 else f"{each:g} s each of {n} shapes"
     load = f"{cap} with acks=all load"
     if metrics_urls:
-        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {JIT_WINDOW_S:g} s"
+        load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {window_s:g} s"
     say(f"warming up the brokers' JIT for {load}")
     t0 = time.monotonic()
-    done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores) for shape in shapes]
+    watch = JitWatch(list(metrics_urls), quiet_cores, window_s) if metrics_urls else None
+    done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch) for shape in shapes]
     if paced and done[0]["msg_s"]:
         rate = round(paced * done[0]["msg_s"])
         shape = dict(paced_shape or {})
-        done.append(_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, quiet_cores, rate))
+        done.append(_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch, rate))
     last = done[-1]
     quiet = all(d["quiet"] for d in done) if metrics_urls else None
     return {"s": round(time.monotonic() - t0, 1), "jit_cores": last["jit_cores"], "quiet": quiet, "shapes": done}
@@ -167,11 +169,11 @@ def _warm_shape(
     say: Callable[[str], None],
     common: Mapping[str, str] | None,
     metrics_urls: Mapping[int, str] | None,
-    quiet_cores: float,
+    watch: JitWatch | None,
     rate: float | None = None,
 ) -> dict[str, Any]:
-    """One shape of warm_up's load (at `rate` msg/s, or the maximum): for `seconds`, or until the JIT is quiet when
-    `metrics_urls` are given."""
+    """One shape of warm_up's load (at `rate` msg/s, or the maximum): for `seconds`, or until `watch` finds the JIT
+    quiet (given with `metrics_urls`)."""
     w = parse_workload(
         {
             "name": "warmup",
@@ -184,7 +186,6 @@ def _warm_shape(
             "producerConfig": {"acks": "all", **shape},
         }
     )
-    watch = JitWatch(list(metrics_urls), quiet_cores) if metrics_urls else None
     t0 = time.monotonic()
     raw = runner.run(
         w,

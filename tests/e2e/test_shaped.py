@@ -108,9 +108,9 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 # after a minute of warm-up; what is asserted here is the sweep's structure and the operating point,
                 # both from the confirmation's runs, and the watch has its own test (tests/e2e/test_sweep.py)
                 "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1, "jit_warmup_s": 0},
-                # shorter and fewer steps than a study's (2-5 s against 5-30 s, to 25 %): the suite's time; each
+                # shorter and fewer steps than a study's (2-4 s against 5-30 s, to 25 %): the suite's time; each
                 # search still probes, brackets, bisects and confirms for itself
-                "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 5, "resolution": 0.25, "max_steps": 8},
+                "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 4, "resolution": 0.25, "max_steps": 8},
                 # 3 spreads within the SLO: the test's own run at the operating point must hold too
                 "hold": {"z": 3, "run_s": 20, "tries": 3},
                 "seed": 3,

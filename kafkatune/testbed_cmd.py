@@ -110,7 +110,7 @@ def up(
     help="Also delete the data, logs and state (a fresh cluster next time); the nodes are then killed, not shut down.",
 )
 def down(state_dir: Path | None, cache_dir: Path | None, base_port: int, wipe: bool) -> None:
-    """Stop all nodes (controlled shutdown) and remove the shaped network if any."""
+    """Stop all nodes (a controlled shutdown; killed with --wipe) and remove the shaped network if any."""
     testbed(state_dir, cache_dir, base_port).down(wipe=wipe, progress=say)
 
 

@@ -183,7 +183,8 @@ class Testbed:
         security: str | None = None,
         progress: Progress = print,
     ) -> TestbedState:
-        """Start every node that is not running; format a new cluster when there is none.
+        """Start every node that is not running (a new cluster when there is none); measure the machine's profile
+        (disk, and the links when shaped) when a node was started or there is none yet.
 
         `security="sasl_ssl"`: each node also gets a SASL_SSL listener for clients (SCRAM-SHA-512 and PLAIN,
         a certificate made with keytool; brokers talk to each other over PLAINTEXT). None: what the existing
@@ -222,7 +223,8 @@ class Testbed:
             self.security.add_scram_user(st)
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
-        profiles.measure(self.state_dir, st, self.network(st), progress, jvm=nodes.jvm_options(self.heap))
+        if to_start or not self.profile_file.exists():  # not again: 384 MiB of fsynced writes (iperf3 when shaped)
+            profiles.measure(self.state_dir, st, self.network(st), progress, jvm=nodes.jvm_options(self.heap))
         return st
 
     def _existing(

@@ -52,6 +52,15 @@ def test_profile_written(healthy: TestbedState, testbed: Testbed) -> None:
     assert len(disk["log_dirs"]) == 3 and disk["write_mb_s_total"] >= disk["write_mb_s_measured"]
 
 
+def test_up_on_a_serving_testbed_measures_nothing_again(healthy: TestbedState, testbed: Testbed) -> None:
+    """`up` again is idempotent: no node started, so no 384 MiB of disk writes before the next measurement."""
+    before = testbed.profile_file.stat().st_mtime_ns
+    said: list[str] = []
+    testbed.up(progress=said.append)
+    assert testbed.profile_file.stat().st_mtime_ns == before, said
+    assert not any("measuring" in m for m in said), said
+
+
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (make installs it)")
 def test_kcat_lists_brokers_and_round_trips(healthy: TestbedState, unique: str) -> None:
     boot = healthy.bootstrap_servers

@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
-	@echo "make test    set up everything, then lint (ruff, import-linter's layers), type-check (mypy), run the tests"
+	@echo "make test    set up everything, then run the tests, the linters among them (ruff, mypy, import-linter's layers)"
 	@echo "make test-fast   the tests that start no server (under 2 minutes)"
 	@echo "make coverage    the fast tests under coverage.py; the judgement code's lines they run"
 	@echo "make clean   stop the demo testbed and remove the venv (the Kafka jar cache stays)"
@@ -60,8 +60,8 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-logo
 
 # Two pytest processes at once (tests/lanes.py): the tests that need a shared server, in order, and beside them the
-# rest at the lowest priority, on the CPU the first leave idle.
-test: deps lint
+# rest at the lowest priority, on the CPU the first leave idle; the linters are among the rest (tests/test_lint.py).
+test: deps
 	$(PY) tests/lanes.py -v -ra --durations=100 $(PYTEST_ARGS)
 
 # The tests that start no server (pure: records, judgement, statistics, parsing), on two worker processes; a test

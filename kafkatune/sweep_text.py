@@ -68,7 +68,7 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
     lines += [
         (
             f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
-            f"{spec.confirm.repeats} runs each, interleaved; then each changed key put back alone "
+            f"{spec.confirm.repeats} runs each, in randomized blocks; then each changed key put back alone "
             f"({spec.ablate.repeats} runs each)"
             + (
                 f"; then the operating point: the rate whose p99, fitted against the rate over the confirmation's "

@@ -1,14 +1,16 @@
 """The confirmation and the ablations: figures with intervals, and only effects that survive the noise.
 
     confirm   the best `confirm.top` of every stage and every acks=all baseline, plus Kafka's defaults,
-              each measured `confirm.repeats` times on the warm cluster, interleaved (A B C A B C …; back to
-              back only to save a rolling restart, `rounds`): the recommended configuration is the best mean of
-              these repeats, and the spread of each one's repeats is the between-run noise.
+              each measured `confirm.repeats` times on the warm cluster in randomized blocks (every block runs
+              each once, in a new random order; back to back only to save a rolling restart, `rounds`): the
+              recommended configuration is the best mean of these repeats, and the spread of each one's repeats
+              is the between-run noise.
     ablate    per key in which the recommended configuration differs from Kafka's defaults: the
-              recommended configuration with that key put back, `ablate.repeats` times, interleaved with
-              the recommended configuration itself. A key's effect is recommended − ablated with Welch's 95 %
-              interval; it is recommended only when the interval lies above 0 and the effect is at least
-              `ablate.min_effect` of the recommended rate (a smaller one is real but not worth a setting).
+              recommended configuration with that key put back, `ablate.repeats` times, in new randomized
+              blocks with the recommended configuration itself (none of the confirmation's runs reused). A
+              key's effect is recommended − ablated, with Welch's interval at Holm's level; it is recommended
+              only when the interval lies above 0 and the effect is at least `ablate.min_effect` of the
+              recommended rate (a smaller one is real but not worth a setting).
 
 Every repeat is an independent measurement: its own max-rate probe, its own search (loadgen.search), so no two
 repeats share a grid of rates and the spread of the repeats is the between-run noise, the search's resolution
@@ -16,7 +18,7 @@ included. That spread is what every interval uses (Welch), and the comparisons o
 one ablation, are each one family: Holm's procedure holds its family-wise error at ALPHA, and the intervals printed
 are at the levels it tested them at.
 
-Within a round, configurations that share their restart-only keys run together, so a round changes
+Within a block, configurations that share their restart-only keys run together, so a block changes
 restart-only values as few times as it can (`rounds`): a rolling restart with its warm-up costs about 3 minutes
 here (docs/design.md, what a restart-only key costs).
 
@@ -26,6 +28,7 @@ killed sweep resumes where it stopped and no repeat runs twice.
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
@@ -95,10 +98,11 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
 def repeat(
     sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int
 ) -> dict[str, list[dict[str, Any]]]:
-    """Measure each configuration of `todo` `repeats` times, round by round; every repeat measured so far."""
+    """Measure each configuration of `todo` `repeats` times in randomized blocks; every repeat measured so far."""
     st = sw.study(phase)
     storage.recover_interrupted(st)
-    for r, (label, cfg) in rounds(todo, repeats, canonical(sw.restart_now)):
+    seed = f"{sw.spec.seed or 0}:{phase}"  # a new random order per block, the same one when a sweep resumes
+    for r, (label, cfg) in rounds(todo, repeats, canonical(sw.restart_now), seed):
         key = f"{label}@{r}"
         if key in storage.done_keys(st) or sw.out_of_time():
             continue
@@ -110,28 +114,42 @@ def repeat(
 
 
 def rounds(
-    todo: list[tuple[str, space.Config]], repeats: int, now: tuple[tuple[str, str], ...] = ()
+    todo: list[tuple[str, space.Config]],
+    repeats: int,
+    now: tuple[tuple[str, str], ...] = (),
+    seed: int | str | None = None,
 ) -> list[tuple[int, tuple[str, space.Config]]]:
-    """The order of the repeats: round by round, every configuration once per round (interleaved), but
-    within a round the configurations that share their restart-only keys run together, the first round starts
-    with the group the brokers run now (`now`, canonical), and each later round with the group the round before
-    ended with (another member of it first): a rolling restart costs about 3 minutes with its warm-up, and the
-    first run after it meets colder JVMs, so the rounds change restart-only values as few times as they can. A
-    configuration alone in its restart group therefore runs twice in a row across a round's end (A B C | C A B):
-    that saves a restart, and its second run is not the first after one."""
+    """The order of the repeats: randomized blocks. Block r measures every configuration once, in a new order
+    drawn from `seed` (None: the order of `todo`, rotated), so no arm is always first after a change, the warmest
+    or the coldest; the same seed gives the same order, so a resumed sweep finds its plan. Within a block the
+    configurations that share their restart-only keys run together, the first block starts with the group the
+    brokers run now (`now`, canonical) and each later block with the group the block before ended with (another
+    member of it first): a rolling restart costs about 3 minutes with its warm-up, and the first run after it
+    meets colder JVMs, so the blocks change restart-only values as few times as they can. A configuration alone
+    in its restart group therefore runs twice in a row across a block's end (A B C | C A B): that saves a
+    restart, and its second run is not the first after one."""
+    rng = random.Random(seed) if seed is not None else None
     group_of = {label: canonical(space.split(cfg)["restart"]) for label, cfg in todo}
     groups: dict[tuple[tuple[str, str], ...], list[tuple[str, space.Config]]] = {}
     for item in todo:
         groups.setdefault(group_of[item[0]], []).append(item)
-    order = sorted(groups, key=lambda g: g != now)  # stable: otherwise the order of `todo`
+    order = list(groups)
     out: list[tuple[int, tuple[str, space.Config]]] = []
     for r in range(1, repeats + 1):
-        if out:
-            last = out[-1][1]
-            g = group_of[last[0]]
-            order = [g, *(o for o in order if o != g)]  # stay in the restart group the last round ended in
-            i = groups[g].index(last)  # starting with another member of it, when it has one
-            groups[g] = groups[g][i + 1 :] + groups[g][: i + 1]
+        last = out[-1][1] if out else None
+        lead = group_of[last[0]] if last else now
+        if rng is not None:
+            for members in groups.values():
+                rng.shuffle(members)
+            rng.shuffle(order)
+        order = sorted(order, key=lambda g: g != lead)  # stable: the lead group first, the others as they are
+        if last is not None:  # another member of the lead group first, when it has one
+            members = groups[lead]
+            if rng is None:  # the order of `todo`, rotated past the last one measured
+                i = members.index(last)
+                groups[lead] = members[i + 1 :] + members[: i + 1]
+            elif members[0] == last:
+                groups[lead] = members[1:] + members[:1]
         for g in order:
             out.extend((r, item) for item in groups[g])
     return out

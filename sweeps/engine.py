@@ -253,7 +253,7 @@ class Sweep:
             return None
         todo = confirm.candidates(self)
         self.view.note(
-            f"confirmation: {len(todo)} configuration(s) × {spec.confirm.repeats} runs, interleaved: "
+            f"confirmation: {len(todo)} configuration(s) × {spec.confirm.repeats} runs, in randomized blocks: "
             + ", ".join(label for label, _ in todo)
         )
         confirmed = confirm.repeat(self, "confirm", todo, spec.confirm.repeats)
@@ -268,7 +268,7 @@ class Sweep:
                     self.view.extend((len(ablate) + 1) * spec.ablate.repeats)
                     self.view.note(
                         f"ablations: {len(ablate)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
-                        "interleaved with as many runs of the recommended configuration (not the confirmation's)"
+                        "in randomized blocks with as many of the recommended configuration (not the confirmation's)"
                     )
                     runs = confirm.repeat(self, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], spec.ablate.repeats)
                     effects = confirm.effects(spec, chosen, runs)

@@ -87,7 +87,7 @@ class SearchSpec(_Model):
 
 class Confirm(_Model):
     """The confirmation: the best `top` of each stage and every acks=all baseline, plus Kafka's defaults,
-    each measured `repeats` times, interleaved (A B C A B C …)."""
+    each measured `repeats` times in randomized blocks (each block runs every one once, in a new random order)."""
 
     top: Annotated[int, Field(ge=0, le=10)] = 1
     repeats: Annotated[int, Field(ge=2, le=20)] = 4
@@ -95,8 +95,8 @@ class Confirm(_Model):
 
 class Ablate(_Model):
     """Per key the recommended configuration changes from Kafka's defaults: the configuration with that key
-    put back, `repeats` times, interleaved with `repeats` runs of the recommended one (its confirmation runs chose
-    it: they are not reused); the keys are judged as one family (Holm) (0 repeats: no ablation)."""
+    put back, `repeats` times, in randomized blocks with `repeats` runs of the recommended one (its confirmation
+    runs chose it: they are not reused); the keys are judged as one family (Holm) (0 repeats: no ablation)."""
 
     repeats: Annotated[int, Field(ge=0, le=20)] = 4
     # An effect must also be this share of the recommended rate: smaller ones are reported, not recommended.

@@ -143,6 +143,30 @@ def test_a_configuration_alone_in_its_restart_group_repeats_across_a_rounds_end_
     assert [label for _, (label, _) in plain] == ["D", "Y", "Z"] * 3
 
 
+def test_the_blocks_are_randomized_reproducibly_and_still_roll_the_brokers_as_rarely() -> None:
+    """With a seed (the sweep's) each block runs every configuration once in a new order: over 20 seeds every
+    configuration leads a block, the same seed gives the same plan (a resumed sweep finds it), nothing runs twice
+    in a row without a restart group forcing it, and the restart-only value still changes once per block."""
+    plain = [("D", {}), ("Y", {"batch.size": 65536}), ("Z", {"linger.ms": 5}), ("W", {"acks": "all"})]
+    leaders = set()
+    for seed in range(20):
+        order = confirm.rounds(plain, 4, seed=f"{seed}:confirm")
+        assert order == confirm.rounds(plain, 4, seed=f"{seed}:confirm")
+        blocks = [[label for rr, (label, _) in order if rr == r] for r in (1, 2, 3, 4)]
+        assert all(sorted(b) == ["D", "W", "Y", "Z"] for b in blocks), blocks
+        labels = [label for b in blocks for label in b]
+        assert all(a != b for a, b in itertools.pairwise(labels)), labels
+        leaders |= {b[0] for b in blocks}
+    assert leaders == {"D", "W", "Y", "Z"}
+    assert len({tuple(label for _, (label, _) in confirm.rounds(plain, 4, seed=s)) for s in range(20)}) > 10
+    big = {"replica.fetch.max.bytes": 5242880, "batch.size": 65536}
+    mixed = [("A", big), ("C", {"batch.size": 65536}), ("B", {**big, "linger.ms": 5}), ("D", {"linger.ms": 5})]
+    for seed in range(20):
+        order = confirm.rounds(mixed, 3, seed=seed)
+        restart = [confirm.canonical(space.split(cfg)["restart"]) for _, (_, cfg) in order]
+        assert sum(a != b for a, b in itertools.pairwise(restart)) == 3, order
+
+
 def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> None:
     """Curves (each second's consumed bytes / the window's median second, through the window's first 3 s) shaped
     like the 38 trials of a dynamic sweep here (0.63, 0.87, 1.02, 1.00, 0.96 over a 5-s warm-up): at the level

@@ -47,10 +47,14 @@ def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def chosen_trial(trials: pd.DataFrame, sweep: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The run a study is diagnosed by, one for the headline and every rule: the median confirmation repeat of the
-    recommended configuration (`representative`) when the sweep confirmed one, else the best trial."""
+    """The run a study is diagnosed by, one for the headline and every rule: the median repeat (`representative`)
+    of the configuration as written when the sweep measured it (sweeps.written), else of the confirmation's choice,
+    else the best trial."""
     conf = (sweep or {}).get("confirmation") or {}
-    chosen = next((c for c in conf.get("candidates") or [] if c["label"] == conf.get("chosen")), None)
+    w = conf.get("written") or {}
+    chosen = next((a for a in w.get("arms") or [] if a["label"] == w.get("headline")), None) or next(
+        (c for c in conf.get("candidates") or [] if c["label"] == conf.get("chosen")), None
+    )
     return (representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials)
 
 

@@ -34,18 +34,53 @@ def candidate_lines(s: dict[str, Any]) -> list[str]:
     conf = s.get("confirmation")
     if not conf:
         return ["no confirmation phase: every figure is one run, without an interval"]
-    lines = []
-    for c in conf["candidates"]:
-        iv = interval(c["interval"])
-        runs = ", ".join("none" if v is None else f"{v:.2f}" for v in c["repeats"])
-        fig = iv.text(unit="MB/s") if iv else "no complete run"
-        tail = "" if c["eligible"] else f"; not eligible: {'; '.join(c['why_not']) or 'a run failed'}"
-        lines.append(f"  {c['label']:<30} {fig}  [runs {runs}]{tail}")
+    lines = [_arm_line(c) for c in conf["candidates"]]
     noise = conf.get("noise") or {}
     if noise.get("between_run_sd_mb_s") is not None:
         lines.append(
             f"between-run noise: sd {noise['between_run_sd_mb_s']:.2f} MB/s ({noise['how']}, df {noise['df']})"
         )
+    return lines
+
+
+def _arm_line(c: dict[str, Any]) -> str:
+    """One configuration's repeats and interval (sweeps.confirm.candidate)."""
+    iv = interval(c["interval"])
+    runs = ", ".join("none" if v is None else f"{v:.2f}" for v in c["repeats"])
+    fig = iv.text(unit="MB/s") if iv else "no complete run"
+    tail = "" if c["eligible"] else f"; not eligible: {'; '.join(c['why_not']) or 'a run failed'}"
+    return f"  {c['label']:<30} {fig}  [runs {runs}]{tail}"
+
+
+def _vs_defaults_line(vs: dict[str, Any]) -> str:
+    r, d = interval(vs.get("ratio")), interval(vs["difference"])
+    assert d is not None
+    ratio = f"{r.text('{:.2f}', '×')} Kafka's defaults" if r else "no ratio (defaults measured nothing)"
+    if vs["distinguishable"]:
+        return f"  {ratio}; difference {d.text(unit='MB/s')}"
+    return f"  NOT distinguishable from Kafka's defaults: {ratio}; difference {d.text(unit='MB/s')}"
+
+
+def written_lines(s: dict[str, Any]) -> list[str]:
+    """The configuration the recommended files hold, measured as written (sweeps.written): its own blocks with the
+    full configuration and the defaults, whether the dropped keys stood in for each other, and its lead."""
+    w = (s.get("confirmation") or {}).get("written")
+    if not w:
+        return []
+    lines = ["as written (what the recommended files hold), in new randomized blocks:"]
+    lines += [_arm_line(a) for a in w["arms"]]
+    fw = w.get("full_vs_written")
+    if fw:
+        d = interval(fw["difference"])
+        assert d is not None
+        said = "ahead beyond noise" if fw["distinguishable"] else "not ahead beyond noise (one-sided, Holm)"
+        lines.append(f"  full configuration − written: {d.text(unit='MB/s')}: {said}")
+    if w["kept_as_group"]:
+        lines.append(f"  kept as a group: {', '.join(w['kept_as_group'])}: {w['why_kept']}")
+    elif w["dropped"]:
+        lines.append(f"  the headline is the written configuration's: without {', '.join(w['dropped'])}")
+    if w.get("vs_defaults"):
+        lines.append(_vs_defaults_line(w["vs_defaults"]))
     return lines
 
 
@@ -68,13 +103,7 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
             )
     vs = conf.get("vs_defaults")
     if vs:
-        r, d = interval(vs["ratio"]), interval(vs["difference"])
-        assert d is not None
-        ratio = f"{r.text('{:.2f}', '×')} Kafka's defaults" if r else "no ratio (defaults measured nothing)"
-        if vs["distinguishable"]:
-            lines.append(f"  {ratio}; difference {d.text(unit='MB/s')}")
-        else:
-            lines.append(f"  NOT distinguishable from Kafka's defaults: {ratio}; difference {d.text(unit='MB/s')}")
+        lines.append(_vs_defaults_line(vs))
     elif conf["chosen"] == "baseline:kafka-defaults":
         lines.append("  Kafka's defaults measured best: no change is recommended")
     step = (conf.get("resolution") or {}).get("step")
@@ -145,7 +174,14 @@ def _effect(e: dict[str, Any]) -> str:
 
 def lines(s: dict[str, Any]) -> list[str]:
     """Everything above, in the order a reader needs it."""
-    return [objective_line(s), *candidate_lines(s), *choice_lines(s), *operating_lines(s), *key_lines(s)]
+    return [
+        objective_line(s),
+        *candidate_lines(s),
+        *choice_lines(s),
+        *written_lines(s),
+        *operating_lines(s),
+        *key_lines(s),
+    ]
 
 
 def _nothing_to_apply(none: list[str], not_ablated: list[str]) -> str:
@@ -160,8 +196,9 @@ def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
     """The sweep's confirmation and ablations (summary.json): the keys whose effect is beyond noise, with the
     recommended configuration's and the defaults' intervals; nothing else is an action."""
     conf = sweep["confirmation"]
-    by = {c["label"]: c for c in conf["candidates"]}
-    chosen = by.get(conf.get("chosen") or "")
+    w = conf.get("written")  # the configuration as written, when it was measured: its blocks are the evidence
+    by = {c["label"]: c for c in (w["arms"] if w else conf["candidates"])}
+    chosen = by.get(w["headline"] if w else conf.get("chosen") or "")
     if chosen is None:
         return []
     keys = sweep.get("recommended") or []
@@ -170,7 +207,7 @@ def rule_confirmed(sweep: dict[str, Any]) -> list[Recommendation]:
     dflt = by.get("baseline:kafka-defaults")
     if dflt and dflt["interval"]:
         ev.append(f"Kafka defaults: {Interval(**dflt['interval']).text(unit='MB/s')}")
-    vs = conf.get("vs_defaults")
+    vs = (w or conf).get("vs_defaults")
     gain = None
     if vs:
         d = Interval(**vs["difference"])

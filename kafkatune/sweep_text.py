@@ -69,7 +69,8 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         (
             f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
             f"{spec.confirm.repeats} runs each, in randomized blocks; then each changed key put back alone "
-            f"({spec.ablate.repeats} runs each)"
+            f"({spec.ablate.repeats} runs each), and when some are dropped the configuration as written against "
+            f"the full one and the defaults ({spec.ablate.repeats} runs each)"
             + (
                 f"; then the operating point: the rate whose p99, fitted against the rate over the confirmation's "
                 f"steps, is {spec.hold.z:g} between-run spreads within the SLO, checked in a {spec.hold.run_s}-s run "

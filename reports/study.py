@@ -214,7 +214,8 @@ def _confirmed_headline(sw: dict[str, Any], ceiling: float | None) -> list[str]:
     s = f"Recommended ({b['label']}): {what} **{iv.text(unit='MB/s') if iv else num(b['mb_s'])}**"
     if ceiling:
         s += f", {b['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
-    vs = (sw["confirmation"] or {}).get("vs_defaults")
+    conf = sw["confirmation"] or {}
+    vs = (conf.get("written") or conf).get("vs_defaults")  # the configuration as written, when it was measured
     if vs and vs.get("ratio"):
         r = verdict.interval(vs["ratio"])
         assert r is not None

@@ -20,7 +20,7 @@ OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the s
     "p99_e2e_ms": ("e2e_p99_ms", False),
 }
 # stages whose trials are not a one-factor search
-NOT_SEARCH = ("baseline", "confirm", "ablate", "hold", "sweep", "bench")
+NOT_SEARCH = ("baseline", "confirm", "ablate", "written", "hold", "sweep", "bench")
 # The judgement of one trial row: ceiling_mb_s, fraction_of_ceiling, bound, bound_reason (advisor.analysis).
 Judge = Callable[[Study, dict[str, Any]], Mapping[str, Any]]
 

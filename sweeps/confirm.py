@@ -179,7 +179,8 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
 ALPHA = 0.05  # the family-wise error of one confirmation's comparisons, and of one ablation's keys (Holm)
 
 
-def _candidate(label: str, reps: list[dict[str, Any]]) -> dict[str, Any]:
+def candidate(label: str, reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration's repeats: their values, trials and rates, its interval, and whether every run held."""
     vals = [r["value"] for r in reps if r["value"] is not None]
     iv = stats.mean_interval(vals) if vals else None
     return {
@@ -200,7 +201,7 @@ def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     the runner-up and with Kafka's defaults. Those comparisons are one family: each is one-sided (is the chosen one
     better?) and tested by Holm's procedure at ALPHA, and its difference and ratio are printed at the two-sided
     level whose lower bound is that test's (so "distinguishable" is the interval lying above 0, said once)."""
-    cands = [_candidate(label, reps) for label, reps in runs.items()]
+    cands = [candidate(label, reps) for label, reps in runs.items()]
     cands.sort(key=lambda c: -(c["mean_mb_s"] if c["eligible"] and c["mean_mb_s"] is not None else -1))
     groups = [c["repeats"] for c in cands if c["eligible"] and None not in c["repeats"]]
     pooled = stats.pooled_sd(groups)
@@ -251,13 +252,19 @@ def changed_keys(spec: Spec, cfg: Mapping[str, Any]) -> list[tuple[str, str | No
     return out
 
 
+def put_back(cfg: Mapping[str, Any], key: str, old: str | None) -> space.Config:
+    """`cfg` with `key` back at the defaults' value `old` (changed_keys; None: unset)."""
+    back: space.Config = {k: v for k, v in cfg.items() if k != key}
+    if old is not None:
+        back[key] = int(old) if catalogue.get(key).kind == "int" else old
+    return back
+
+
 def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space.Config]], list[dict[str, Any]]]:
     """The configurations to measure (label without:<key>), and the keys that cannot be put back alone."""
     todo, blocked = [], []
     for key, old, new in changed_keys(spec, cfg):
-        back: space.Config = {k: v for k, v in cfg.items() if k != key}
-        if old is not None:
-            back[key] = int(old) if catalogue.get(key).kind == "int" else old
+        back = put_back(cfg, key, old)
         broken = catalogue.broken_rules(back)
         if broken:
             blocked.append({"key": key, "old": old, "new": new, "why": "; ".join(broken)})

@@ -31,7 +31,7 @@ from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
 from records.trial import read_trial
-from sweeps import confirm, hold, space, storage, timing
+from sweeps import confirm, hold, space, storage, timing, written
 from sweeps.spec import Spec, Stage
 from sweeps.target import SweepTarget
 from sweeps.trial import Outcome, run_trial
@@ -277,10 +277,9 @@ class Sweep:
                     {"key": k, "old": o, "new": n, "why": "not ablated (ablate.repeats: 0)"}
                     for k, o, n in confirm.changed_keys(spec, chosen)
                 ]
-        judged["recommended"] = [e for e in effects if e["beyond_noise"]]
-        judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"]]
-        judged["not_ablated"] = blocked
-        if (candidate := confirm.chosen(judged)) is not None:
+        w = written.measure(self, chosen, effects, blocked, self.view) if chosen is not None and effects else None
+        written.settle(judged, effects, blocked, w)  # what the files hold: beyond noise, or kept as a group
+        if (candidate := written.headline(judged) or confirm.chosen(judged)) is not None:
             judged["operating_point"] = hold.operating_point(self, candidate, self.view.extend)
         elif spec.sustainable and spec.hold.tries:  # no candidate held in every repeat: say why, from the tails
             ids = [tid for c in judged["candidates"] for tid in c["trial_ids"]]
@@ -308,11 +307,11 @@ class Sweep:
                 "config": t.user_attrs["config"],
                 "record": t.user_attrs.get("record"),
             }
-        best = confirm.best(judged, self.study(self.spec.stage_list[-1].name))
+        best = written.best(judged) or confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
         dflt = next((c for c in (judged or {}).get("candidates", []) if c["label"] == confirm.DEFAULTS), None)
         defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
-        vs = (judged or {}).get("vs_defaults") or {}
+        vs = ((judged or {}).get("written") or judged or {}).get("vs_defaults") or {}
         wall = time.monotonic() - self.started
         docs = [d for p in self.trial_dirs if (d := read_trial(p))]
         s = self.spec
@@ -356,12 +355,12 @@ class Sweep:
         }
 
     def _all_studies(self) -> list[Any]:
-        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate", "hold"]
+        names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate", "written", "hold"]
         return [self.study(n) for n in names]
 
     def _trials_to(self, level: float) -> int | None:
         """How many trials (baselines and stages, in the order run) until one with acks=all reached `level`."""
-        studies = self._all_studies()[:-3]
+        studies = self._all_studies()[:-4]  # the search's: not the phases after it
         trials = sorted(
             (
                 t

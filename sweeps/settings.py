@@ -96,7 +96,8 @@ class Confirm(_Model):
 class Ablate(_Model):
     """Per key the recommended configuration changes from Kafka's defaults: the configuration with that key
     put back, `repeats` times, in randomized blocks with `repeats` runs of the recommended one (its confirmation
-    runs chose it: they are not reused); the keys are judged as one family (Holm) (0 repeats: no ablation)."""
+    runs chose it: they are not reused); the keys are judged as one family (Holm) (0 repeats: no ablation). The same
+    `repeats` measure the configuration as written against the full one and the defaults (sweeps.written)."""
 
     repeats: Annotated[int, Field(ge=0, le=20)] = 4
     # An effect must also be this share of the recommended rate: smaller ones are reported, not recommended.

@@ -253,7 +253,8 @@ class Spec(_Params):
     @property
     def planned(self) -> tuple[int, int, int]:
         """Trials planned: (baselines, search within the budget, confirmation runs at most; ablations come on
-        top, one set of repeats per key the recommended configuration changes)."""
+        top, one set of repeats per key the recommended configuration changes, and 3 sets when it is measured as
+        written, sweeps.written)."""
         search = sum(s.trials for s in self.stage_list)
         if self.budget.trials is not None:
             search = min(search, self.budget.trials)

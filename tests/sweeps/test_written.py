@@ -1,0 +1,186 @@
+"""The recommended configuration measured as written (sweeps.written), on planted truths: the ablation and the
+written phase run through the code that runs them in a sweep (sweeps.confirm.repeat), each run drawn from a known
+rate with noise, so what the judgement must conclude is known."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+
+from advisor import verdict
+from brokerconf import catalogue
+from sweeps import confirm, storage, written
+from sweeps.simulate import Design, spec_for
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+SPEC, TUNED = spec_for(3, Design())  # batch.size, linger.ms, compression.type changed from Kafka's defaults
+DEFAULTS_MB_S = 10.0
+
+
+def changed(cfg: Mapping[str, Any], key: str) -> bool:
+    return str(cfg.get(key, catalogue.get(key).default)) != str(catalogue.get(key).default)
+
+
+class Planted:
+    """A sweep's phases (sweeps.confirm.Phases) over an in-memory study: each run's rate is `truth(cfg)` times
+    lognormal noise (3 %); a configuration `broken` says breaks a constraint in every run."""
+
+    def __init__(self, truth: Callable[[Mapping[str, Any]], float], seed: int, broken: Any = None) -> None:
+        self.spec, self.run_dir, self.restart_now = SPEC, Path("/nonexistent"), {}
+        self.storage = optuna.storages.InMemoryStorage()
+        self.truth, self.rng, self.broken = truth, random.Random(seed), broken or (lambda cfg: False)
+        self.ran: list[str] = []
+
+    def study(self, suffix: str, stage: Any = None) -> Any:
+        return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions)
+
+    def measure(self, st: Any, trial: Any, label: str, cfg: Mapping[str, Any], extra: dict[str, Any]) -> None:
+        self.ran.append(extra["confirms"])
+        trial.set_user_attr("config", dict(cfg))
+        trial.set_user_attr("record", f"/runs/sim/trials/{label}-{trial.number:03d}")
+        trial.set_user_attr("rate_msg_s", 1000.0)
+        trial.set_constraint("lost", 1.0 if self.broken(cfg) else 0.0)
+        trial.set_user_attr("violations", ["lost 5 messages"] if self.broken(cfg) else [])
+        st.tell(trial, [self.truth(cfg) * math.exp(self.rng.gauss(0.0, 0.03))])
+
+    def out_of_time(self) -> bool:
+        return False
+
+
+class View:
+    def __init__(self) -> None:
+        self.said: list[str] = []
+        self.runs = 0
+
+    def note(self, msg: str) -> None:
+        self.said.append(msg)
+
+    def extend(self, n: int) -> None:
+        self.runs += n
+
+
+def ablate_then_write(sw: Planted) -> tuple[list[dict[str, Any]], dict[str, Any] | None, View]:
+    ablate, blocked = confirm.ablations(SPEC, TUNED)
+    assert not blocked
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablate], SPEC.ablate.repeats)
+    effects = confirm.effects(SPEC, TUNED, runs)
+    view = View()
+    return effects, written.measure(sw, TUNED, effects, [], view), view
+
+
+def test_keys_that_stand_in_for_each_other_each_look_useless_alone_and_are_kept_as_a_group() -> None:
+    """batch.size and linger.ms each carry the same +3 MB/s (either one is enough), compression.type +2 on its own:
+    put back alone, neither of the first two costs anything, so the ablation drops both; the configuration as
+    written (compression.type only) then measures 3 MB/s below the full one, beyond noise: the two are kept."""
+
+    def truth(cfg: Mapping[str, Any]) -> float:
+        either = changed(cfg, "batch.size") or changed(cfg, "linger.ms")
+        return DEFAULTS_MB_S + 3.0 * either + 2.0 * changed(cfg, "compression.type")
+
+    sw = Planted(truth, seed=1)
+    effects, w, view = ablate_then_write(sw)
+    assert {e["key"] for e in effects if e["beyond_noise"]} == {"compression.type"}, effects
+    assert w is not None and w["headline"] == confirm.RECOMMENDED, w
+    assert w["kept_as_group"] == ["batch.size", "linger.ms"] and "stand in" in w["why_kept"], w
+    assert w["full_vs_written"]["distinguishable"] and w["full_vs_written"]["difference"]["estimate"] > 2.5, w
+    assert w["vs_defaults"]["distinguishable"] and w["vs_defaults"]["ratio"]["estimate"] == pytest.approx(1.5, 0.05)
+    assert written.headline({"written": w})["config"] == TUNED
+    # 3 arms × n runs, in randomized blocks: every block runs each arm once
+    n = SPEC.ablate.repeats
+    assert view.runs == 3 * n and len(sw.ran) == 4 * n + 3 * n  # the ablation's 4 arms, then these 3
+    blocks = sw.ran[-3 * n :]
+    for b in range(n):
+        assert {k.rsplit("@", 1)[0] for k in blocks[3 * b : 3 * b + 3]} == {
+            written.WRITTEN,
+            confirm.RECOMMENDED,
+            confirm.DEFAULTS,
+        }, blocks
+
+
+def test_a_written_configuration_as_good_as_the_full_one_is_the_headline_with_its_own_interval() -> None:
+    """Only compression.type matters (+2 MB/s): the files hold it alone, it measures like the full configuration,
+    and the headline (rate, interval, ratio to the defaults, summary.json's `best`) is the written one's."""
+    sw = Planted(lambda cfg: DEFAULTS_MB_S + 2.0 * changed(cfg, "compression.type"), seed=2)
+    effects, w, _ = ablate_then_write(sw)
+    assert [e["key"] for e in effects if e["beyond_noise"]] == ["compression.type"], effects
+    assert w is not None and w["headline"] == written.WRITTEN and not w["kept_as_group"], w
+    assert w["dropped"] == ["batch.size", "linger.ms"] and w["why_kept"] is None
+    assert not w["full_vs_written"]["distinguishable"], w
+    best = written.best({"written": w})
+    assert best is not None and best["label"] == written.WRITTEN
+    assert {k for k in best["config"] if changed(best["config"], k)} == {"compression.type"}
+    assert best["mb_s"] == pytest.approx(12.0, rel=0.05) and best["interval"]["low"] < 12.0 < best["interval"]["high"]
+    assert w["vs_defaults"]["ratio"]["estimate"] == pytest.approx(1.2, rel=0.05)
+    assert w["vs_defaults"]["alpha"] <= confirm.ALPHA / 2  # one family of three tests (Holm)
+
+
+def test_a_written_configuration_that_breaks_its_constraints_keeps_the_dropped_keys() -> None:
+    """Without batch.size and linger.ms the runs lose messages: whatever the rates, the files keep them."""
+    sw = Planted(
+        lambda cfg: DEFAULTS_MB_S + 2.0 * changed(cfg, "compression.type"),
+        seed=3,
+        broken=lambda cfg: changed(cfg, "compression.type") and not changed(cfg, "batch.size"),
+    )
+    ablation = confirm.ablations(SPEC, TUNED)[0]
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablation], SPEC.ablate.repeats)
+    effects = [{**e, "beyond_noise": e["key"] == "compression.type"} for e in confirm.effects(SPEC, TUNED, runs)]
+    w = written.measure(sw, TUNED, effects, [], View())
+    assert w is not None and w["headline"] == confirm.RECOMMENDED, w
+    assert w["kept_as_group"] == ["batch.size", "linger.ms"] and "broke its constraints" in w["why_kept"], w
+
+
+def test_nothing_is_measured_when_the_files_hold_the_chosen_configuration_or_nothing() -> None:
+    every = [{"key": k, "beyond_noise": True} for k in ("batch.size", "linger.ms", "compression.type")]
+    none = [{**e, "beyond_noise": False} for e in every]
+    assert written.reduced(SPEC, TUNED, every) is None and written.reduced(SPEC, TUNED, none) is None
+    some = [{**e, "beyond_noise": e["key"] == "linger.ms"} for e in every]
+    cfg = written.reduced(SPEC, TUNED, some)
+    assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"linger.ms"}
+    sw = Planted(lambda cfg: 1.0, seed=4)
+    assert written.measure(sw, TUNED, every, [], View()) is None and not sw.ran
+    assert written.best({"confirmation": {}}) is None and written.headline(None) is None
+
+
+def test_the_verdict_and_the_advice_read_the_configuration_as_written() -> None:
+    """`sweep`, `advise` and the report say the written configuration's blocks: its runs, what was dropped, its
+    ratio to the defaults; the advice applies its keys, with its own runs and the defaults' as the evidence."""
+    sw = Planted(lambda cfg: DEFAULTS_MB_S + 2.0 * changed(cfg, "compression.type"), seed=2)
+    effects, w, _ = ablate_then_write(sw)
+    assert w is not None
+    conf = {"candidates": [], "chosen": "producer#0", "written": w, "not_ablated": []}
+    keep = [e for e in effects if e["beyond_noise"]]
+    s = {"confirmation": conf, "recommended": keep, "no_measurable_effect": [e for e in effects if e not in keep]}
+    text = "\n".join(verdict.written_lines(s))
+    assert "as written (what the recommended files hold)" in text and "without batch.size, linger.ms" in text, text
+    assert "Kafka's defaults; difference" in text and "not ahead beyond noise" in text, text
+    (r,) = verdict.rule_confirmed(s)
+    assert r.action == {"compression.type": "lz4"}, r
+    arms = {a["label"]: a for a in w["arms"]}
+    assert r.trials == arms[written.WRITTEN]["trial_ids"] + arms[confirm.DEFAULTS]["trial_ids"]
+    assert r.expected_gain_mb_s == pytest.approx(w["vs_defaults"]["difference"]["estimate"])
+
+
+def test_a_key_not_ablated_is_left_out_of_the_written_configuration_unless_kept_with_the_group() -> None:
+    """The files leave out a key the ablation could not put back alone, so the configuration as written does too;
+    when the written phase keeps its dropped keys as a group, that key is recommended with them."""
+    effects = [
+        {"key": "compression.type", "old": "none", "new": "lz4", "beyond_noise": True},
+        {"key": "batch.size", "old": "16384", "new": "131072", "beyond_noise": False},
+    ]
+    blocked = [{"key": "linger.ms", "old": "5", "new": "20", "why": "a cross-key rule"}]
+    cfg = written.reduced(SPEC, TUNED, effects, blocked)
+    assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"compression.type"}
+    judged: dict[str, Any] = {}
+    written.settle(judged, effects, blocked, None)
+    assert [e["key"] for e in judged["recommended"]] == ["compression.type"] and judged["not_ablated"] == blocked
+    w = {"kept_as_group": ["batch.size", "linger.ms"], "why_kept": "they stand in for each other"}
+    written.settle(judged, effects, blocked, w)
+    assert [e["key"] for e in judged["recommended"]] == ["compression.type", "batch.size", "linger.ms"]
+    assert judged["recommended"][2]["why"] == "they stand in for each other" and judged["written"] is w
+    assert not judged["no_measurable_effect"] and not judged["not_ablated"]

@@ -16,7 +16,7 @@ from advisor import diagnose
 from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix, round_trips_advice
 from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
-from advisor.recommendation import SEVERITY_ORDER, Recommendation
+from advisor.recommendation import SEVERITY_ORDER, Recommendation, without_causes
 from advisor.setup import rule_controller, rule_durability, rule_recompression
 from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial, num
 from advisor.verdict import rule_confirmed
@@ -378,5 +378,8 @@ def recommend(trials: pd.DataFrame, params: pd.DataFrame, study: dict[str, Any])
     recs += rule_best_config(complete(trials), study)
     for r in STUDY_RULES:
         recs += r(trials, study)
-    recs += rule_params(effects(trials, params), confirmed=bool((study.get("sweep") or {}).get("confirmation")))
+    confirmed = bool((study.get("sweep") or {}).get("confirmation"))
+    recs += rule_params(effects(trials, params), confirmed=confirmed)
+    if not confirmed:  # a confirmed key's effect was measured on its own: it matches the recommended files
+        recs = [without_causes(r, recs) if r.rule == "best-config" else r for r in recs]
     return sorted(recs, key=lambda r: (SEVERITY_ORDER[r.severity], -(r.expected_gain_mb_s or 0)))

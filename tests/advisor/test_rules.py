@@ -220,6 +220,23 @@ def test_recommend_puts_the_binding_fix_of_the_best_trial_first() -> None:
     assert first.rule == "binding-resource" and first.action == {"num.io.threads": "4"}
 
 
+def test_the_best_measured_configuration_never_reapplies_what_a_rule_names_as_its_limit() -> None:
+    """The better of two runs had num.io.threads=1 and was bound by its request handlers: applying it would re-apply
+    the limit, so that key leaves the best-config action (said in its evidence); the binding fix stays."""
+    t = trial(request_handler_idle=0.05, produce_queue_ms=9.0, params={"acks": "all", "num.io.threads": "1"})
+    t.update(diagnose.binding(t, PROFILE).__dict__)
+    dflt = trial("d", mb_s=8.0, baseline="kafka-defaults", params={"acks": "all", "num.io.threads": "8"})
+    recs = {r.rule: r for r in recommend(frame(t, dflt), pd.DataFrame(), STUDY)}
+    assert recs["binding-resource"].action == {"num.io.threads": "2"}
+    best = recs["best-config"]
+    assert (
+        best.action == {}
+        and best.title.startswith("Nothing to apply: num.io.threads there is")
+        and best.severity == "info"
+    )
+    assert any("num.io.threads=1 (the binding-resource rule advises 2)" in e for e in best.evidence), best.evidence
+
+
 def test_a_run_where_no_rate_held_still_gets_its_binding_fix() -> None:
     """A search where no step held has no rate (mb_s None) but a diagnosis of its lowest step (advisor.limit):
     the advice is not silent."""

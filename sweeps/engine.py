@@ -309,7 +309,8 @@ class Sweep:
             }
         best = written.best(judged) or confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
-        dflt = next((c for c in (judged or {}).get("candidates", []) if c["label"] == confirm.DEFAULTS), None)
+        arms = ((judged or {}).get("written") or {}).get("arms") or (judged or {}).get("candidates", [])
+        dflt = next((c for c in arms if c["label"] == confirm.DEFAULTS), None)  # beside the headline's arm
         defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
         vs = ((judged or {}).get("written") or judged or {}).get("vs_defaults") or {}
         wall = time.monotonic() - self.started

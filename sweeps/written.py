@@ -54,7 +54,8 @@ def measure(
     sw: confirm.Phases, chosen: space.Config, effects: list[dict[str, Any]], blocked: list[dict[str, Any]], view: View
 ) -> dict[str, Any] | None:
     """Measure the written configuration against the full one and Kafka's defaults (randomized blocks) and judge
-    them (`judge`); None when the written configuration is the chosen one or the defaults (`reduced`)."""
+    them (`judge`); None when the written configuration is the chosen one or the defaults (`reduced`), or when the
+    sweep's time ran out before it was measured."""
     spec = sw.spec
     cfg = reduced(spec, chosen, effects, blocked)
     if cfg is None:
@@ -69,6 +70,8 @@ def measure(
     view.note(f"as written ({kept} only): against the full configuration and Kafka's defaults, × {n} runs each")
     view.extend(len(arms) * n)
     runs = confirm.repeat(sw, "written", arms, n)
+    if not runs.get(WRITTEN):  # out of time before its first run: the confirmation's choice stays the headline
+        return None
     return judge(runs, [e["key"] for e in effects if not e["beyond_noise"]] + [b["key"] for b in blocked])
 
 

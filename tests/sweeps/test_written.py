@@ -144,6 +144,8 @@ def test_nothing_is_measured_when_the_files_hold_the_chosen_configuration_or_not
     assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"linger.ms"}
     sw = Planted(lambda cfg: 1.0, seed=4)
     assert written.measure(sw, TUNED, every, [], View()) is None and not sw.ran
+    sw.out_of_time = lambda: True  # type: ignore[method-assign]  # the sweep's budget is spent: nothing is run
+    assert written.measure(sw, TUNED, some, [], View()) is None and not sw.ran
     assert written.best({"confirmation": {}}) is None and written.headline(None) is None
 
 

@@ -121,7 +121,8 @@ def rounds(
 ) -> list[tuple[int, tuple[str, space.Config]]]:
     """The order of the repeats: randomized blocks. Block r measures every configuration once, in a new order
     drawn from `seed` (None: the order of `todo`, rotated), so no arm is always first after a change, the warmest
-    or the coldest; the same seed gives the same order, so a resumed sweep finds its plan. Within a block the
+    or the coldest; the same seed (and `now`) gives the same order, and every repeat is keyed `<label>@<block>`,
+    so a resumed sweep measures none twice. Within a block the
     configurations that share their restart-only keys run together, the first block starts with the group the
     brokers run now (`now`, canonical) and each later block with the group the block before ended with (another
     member of it first): a rolling restart costs about 3 minutes with its warm-up, and the first run after it

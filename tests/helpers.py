@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -30,15 +31,26 @@ def kafkatune(*args: str, timeout: float = 600, env: dict[str, str] | None = Non
     )
 
 
-def kafkatune_popen(*args: str) -> subprocess.Popen[str]:
-    """The CLI started in the background (output discarded: a test waits on its exit code)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "kafkatune", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        cwd=REPO,
-    )
+def kafkatune_popen(*args: str, log: Path) -> subprocess.Popen[str]:
+    """The CLI started in the background, its output (progress lines: not a terminal) written to `log` as it comes,
+    so a test can wait for a phase (`wait_for_line`) instead of guessing how long the start takes."""
+    with open(log, "w") as out:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "kafkatune", *args], stdout=out, stderr=subprocess.STDOUT, text=True, cwd=REPO
+        )
+
+
+def wait_for_line(proc: subprocess.Popen[str], log: Path, pattern: str, timeout_s: float) -> str:
+    """The first line of `log` matching the regex `pattern`, waited for while `proc` runs; fails with the log's end
+    when the process exits first or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = next((ln for ln in log.read_text().splitlines() if re.search(pattern, ln)), None)
+        if found is not None:
+            return found
+        assert proc.poll() is None, f"exited {proc.returncode} before /{pattern}/: {log.read_text()[-3000:]}"
+        time.sleep(0.2)
+    raise AssertionError(f"no /{pattern}/ in {timeout_s:g} s: {log.read_text()[-3000:]}")
 
 
 def write_workload(path: Path, **fields: Any) -> Path:

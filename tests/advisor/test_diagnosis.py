@@ -7,7 +7,6 @@ tests/advisor/test_recorded_diagnosis.py."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from cluster import metrics
 from records.analysis import load_table, rows
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, kafkatune_popen, write_workload
+from tests.helpers import kafkatune, kafkatune_popen, wait_for_line, write_workload
 
 
 @pytest.fixture()
@@ -69,12 +68,18 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
     )
     out = tmp_path / "run"
     # the diagnosis of this very setup: bench would otherwise run a client-bound one again with more producers
-    load = kafkatune_popen("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
+    log = tmp_path / "bench.log"
+    args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
+    load = kafkatune_popen(*args, log=log)
     try:
-        time.sleep(12)  # the topic, the workers and the warm-up
-        live = next(r for r in _advise_live(testbed, healthy.bootstrap_servers) if r["rule"] == "live-binding")
+        # advise samples 3 s of the 18-s measure window: after the topic, the workers and the warm-up, however long
+        # they take (a fixed 12-s wait sampled before any load on a slow machine: no binding found)
+        wait_for_line(load, log, r"^t=\s*\d+s/\d+ measure ", timeout_s=180)
+        recs = _advise_live(testbed, healthy.bootstrap_servers)
     finally:
-        assert load.wait(timeout=300) == 0
+        assert load.wait(timeout=300) == 0, log.read_text()[-3000:]
+    live = next((r for r in recs if r["rule"] == "live-binding"), None)
+    assert live is not None, recs
     assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live
     assert live["action"] == {"log.flush.interval.messages": "9223372036854775807"}
     res = json.loads((out / "result.json").read_text())

@@ -63,7 +63,7 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
         name=f"fsync-{unique}",
         partitionsPerTopic=3,
         warmupDurationMinutes=0.05,
-        testDurationMinutes=0.3,
+        testDurationMinutes=0.75,  # a 45-s window: `advise` starting late on a busy machine still samples load
         producerConfig={"acks": "all", "linger.ms": 5},
     )
     out = tmp_path / "run"
@@ -72,12 +72,15 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
     args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
     load = kafkatune_popen(*args, log=log)
     try:
-        # advise samples 3 s of the 18-s measure window: after the topic, the workers and the warm-up, however long
-        # they take (a fixed 12-s wait sampled before any load on a slow machine: no binding found)
+        # advise samples 3 s of the measure window: after the topic, the workers and the warm-up, however long they
+        # take (a fixed 12-s wait sampled before any load on a slow machine; with an 18-s window, an advise that
+        # took 15 s to start on CI's busy cores sampled after it: 0.00 MB/s, no binding either way)
         wait_for_line(load, log, r"^t=\s*\d+s/\d+ measure ", timeout_s=180)
         recs = _advise_live(testbed, healthy.bootstrap_servers)
+        still = load.poll() is None
     finally:
         assert load.wait(timeout=300) == 0, log.read_text()[-3000:]
+    assert still, f"the bench ended before advise sampled it: {recs}"
     live = next((r for r in recs if r["rule"] == "live-binding"), None)
     assert live is not None, recs
     assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live

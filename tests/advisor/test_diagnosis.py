@@ -73,8 +73,8 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
     load = kafkatune_popen(*args, log=log)
     try:
         # advise samples 3 s of the measure window: after the topic, the workers and the warm-up, however long they
-        # take (a fixed 12-s wait sampled before any load on a slow machine; with an 18-s window, an advise that
-        # took 15 s to start on CI's busy cores sampled after it: 0.00 MB/s, no binding either way)
+        # take (a fixed 12-s wait sampled before any load on a slow machine; with an 18-s window, an advise started
+        # at the first measure line sampled after the window's end on CI's busy cores: 0.00 MB/s, no binding)
         wait_for_line(load, log, r"^t=\s*\d+s/\d+ measure ", timeout_s=180)
         recs = _advise_live(testbed, healthy.bootstrap_servers)
         still = load.poll() is None

@@ -122,10 +122,13 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
         )
     )
     proc = kafkatune("sweep", str(spec), "--state-dir", str(shaped.state_dir), "--runs-dir", str(tmp), timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert SECRET not in proc.stderr + proc.stdout
     run = tmp / "shaped-tuned"
     (tmp / "sweep-output.txt").write_text(proc.stdout + proc.stderr)  # what the sweep said, for a failure's message
+    assert SECRET not in proc.stderr + proc.stdout
+    # 0 with a best configuration; 4 (sweep --help) when no trial held a rate: on CI's two cores another lane's
+    # Spark starved every search of one run (the sweep named it: "other processes on this machine taking CPUs")
+    best = json.loads((run / "summary.json").read_text())["best"]
+    assert proc.returncode == (0 if best is not None else 4), proc.stderr[-3000:]
     analyze(run, spark)  # the session's Spark: `report` would start its own (~30 s)
     rep = kafkatune("report", str(run))
     assert rep.returncode == 0, rep.stderr[-3000:]
@@ -165,8 +168,10 @@ def test_the_tuned_sweep_confirms_interleaved_lists_what_it_did_not_ablate_and_h
     held = first["state"] == "complete" and not first["constraints"]["violated"]
     want = {"baseline:kafka-defaults", *(["producer#0"] if held else [])}
     assert {c["label"] for c in cands} == want, sweep_story(tuned, s)
-    assert all(len(c["repeats"]) == 2 and c["interval"]["low"] is not None for c in cands), sweep_story(tuned, s)
-    assert s["noise"]["between_run_sd_mb_s"] > 0
+    for c in cands:  # every repeat run; an interval for each configuration that held a rate in all of them
+        assert len(c["repeats"]) == 2 and (not c["eligible"] or c["interval"]["low"] is not None), sweep_story(tuned, s)
+    sd = s["noise"]["between_run_sd_mb_s"]
+    assert (sd is None) == (not any(c["eligible"] for c in cands)) and (sd is None or sd >= 0), s["noise"]
     if s["confirmation"]["chosen"] == "producer#0":
         blocked = {e["key"]: e for e in s["confirmation"]["not_ablated"]}
         assert set(blocked) == {"partitions", "buffer.memory"}, blocked
@@ -217,7 +222,12 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
     s = json.loads((tuned / "summary.json").read_text())
     assert s["objective"] == "sustainable_mb_s" and s["slo"]["p99_e2e_ms"] == SLO_MS
     op, spec = s["operating_point"], yaml.safe_load((tuned.parent / "s.yaml").read_text())
-    chosen = next(c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"])
+    chosen = next((c for c in s["confirmation"]["candidates"] if c["label"] == s["confirmation"]["chosen"]), None)
+    if chosen is None:  # no configuration held a rate in every repeat: none is offered, and the tails say why
+        assert op["not_load_driven"].startswith("no configuration held a rate"), op
+        assert not op["tries"] and op["rate_msg_s"] is None and op["causes"]["runs"] >= 1, op
+        assert operating_lines(s)[0] in (tuned / "report" / "report.md").read_text()
+        return
     rates = [r for r in chosen["rates_msg_s"] if r is not None]
     knee = fit_knee(chosen_steps(tuned, chosen["trial_ids"]), s["search"]["max_step_s"] // 2)
     assert op["fit"] == (pytest.approx(asdict(knee)) if knee else None), (op["fit"], knee)
@@ -230,7 +240,7 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
         assert op["not_load_driven"] is None, op
         check_tries(op, min(pick, min(rates)), spec["hold"].get("step", Hold().step), spec["hold"]["tries"])
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
-    assert operating_lines(s)[0] + "." in (tuned / "report" / "report.md").read_text()
+    assert operating_lines(s)[0] in (tuned / "report" / "report.md").read_text()
     if op["held"]:
         assert f"operating point: {op['rate_msg_s']:,.0f} msg/s" in operating_lines(s)[0]
     adv = kafkatune("advise", str(tuned), "--json")

@@ -108,7 +108,7 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 "confirm": {"top": 1, "repeats": 2},
                 "ablate": {"repeats": 0},
                 # no JIT watch (jit_warmup_s 0): with it, the first trial waited for quiet compilers twice and the
-                # sweep took 585 s instead of 270; without it the first search runs on brokers still compiling (its
+                # sweep took 585 s instead of 273; without it the first search runs on brokers still compiling (its
                 # rate is low or none held), which the tests below allow for: they assert the sweep's structure and
                 # judgement, and the watch has its own test (tests/e2e/test_sweep.py)
                 "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1, "jit_warmup_s": 0},
@@ -160,8 +160,9 @@ def sweep_story(run: Path, s: dict[str, Any]) -> str:
 def test_the_tuned_sweep_confirms_interleaved_lists_what_it_did_not_ablate_and_hides_the_password(tuned: Path) -> None:
     """What holds on every run, whatever the machine's noise: Kafka's defaults and the tuned configuration (when its
     search held a rate: the first search runs on brokers still compiling, and has missed every rate down to 98 msg/s)
-    are confirmed with 2 repeats and an interval each, the keys the tuned configuration changes are listed as not
-    ablated (and no file recommends them), and the admin password is in no record, analysis or report."""
+    are confirmed with 2 repeats each and an interval when both held a rate, the keys the tuned configuration changes
+    are listed as not ablated (and no file recommends them), and the admin password is in no record, analysis or
+    report."""
     s = json.loads((tuned / "summary.json").read_text())
     cands = s["confirmation"]["candidates"]
     first = json.loads((tuned / "trials" / "producer-000" / "trial.json").read_text())
@@ -216,7 +217,8 @@ def check_tries(op: dict[str, Any], first: float, step: float, tries_max: int) -
 def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(tuned: Path) -> None:
     """The rate the sweep offers an operator (sweeps.hold), checked for what holds on every run: the fit of p99
     against rate recomputed from the records the sweep wrote; its first run at that rate (3 spreads within the SLO,
-    at most the lowest rate a repeat confirmed), or a refusal that names the slope; the runs judged on their own
+    at most the lowest rate a repeat confirmed), or a refusal that says why (no configuration chosen, no repeat
+    held a rate, or the p99 does not grow with the rate); the runs judged on their own
     figures; the report and `advise --json` saying the same. Whether the next run at that rate holds too depends on
     the machine: benchmarks/p99_between_runs.py measures how far a fixed rate's p99 moves between runs."""
     s = json.loads((tuned / "summary.json").read_text())

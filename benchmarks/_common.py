@@ -26,12 +26,18 @@ def log(msg: str) -> None:
 
 @contextmanager
 def testbed(
-    state_dir: Path, *, base_port: int = 27090, warm_up_s: float = 60, paced: float | None = 0.6, **up: Any
+    state_dir: Path,
+    *,
+    base_port: int = 27090,
+    warm_up_s: float = 60,
+    paced: float | None = 0.6,
+    jvm_extra: tuple[str, ...] = (),
+    **up: Any,
 ) -> Iterator[Testbed]:
     """A private testbed, wiped before and after; `warm_up_s` of load at the most, ended sooner once the brokers'
     JIT compilers are quiet (loadgen.warmup; `paced`: its fixed-rate shape, None: none), so the first figure is not
-    a cold cluster's."""
-    tb = Testbed(state_dir, dist.install(), base_port=base_port, prefix="ktb")
+    a cold cluster's. `jvm_extra`: JVM options the brokers run with beyond the testbed's own (testbed.nodes)."""
+    tb = Testbed(state_dir, dist.install(), base_port=base_port, prefix="ktb", jvm_extra=jvm_extra)
     tb.down(wipe=True, progress=lambda m: None)
     try:
         st = tb.up(progress=log, **up)

@@ -14,7 +14,6 @@ from cluster.remote_probe import probe_inventory
 from core.errors import EnvironmentProblem
 from kafkatune.options import inventory_options, say, testbed
 from testbed import profile as profiles
-from testbed.nodes import jvm_options
 
 
 def _print_profile(profile: dict[str, Any], as_json: bool) -> None:
@@ -118,7 +117,7 @@ def command(
         disk_segment_mb=segment_mb,
         disk_files=files,
         measure_network=not no_network,
-        jvm=jvm_options(tb.heap),
+        jvm=tb.jvm_options,
     )
     say(f"profile written: {tb.profile_file}")
     _print_profile(profile, as_json)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from core import procs
 from core.errors import EnvironmentProblem, UserError
 from records.profile import PROFILE
 from records.testbed import SCHEMA_VERSION, Node, TestbedState, load_state, node_dir, save_state, state_path
-from testbed import netns, nodes
+from testbed import netns, nodes, status
 from testbed import profile as profiles
 from testbed.dist import KafkaDist
 from testbed.tls import SASL_USER, Security
@@ -40,13 +40,20 @@ class Testbed:
     __test__ = False
 
     def __init__(
-        self, state_dir: Path, dist: KafkaDist, *, base_port: int = 29090, prefix: str = "kt", heap: str = "1g"
+        self,
+        state_dir: Path,
+        dist: KafkaDist,
+        *,
+        base_port: int = 29090,
+        prefix: str = "kt",
+        heap: str = "1g",
+        jvm_extra: Sequence[str] = (),
     ) -> None:
         self.state_dir = state_dir
         self.dist = dist
         self.base_port = base_port
         self.prefix = prefix
-        self.heap = heap
+        self.jvm_options = nodes.jvm_options(heap, jvm_extra)  # every start of a node, and the profile, use these
         self.security = Security(state_dir, dist.java)
 
     # ---- state -------------------------------------------------------------------------------------
@@ -127,7 +134,7 @@ class Testbed:
 
     def _start(self, st: TestbedState, node: Node) -> TestbedState:
         """Start `node`; returns the state with its pid, saved."""
-        st = st.with_pid(node.id, nodes.start(self.dist, self.state_dir, node, self.heap))
+        st = st.with_pid(node.id, nodes.start(self.dist, self.state_dir, node, self.jvm_options))
         self._save(st)
         return st
 
@@ -224,7 +231,7 @@ class Testbed:
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
         if to_start or not self.profile_file.exists():  # not again: 384 MiB of fsynced writes (iperf3 when shaped)
-            profiles.measure(self.state_dir, st, self.network(st), progress, jvm=nodes.jvm_options(self.heap))
+            profiles.measure(self.state_dir, st, self.network(st), progress, jvm=self.jvm_options)
         return st
 
     def _existing(
@@ -357,43 +364,22 @@ class Testbed:
         return [n.id for n in dead]
 
     def status(self) -> dict[str, Any]:
+        """The cluster as it runs now: each node's row (testbed.status.node_row), the active controller and the
+        under-replicated partitions (None when no node answers)."""
         st = self.state()
-        rows = []
-        controller = None
+        rows, controller = [], None
         for n in st.nodes:
-            pid = self._alive(st, n)
-            row: dict[str, Any] = {
-                "id": n.id,
-                "pid": pid,
-                "alive": pid is not None,
-                "listener": n.listener,
-                "metrics_url": n.metrics_url,
-                "netns": n.netns,
-                "log": str(self.node_dir(n.id) / "server.log"),
-            }
-            if pid is not None:
-                try:
-                    m = metrics.scrape(n.metrics_url)
-                    row["under_replicated_partitions"] = int(m.get("under_replicated", 0))
-                    if m.get("active_controller") == 1.0:
-                        controller = n.id
-                except OSError:
-                    row["metrics_error"] = "exporter not answering"
+            row, is_controller = status.node_row(n, self._alive(st, n), self.node_dir(n.id) / "server.log")
             rows.append(row)
-        under: list[str] | None = None
-        if any(r["alive"] for r in rows):
-            try:
-                ur = kadmin.under_replicated(kadmin.admin_client(st.bootstrap_servers), timeout_s=5)
-                under = [f"{p.topic}-{p.partition}" for p in ur]
-            except Exception:
-                under = None
+            controller = n.id if is_controller else controller
+        alive = any(r["alive"] for r in rows)
         return {
             "bootstrap_servers": st.bootstrap_servers,
             "network": st.network,
             "kafka_version": st.kafka_version,
             "cluster_id": st.cluster_id,
             "controller": controller,
-            "under_replicated_partitions": under,
+            "under_replicated_partitions": status.under_replicated(st.bootstrap_servers) if alive else None,
             "nodes": rows,
             "profile": str(self.profile_file),
         }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import subprocess
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cluster import metrics
@@ -107,20 +107,23 @@ def format_storage(dist: KafkaDist, state_dir: Path, st: TestbedState, node: Nod
         raise EnvironmentProblem(f"formatting node {node.id} failed: {proc.stdout[-500:]}{proc.stderr[-500:]}")
 
 
-def jvm_options(heap: str) -> list[str]:
+def jvm_options(heap: str, extra: Sequence[str] = ()) -> list[str]:
     """The brokers' JVM settings, the same for every node and written into the cluster profile (records.profile):
-    a fixed heap (no resizing mid-run) and G1 with Kafka's own pause target (kafka-run-class.sh's)."""
-    return [f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
+    a fixed heap (no resizing mid-run) and G1 with Kafka's own pause target (kafka-run-class.sh's), then `extra`
+    (later options win: how a benchmark tries other settings, benchmarks/broker_jvm.py)."""
+    base = [f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
+    return [*base, *extra]
 
 
-def start(dist: KafkaDist, state_dir: Path, node: Node, heap: str) -> int:
-    """Start the node's JVM (in its own session, logging to server.log); returns its pid."""
+def start(dist: KafkaDist, state_dir: Path, node: Node, jvm: Sequence[str]) -> int:
+    """Start the node's JVM with the options `jvm` (jvm_options) in its own session, logging to server.log;
+    returns its pid."""
     d = node_dir(state_dir, node.id)
     agent = f"{dist.jmx_agent}={node.host}:{node.metrics_port}:{d / 'jmx-exporter.yaml'}"
     cmd = [
         *netns.exec_prefix(node.netns),
         str(dist.java),
-        *jvm_options(heap),
+        *jvm,
         f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}",
         f"-javaagent:{agent}",
         "-cp",

@@ -66,7 +66,7 @@ def agent(stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
         return 2
     here = LocalHost(None)
     for t in decode(first)["tasks"]:
-        here.add(WorkerTask(**t))
+        here.add(WorkerTask(**{**t, "owner_pid": os.getpid()}))  # the agent owns its workers, not the caller
     conn = os.environ.get("SSH_CONNECTION", "").split()
     send(["hello", {"address": conn[2] if len(conn) == 4 else None, "pid": os.getpid(), "workers": len(here.tasks)}])
     ch = Channel.new()

@@ -29,7 +29,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -87,14 +87,28 @@ class WorkerTask:
     # consumer
     subscription: str = ""
     work_ns: int = 0  # the application's processing time per message (workload consumerWorkMicros)
+    # the process that runs the workers (the bench or sweep, or the remote agent): made where the task is made
+    owner_pid: int = field(default_factory=os.getpid)
 
 
-def _exit_with_parent() -> None:
-    """A worker whose parent was killed (kill -9 of a bench or sweep) exits instead of loading a cluster forever."""
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _exit_with_parent(owner_pid: int) -> None:
+    """A worker whose owner (`owner_pid`: the bench or sweep, not the fork server that forked the worker and may
+    outlive it) or parent is gone exits instead of loading a cluster forever: a killed bench once left a producer
+    spinning on a core for minutes (benchmarks/broker_jvm.py's first runs)."""
     parent = os.getppid()
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == parent and _alive(owner_pid):
             time.sleep(0.5)
         os._exit(3)
 
@@ -103,7 +117,7 @@ def _exit_with_parent() -> None:
 
 def enter(task: WorkerTask) -> api.Driver:
     """In a worker process: exit with the parent, enter the task's network namespace, open its driver."""
-    _exit_with_parent()
+    _exit_with_parent(task.owner_pid)
     if task.netns:
         netns.enter(task.netns)
     return api.load_driver(task.driver)(task.common)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 
@@ -323,11 +324,14 @@ def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: P
     try:
         wait_for(lambda: len(done()) >= 1, 180, "the first trial", proc)
         time.sleep(5)  # the second trial is running
+        workers = psutil.Process(proc.pid).children(recursive=True)  # its fork server and load workers
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    left = psutil.wait_procs(workers, timeout=15)[1]  # a worker watches its owner twice a second
+    assert workers and not left, [" ".join(w.cmdline()[:3]) for w in left]
     first = {(r["stage"], r["number"]) for r in done()}
     assert len(first) in (1, 2)
     assert bc.describe(1, ["num.io.threads"])["num.io.threads"][0] == "16"  # left changed by the kill

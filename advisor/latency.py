@@ -50,7 +50,7 @@ def slo_misses(row: dict[str, Any], slo: dict[str, Any]) -> list[str]:
     return out
 
 
-DEFAULT_SLO = {"p99_e2e_ms": 100.0}  # the product's default SLO (sweeps.settings.Slo) when a study names none
+DEFAULT_SLO = {"p99_e2e_ms": 100.0}  # the product's default SLO (loadgen.sustainable.Slo) when a study names none
 
 
 def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:

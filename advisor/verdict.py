@@ -21,8 +21,7 @@ def interval(d: dict[str, Any] | None) -> Interval | None:
 
 def objective_line(s: dict[str, Any]) -> str:
     if s.get("objective") == "sustainable_mb_s":
-        slo = s.get("slo") or {}
-        within = Slo(slo.get("p99_e2e_ms"), slo.get("p99_publish_ms")).describe()
+        within = Slo.from_json(s.get("slo")).describe()
         return (
             f"objective: the sustainable rate, the highest rate delivered within {within} (a max-rate probe, then a "
             "search of fixed rates: bracket, bisect, confirm)"

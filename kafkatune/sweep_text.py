@@ -39,9 +39,7 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         f"cluster: {cl}",
         f"workload: {w.messageSize} B records, {w.partitionsPerTopic} partitions, RF {w.replicationFactor or 3}, "
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s)",
-        verdict.objective_line(
-            {"objective": spec.objective, "slo": spec.slo.model_dump() if spec.sustainable else None}
-        ),
+        verdict.objective_line({"objective": spec.objective, "slo": spec.slo.to_json() if spec.sustainable else None}),
         f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows at max rate"
         + (
             f", then a search from {r.start:g}× that rate (bracket, bisect, confirm to {r.resolution:.0%}; steps of "

@@ -18,7 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass as checked_dataclass
 
 from loadgen import runner
 from loadgen.runner import RawRun
@@ -30,12 +33,27 @@ KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messag
 TAIL_SAMPLES = 200
 
 
-@dataclass(frozen=True)
+@checked_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class Slo:
-    """The latency a rate must hold: p99 end-to-end and/or p99 publish (ack) latency, ms; None: not judged."""
+    """The latency a rate must hold: p99 end-to-end and/or p99 publish (ack) latency, ms; None: not judged.
 
-    p99_e2e_ms: float | None = 100.0
-    p99_publish_ms: float | None = None
+    The one SLO class: a sweep spec's `slo` section is validated into it (sweeps.settings.SpecSlo), so each bound
+    is checked (> 0) wherever one is made."""
+
+    p99_e2e_ms: Annotated[float, Field(gt=0)] | None = 100.0
+    p99_publish_ms: Annotated[float, Field(gt=0)] | None = None
+
+    def bounds_latency(self) -> bool:
+        return self.p99_e2e_ms is not None or self.p99_publish_ms is not None
+
+    def to_json(self) -> dict[str, float | None]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> Slo:
+        """The SLO a record wrote with to_json; no bound for a record without one (None)."""
+        d = d or {}
+        return cls(d.get("p99_e2e_ms"), d.get("p99_publish_ms"))
 
     def describe(self) -> str:
         parts = [f"p99 end-to-end ≤ {self.p99_e2e_ms:g} ms"] if self.p99_e2e_ms is not None else []

@@ -322,7 +322,7 @@ class Sweep:
             "plan": s.plan,
             "objective": s.objective,
             "objectives": s.objectives,
-            "slo": s.slo.model_dump() if s.sustainable else None,
+            "slo": s.slo.to_json() if s.sustainable else None,
             "search": s.search.model_dump() if s.sustainable else None,
             "ceiling_mb_s": ceiling,
             "baselines": baselines,

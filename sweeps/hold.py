@@ -154,7 +154,7 @@ def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | N
         return None, knee, "no repeat of the recommended configuration held a rate"
     if knee is None:
         return min(rates), None, ""
-    rate = knee.rate_for(spec.slo.judged().p99_e2e_ms or math.inf, spec.hold.z)
+    rate = knee.rate_for(spec.slo.p99_e2e_ms or math.inf, spec.hold.z)
     if rate is None:
         return (
             None,

@@ -43,8 +43,9 @@ from core.errors import UserError
 from core.files import read_yaml
 from faults.spec import Fault
 from faults.spec import parse as parse_fault
+from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, parse_workload
-from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, SearchSpec, Slo
+from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, SearchSpec, SpecSlo
 
 Scalar = str | int
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
@@ -169,7 +170,7 @@ class Spec(_Params):
     objectives: Annotated[
         list[Literal["sustainable_mb_s", "throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)
     ] = ["sustainable_mb_s"]
-    slo: Slo = Field(default_factory=Slo)
+    slo: SpecSlo = Field(default_factory=Slo)
     search: SearchSpec = Field(default_factory=SearchSpec)
     confirm: Confirm = Field(default_factory=Confirm)
     ablate: Ablate = Field(default_factory=Ablate)

@@ -288,7 +288,7 @@ class _Trial:
     def _search(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         """The sustainable rate: a search under the max rate `u` (msg/s) this trial just measured, loadgen.search."""
         t, s, out = self.target, self.spec, self.outcome
-        how, slo = s.search.how(), s.slo.judged()
+        how, slo = s.search.how(), s.slo
         t_search = time.monotonic()
         raw, sr = search.search_run(
             self.workload,
@@ -342,7 +342,7 @@ class _Trial:
         write_run(self.out_dir, rec)
         sm = rec.summary
         h = s.hold.headroom
-        why = sustainable.judge_run(sm, rate, s.slo.judged().scaled(h))
+        why = sustainable.judge_run(sm, rate, s.slo.scaled(h))
         why += f" ({h:.0%} of the SLO: hold.headroom)" if why and h < 1 else ""
         lost = sm["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
         if lost > s.constraints.max_lost:

@@ -13,7 +13,8 @@ from advisor import verdict
 from brokerconf.catalogue import short
 from core.fmt import num
 from sweeps import space, storage
-from sweeps.spec import Choices, IntRange, Spec
+from sweeps.spec import Spec
+from sweeps.stages import Choices, IntRange
 
 TRIAL_OVERHEAD_S = 6  # a trial's topic, workers, drain and record (its breakdown in a summary: sweeps.timing)
 TYPICAL_STEPS = 6  # a search's steps, typically (bracket 2, bisect 2-3, confirm 1)

@@ -39,7 +39,8 @@ import optuna
 from brokerconf import catalogue
 from core import stats
 from sweeps import space, storage
-from sweeps.spec import Spec, Stage
+from sweeps.spec import Spec
+from sweeps.stages import Stage
 from sweeps.trial import Outcome
 
 DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults, among the candidates

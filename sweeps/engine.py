@@ -32,7 +32,8 @@ from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
 from records.trial import read_trial
 from sweeps import confirm, hold, space, storage, timing, written
-from sweeps.spec import Spec, Stage
+from sweeps.spec import Spec
+from sweeps.stages import Stage
 from sweeps.target import SweepTarget
 from sweeps.trial import Outcome, run_trial
 

@@ -15,7 +15,8 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from brokerconf import catalogue
-from sweeps.spec import Choices, IntRange, Spec, Stage
+from sweeps.spec import Spec
+from sweeps.stages import Choices, IntRange, Stage
 
 Config = dict[str, int | str]
 

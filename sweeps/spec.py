@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from brokerconf import catalogue
 from core import secrets
@@ -46,8 +46,10 @@ from faults.spec import parse as parse_fault
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, parse_workload
 from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, SearchSpec, SpecSlo
+from sweeps.stages import Params, ParamSpec, Scalar, Stage, bounds
 
-Scalar = str | int
+Objective = Literal["sustainable_mb_s", "throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]
+SUSTAINABLE: Objective = "sustainable_mb_s"  # the default: the highest rate held within the SLO
 OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
     "sustainable_mb_s": "maximize",
     "throughput_mb_s": "maximize",
@@ -60,72 +62,6 @@ BASELINES: tuple[BaselineName, ...] = ("kafka-defaults", "omb-throughput", "conf
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class IntRange(_Model):
-    low: int
-    high: int
-    log: bool = False
-    step: Annotated[int, Field(ge=1)] | None = None
-
-    @model_validator(mode="after")
-    def _order(self) -> IntRange:
-        if self.low > self.high:
-            raise ValueError(f"low ({self.low}) is above high ({self.high})")
-        if self.log and self.step not in (None, 1):
-            raise ValueError("log and step cannot be combined")
-        if self.log and self.low < 1:
-            raise ValueError("log scale needs low ≥ 1")
-        return self
-
-
-class Choices(_Model):
-    choices: Annotated[list[Scalar], Field(min_length=1)]
-
-
-ParamSpec = IntRange | Choices | Scalar
-
-
-def _check_params(params: dict[str, Any], where: str) -> None:
-    for k, v in params.items():
-        if k not in catalogue.CATALOGUE:
-            raise ValueError(f"{where}: unknown key {k!r} (sweepable: {', '.join(catalogue.CATALOGUE)})")
-        p = catalogue.CATALOGUE[k]
-        if isinstance(v, IntRange):
-            if p.kind == "choice":
-                raise ValueError(f"{where}.{k}: takes choices ({', '.join(p.choices)}), not a range")
-            for end in (v.low, v.high):
-                if (why := p.check(end)) is not None:
-                    raise ValueError(f"{where}.{k}: {end} is out of range: must be {why}")
-        elif isinstance(v, Choices):
-            for c in v.choices:
-                if (why := p.check(c if p.kind == "int" else str(c))) is not None:
-                    raise ValueError(f"{where}.{k}: choice {c!r} is not allowed: must be {why}")
-        else:
-            if (why := p.check(v if p.kind == "int" else str(v))) is not None:
-                raise ValueError(f"{where}.{k}: {v!r} is not allowed: must be {why}")
-
-
-class _Params(_Model):
-    @field_validator("params", "fixed", mode="after", check_fields=False)
-    @classmethod
-    def _known(cls, v: dict[str, Any], info: Any) -> dict[str, Any]:
-        _check_params(v, info.field_name)
-        return v
-
-
-class Stage(_Params):
-    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_-]+$")]
-    params: Annotated[dict[str, ParamSpec], Field(min_length=1)]
-    fixed: dict[str, Scalar] = Field(default_factory=dict)
-    trials: Annotated[int, Field(ge=1, le=10000)]
-
-    @model_validator(mode="after")
-    def _disjoint(self) -> Stage:
-        both = set(self.params) & set(self.fixed)
-        if both:
-            raise ValueError(f"{', '.join(sorted(both))}: both swept and fixed in stage {self.name!r}")
-        return self
 
 
 class Cluster(_Model):
@@ -158,7 +94,7 @@ class Cluster(_Model):
         return self.bootstrap is None and self.inventory is None
 
 
-class Spec(_Params):
+class Spec(Params):
     name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")]
     cluster: Cluster = Field(default_factory=Cluster)
     workload: dict[str, Any] = Field(default_factory=dict)
@@ -167,9 +103,7 @@ class Spec(_Params):
     params: dict[str, ParamSpec] = Field(default_factory=dict)
     stages: list[Stage] = Field(default_factory=list)
     trials: Annotated[int, Field(ge=1)] | None = None  # joint plan
-    objectives: Annotated[
-        list[Literal["sustainable_mb_s", "throughput_mb_s", "p99_publish_ms", "p99_e2e_ms"]], Field(min_length=1)
-    ] = ["sustainable_mb_s"]
+    objectives: Annotated[list[Objective], Field(min_length=1)] = Field(default_factory=lambda: [SUSTAINABLE])
     slo: SpecSlo = Field(default_factory=Slo)
     search: SearchSpec = Field(default_factory=SearchSpec)
     confirm: Confirm = Field(default_factory=Confirm)
@@ -180,7 +114,7 @@ class Spec(_Params):
     measurement: Measurement = Field(default_factory=Measurement)
     sampler: Literal["tpe", "nsga2", "gp", "random"] = "tpe"
     seed: int | None = None
-    baselines: list[BaselineName] = list(BASELINES)
+    baselines: list[BaselineName] = Field(default_factory=lambda: list(BASELINES))
     storage: str | None = None
     # a robustness study: these faults (faults.spec, as `bench --fault` writes them) in every trial's windows
     faults: list[str] = Field(default_factory=list)
@@ -279,21 +213,6 @@ class Spec(_Params):
         return keys
 
 
-def _bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    out: dict[str, tuple[int, int]] = {}
-    for k, v in values.items():
-        if catalogue.CATALOGUE[k].kind != "int":
-            continue
-        if isinstance(v, IntRange):
-            out[k] = (v.low, v.high)
-        elif isinstance(v, Choices):
-            ints = [int(c) for c in v.choices]
-            out[k] = (min(ints), max(ints))
-        else:
-            out[k] = (int(v), int(v))
-    return out
-
-
 def _fault_checks(spec: Spec, source: str) -> None:
     """A robustness study's faults: on the testbed, with the max-rate objective, inside the trial's windows."""
     if not spec.faults:
@@ -338,7 +257,7 @@ def _semantic_checks(spec: Spec, source: str) -> None:
         for k, v in list(vals.items()):
             if isinstance(v, str) and catalogue.CATALOGUE[k].kind == "int":
                 vals[k] = int(v)
-        for msg in catalogue.infeasible_rules(_bounds(vals)):
+        for msg in catalogue.infeasible_rules(bounds(vals)):
             raise UserError(f"{source}: stages.{st.name}: {msg}")
 
 

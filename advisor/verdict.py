@@ -14,6 +14,8 @@ from advisor.recommendation import Recommendation
 from core.stats import Interval
 from loadgen.sustainable import Slo
 
+CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
+
 
 def interval(d: dict[str, Any] | None) -> Interval | None:
     return Interval(**d) if d else None
@@ -51,13 +53,15 @@ def _arm_line(c: dict[str, Any]) -> str:
     return f"  {c['label']:<30} {fig}  [runs {runs}]{tail}"
 
 
-def _vs_defaults_line(vs: dict[str, Any]) -> str:
+def _vs_defaults_line(vs: dict[str, Any], what: str = "Kafka's defaults") -> str:
+    """The chosen configuration against a baseline (`what`): its ratio and difference, or that it is not
+    distinguishable from it."""
     r, d = interval(vs.get("ratio")), interval(vs["difference"])
     assert d is not None
-    ratio = f"{r.text('{:.2f}', '×')} Kafka's defaults" if r else "no ratio (defaults measured nothing)"
+    ratio = f"{r.text('{:.2f}', '×')} {what}" if r else f"no ratio ({what} measured nothing)"
     if vs["distinguishable"]:
         return f"  {ratio}; difference {d.text(unit='MB/s')}"
-    return f"  NOT distinguishable from Kafka's defaults: {ratio}; difference {d.text(unit='MB/s')}"
+    return f"  NOT distinguishable from {what}: {ratio}; difference {d.text(unit='MB/s')}"
 
 
 def written_lines(s: dict[str, Any]) -> list[str]:
@@ -105,6 +109,10 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
         lines.append(_vs_defaults_line(vs))
     elif conf["chosen"] == "baseline:kafka-defaults":
         lines.append("  Kafka's defaults measured best: no change is recommended")
+    if conf.get("vs_current"):
+        lines.append(_vs_defaults_line(conf["vs_current"], CURRENT_WORDS))
+    elif conf["chosen"] == "baseline:current":
+        lines.append(f"  {CURRENT_WORDS} measured best: no change is recommended")
     step = (conf.get("resolution") or {}).get("step")
     if step:
         lines.append(

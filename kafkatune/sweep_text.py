@@ -12,7 +12,7 @@ from rich.table import Table
 from advisor import verdict
 from brokerconf.catalogue import short
 from core.fmt import num
-from sweeps import space, storage
+from sweeps import current, space, storage
 from sweeps.spec import Spec
 from sweeps.stages import Choices, IntRange
 
@@ -53,7 +53,7 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         + "".join(
             f", {k} ≤ {v:g}" for k, v in spec.constraints.model_dump().items() if k != "max_lost" and v is not None
         ),
-        "baselines: " + ("; ".join(f"{b} [{short(space.baseline(spec, b))}]" for b in spec.baselines) or "none"),
+        "baselines: " + ("; ".join(f"{b} [{_baseline_text(spec, b)}]" for b in spec.baselines) or "none"),
     ]
     for i, s in enumerate(stages, 1):
         params = ", ".join(
@@ -158,3 +158,14 @@ def print_summary(s: dict[str, Any], out: Any) -> None:
     if (wc := inv.get("warmup_check")) is not None:
         lines.append(f"warm-up ({wc['warmup_s']:g} s a run): {wc['verdict']}")
     print("\n".join(lines), file=out)
+
+
+def _baseline_text(spec: Spec, name: str) -> str:
+    """A baseline's configuration as the dry run knows it: `current`'s brokers and topic are read when the sweep
+    starts (sweeps.current), its client files now."""
+    if name != current.NAME:
+        return short(space.baseline(spec, name))
+    files = current.client_config(spec.current)[0] if spec.current else {}
+    topic = spec.current.topic if spec.current else None
+    where = f"the brokers' live configs{f' and topic {topic}' if topic else ''}, read when the sweep starts"
+    return f"{short(files)}; {where}" if files else where

@@ -222,6 +222,10 @@ def _confirmed_headline(sw: dict[str, Any], ceiling: float | None) -> list[str]:
         s += f"; {r.text('{:.2f}', '×')} Kafka's defaults"
         if not vs["distinguishable"]:
             s += " (**not distinguishable from the defaults**)"
+    cur = conf.get("vs_current")  # the confirmation's chosen configuration against what the cluster runs now
+    if cur and cur.get("ratio") and (r := verdict.interval(cur["ratio"])) is not None:
+        s += f"; the confirmed {conf['chosen']}: {r.text('{:.2f}', '×')} {verdict.CURRENT_WORDS}"
+        s += "" if cur["distinguishable"] else " (**not distinguishable from it**)"
     return [s + ".", *(x + "." for x in verdict.operating_lines(sw)[:1]), verdict.objective_line(sw) + "."]
 
 

@@ -44,6 +44,7 @@ from sweeps.stages import Stage
 from sweeps.trial import Outcome
 
 DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults, among the candidates
+CURRENT = "baseline:current"  # what the cluster and its clients run now (sweeps.current), when measured
 RECOMMENDED = "recommended"  # the recommended configuration, among the ablations
 
 
@@ -200,9 +201,10 @@ def candidate(label: str, reps: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
-    the runner-up and with Kafka's defaults. Those comparisons are one family: each is one-sided (is the chosen one
-    better?) and tested by Holm's procedure at ALPHA, and its difference and ratio are printed at the two-sided
-    level whose lower bound is that test's (so "distinguishable" is the interval lying above 0, said once)."""
+    the runner-up, with Kafka's defaults and with the `current` baseline when it was measured. Those comparisons
+    are one family: each is one-sided (is the chosen one better?) and tested by Holm's procedure at ALPHA, and its
+    difference and ratio are printed at the two-sided level whose lower bound is that test's (so "distinguishable"
+    is the interval lying above 0, said once)."""
     cands = [candidate(label, reps) for label, reps in runs.items()]
     cands.sort(key=lambda c: -(c["mean_mb_s"] if c["eligible"] and c["mean_mb_s"] is not None else -1))
     groups = [c["repeats"] for c in cands if c["eligible"] and None not in c["repeats"]]
@@ -219,21 +221,26 @@ def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "chosen": ok[0]["label"] if ok else None,
     }
     dflt = next((c for c in cands if c["label"] == DEFAULTS and c["eligible"]), None)
+    cur = next((c for c in cands if c["label"] == CURRENT and c["eligible"]), None)
     family = []
     if len(ok) >= 2:
         family.append(("runner_up", ok[1]))
-    if ok and dflt is not None and ok[0] is not dflt and (len(ok) < 2 or ok[1] is not dflt):
-        family.append(("vs_defaults", dflt))
+    for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
+        if ok and other is not None and ok[0] is not other and (len(ok) < 2 or ok[1] is not other):
+            family.append((name, other))
     best = ok[0]["repeats"] if ok else []
     tests = stats.holm([stats.p_greater(best, other["repeats"]) for _, other in family], ALPHA)
     for (name, other), (rejected, alpha) in zip(family, tests, strict=True):
         d = stats.difference(best, other["repeats"], 1 - 2 * alpha)
         out[name] = {"label": other["label"], "difference": d.as_dict(), "distinguishable": rejected, "alpha": alpha}
-    if "runner_up" in out and dflt is not None and out["runner_up"]["label"] == DEFAULTS:
-        out["vs_defaults"] = dict(out["runner_up"])  # the runner-up is Kafka's defaults: one comparison
-    if "vs_defaults" in out and dflt is not None:
-        r = stats.ratio(best, dflt["repeats"], 1 - 2 * out["vs_defaults"]["alpha"])
-        out["vs_defaults"]["ratio"] = r.as_dict() if r else None
+    for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
+        if other is None:
+            continue
+        if "runner_up" in out and out["runner_up"]["label"] == other["label"]:
+            out[name] = dict(out["runner_up"])  # the runner-up is this baseline: one comparison
+        if name in out:
+            r = stats.ratio(best, other["repeats"], 1 - 2 * out[name]["alpha"])
+            out[name]["ratio"] = r.as_dict() if r else None
     return out
 
 

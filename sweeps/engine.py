@@ -1,6 +1,6 @@
 """The sweep loop: baselines, the stages (Optuna ask/tell), the confirmation of the top trials.
 
-    guard (snapshot broker configs) ─┬─ baselines      kafka-defaults, omb-throughput, confluent-throughput
+    guard (snapshot broker configs) ─┬─ baselines      kafka-defaults, omb-throughput, confluent-throughput, current
                                      ├─ stage 1..n     ask → assemble config → run_trial → tell
                                      │                 (stage i starts from the best of stage i−1)
                                      ├─ confirm        re-measure the top trials of the last stage
@@ -31,7 +31,7 @@ from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import write_summary
 from records.trial import read_trial
-from sweeps import confirm, hold, space, storage, timing, written
+from sweeps import confirm, current, hold, space, storage, timing, written
 from sweeps.spec import Spec
 from sweeps.stages import Stage
 from sweeps.target import SweepTarget
@@ -191,7 +191,18 @@ class Sweep:
             trial = st.ask()
             if not storage.claim(st, trial, name):
                 continue
-            self.measure(st, trial, f"baseline-{name}", space.baseline(self.spec, name), {"baseline": name})
+            cfg = self._current() if name == current.NAME else space.baseline(self.spec, name)
+            self.measure(st, trial, f"baseline-{name}", cfg, {"baseline": name})
+
+    def _current(self) -> space.Config:
+        """The `current` baseline's configuration, read from the pre-sweep snapshot, the topic named and the client
+        files (sweeps.current); says which of the files' keys kafkatune leaves out."""
+        topic = self.spec.current.topic if self.spec.current else None
+        parts = current.topic_partitions(self.target.configs.admin, topic) if topic else None
+        cfg, left_out = space.current_baseline(self.spec, self.snapshot, parts)
+        if left_out:
+            self.view.note(f"current: the client files' {', '.join(left_out)} are not swept keys: not applied")
+        return cfg
 
     def stages(self) -> list[dict[str, Any]]:
         carried: dict[str, Any] = {}

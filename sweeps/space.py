@@ -15,6 +15,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from brokerconf import catalogue
+from sweeps import current
 from sweeps.spec import Spec
 from sweeps.stages import Choices, IntRange, Stage
 
@@ -77,13 +78,36 @@ def assemble(
 
 
 def baseline(spec: Spec, name: str) -> Config:
-    """A baseline: Kafka's defaults plus the published profile, acks=all, the spec's workload shape."""
+    """A published baseline: Kafka's defaults plus the published profile, acks=all, the spec's workload shape.
+
+    Kafka's defaults include the dynamic broker keys the spec sweeps, set to Kafka's default: otherwise they would
+    run at whatever the cluster runs now (that is the `current` baseline's, current_baseline). Restart-only keys
+    keep the cluster's own values here, as a default would cost each baseline a rolling restart."""
     cfg: Config = client_defaults()
     shape = {k: v for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")}
     cfg.update({k: _typed(k, v) for k, v in shape.items()})
+    swept = (catalogue.get(k) for k in sorted(spec.all_keys()))
+    cfg.update({p.name: p.default for p in swept if p.apply == "dynamic" and p.default is not None})
     cfg.update(BASELINE_CONFIGS[name])
     cfg["acks"] = "all"
     return cfg
+
+
+def current_baseline(spec: Spec, snapshot: Mapping[str, Any], partitions: int | None) -> tuple[Config, list[str]]:
+    """The `current` baseline (sweeps.current): the clients' defaults, the workload's client config and the spec's
+    workload shape, overlaid with the users' client files, the brokers' live non-default keys and the partitions of
+    `current.topic` (`partitions`). Returns it with the client keys the files set that kafkatune left out."""
+    w = spec.base_workload()
+    cfg: Config = client_defaults()
+    clients = {**w.str_map("producerConfig"), **w.str_map("consumerConfig")}
+    cfg.update({k: _typed(k, v) for k, v in clients.items() if k in catalogue.CATALOGUE})
+    cfg.update({k: _typed(k, v) for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")})
+    files, left_out = current.client_config(spec.current) if spec.current else ({}, [])
+    cfg.update(files)
+    cfg.update(current.broker_config(snapshot))
+    if partitions is not None:
+        cfg["partitions"] = partitions
+    return cfg, left_out
 
 
 def split(cfg: Mapping[str, int | str]) -> dict[str, dict[str, str]]:

@@ -19,6 +19,8 @@ catalogue's legal ranges and the cross-key rules.
     objectives: [sustainable_mb_s]     # the default; or throughput_mb_s (max rate); + p99_publish_ms / p99_e2e_ms
     slo: {p99_e2e_ms: 100}             # what "sustainable" holds (loadgen.sustainable)
     search: {min_step_s: 5, max_step_s: 30, start: 0.7, resolution: 0.06}
+    baselines: [kafka-defaults, current]   # default: kafka-defaults, omb-throughput, confluent-throughput
+    current: {producer: producer.properties, topic: orders}   # what runs now (sweeps.current)
     confirm: {top: 1, repeats: 3}      # the best of each stage and the baselines, re-measured interleaved
     ablate: {repeats: 3}               # each changed key put back alone, interleaved with the recommended
     hold: {run_s: 30, tries: 4, headroom: 0.6, step: 0.06}   # the operating point: one fixed rate, within
@@ -45,6 +47,8 @@ from faults.spec import Fault
 from faults.spec import parse as parse_fault
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, parse_workload
+from sweeps import current
+from sweeps.current import Current
 from sweeps.settings import Ablate, Budget, Confirm, Constraints, Hold, Measurement, SearchSpec, SpecSlo
 from sweeps.stages import Params, ParamSpec, Scalar, Stage, bounds
 
@@ -56,7 +60,8 @@ OBJECTIVES: dict[str, Literal["minimize", "maximize"]] = {
     "p99_publish_ms": "minimize",
     "p99_e2e_ms": "minimize",
 }
-BaselineName = Literal["kafka-defaults", "omb-throughput", "confluent-throughput"]
+BaselineName = Literal["kafka-defaults", "omb-throughput", "confluent-throughput", "current"]
+# the default; `current` (sweeps.current: what the cluster and its clients run now) is asked for by name
 BASELINES: tuple[BaselineName, ...] = ("kafka-defaults", "omb-throughput", "confluent-throughput")
 
 
@@ -115,6 +120,7 @@ class Spec(Params):
     sampler: Literal["tpe", "nsga2", "gp", "random"] = "tpe"
     seed: int | None = None
     baselines: list[BaselineName] = Field(default_factory=lambda: list(BASELINES))
+    current: Current | None = None  # where the `current` baseline's client configs and topic are read from
     storage: str | None = None
     # a robustness study: these faults (faults.spec, as `bench --fault` writes them) in every trial's windows
     faults: list[str] = Field(default_factory=list)
@@ -228,8 +234,18 @@ def _fault_checks(spec: Spec, source: str) -> None:
             raise UserError(f"{source}: faults: {f.text} starts after the {m.window_s * m.windows:g} s of windows")
 
 
+def _current_checks(spec: Spec, source: str) -> None:
+    """The `current` section: asked for in `baselines`, its files readable and their swept keys legal."""
+    if spec.current is None:
+        return
+    if current.NAME not in spec.baselines:
+        raise UserError(f"{source}: current: add current to baselines to measure it (baselines: {spec.baselines})")
+    current.client_config(spec.current, source)
+
+
 def _semantic_checks(spec: Spec, source: str) -> None:
     _fault_checks(spec, source)
+    _current_checks(spec, source)
     w = parse_workload({"name": spec.name, **spec.workload}, f"{source}: workload")
     if w.builds_backlog:
         raise UserError(f"{source}: workload.consumerBacklogSizeGB: backlog runs are bench runs, not sweeps")
@@ -300,6 +316,8 @@ def parse_spec(data: object, source: str = "spec", base: Path | None = None) -> 
         spec = Spec.model_validate(data)
     except ValidationError as e:
         raise UserError(format_error(source, e)) from None
+    if spec.current is not None:  # its files, like a workload file, are relative to the spec's folder
+        spec = spec.model_copy(update={"current": spec.current.resolved(base or Path.cwd())})
     _semantic_checks(spec, source)
     return spec
 

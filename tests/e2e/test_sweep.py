@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from brokerconf.apply import BrokerConfigs
 from loadgen import brokerside
@@ -46,44 +47,74 @@ class Readback:
     recs: list[dict[str, Any]]
     before: dict[str, Any]
     after: dict[str, Any]
+    stderr: str
+
+
+CURRENT_TOPIC = "kt-current-orders"
+CURRENT_SECRET = "hunter2-not-for-logs"
+
+
+def _current_cluster(bc: BrokerConfigs) -> None:
+    """What the cluster runs before the sweep, for the `current` baseline: num.network.threads 4 on every broker
+    (Kafka's default is 3) and a topic of 2 partitions."""
+    for b in (1, 2, 3):  # one BROKER resource a call (librdkafka)
+        res = ConfigResource("BROKER", str(b), incremental_configs=[_set("num.network.threads", "4")])
+        for f in bc.admin.incremental_alter_configs([res]).values():
+            f.result(timeout=30)
+    bc.admin.create_topics([NewTopic(CURRENT_TOPIC, 2, 3)])[CURRENT_TOPIC].result(timeout=30)
+
+
+def _set(key: str, value: str) -> ConfigEntry:
+    return ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
 
 
 @pytest.fixture(scope="module")
-def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Readback:
+def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Readback]:
     ensure_healthy(testbed)
     tmp = tmp_path_factory.mktemp("readback")
-    before = configs(testbed).snapshot()
-    spec = write_spec(
-        tmp / "s.yaml",
-        "apply-readback",
-        [
-            {
-                "name": "mixed",
-                "params": {"batch.size": {"choices": [65536, 262144]}, "num.io.threads": {"choices": [4, 16]}},
-                "trials": 2,
-            }
-        ],
-        confirm={"top": 1, "repeats": 2},
-        ablate={"repeats": 0},
-        baselines=["kafka-defaults"],
-    )
-    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
-    assert p.returncode == 0, p.stderr[-3000:]
-    after = configs(testbed).snapshot()
-    run_dir = tmp / "apply-readback"
-    return Readback(run_dir, json.loads(p.stdout.strip().splitlines()[-1]), records(run_dir), before, after)
+    bc = configs(testbed)
+    pristine = bc.snapshot()
+    (tmp / "producer.properties").write_text(f"linger.ms=7\nclient.id=ours\nsasl.password={CURRENT_SECRET}\n")
+    try:
+        _current_cluster(bc)
+        before = bc.snapshot()
+        spec = write_spec(
+            tmp / "s.yaml",
+            "apply-readback",
+            [
+                {
+                    "name": "mixed",
+                    "params": {"batch.size": {"choices": [65536, 262144]}, "num.io.threads": {"choices": [4, 16]}},
+                    "trials": 2,
+                }
+            ],
+            confirm={"top": 1, "repeats": 2},
+            ablate={"repeats": 0},
+            baselines=["kafka-defaults", "current"],
+            current={"producer": "producer.properties", "topic": CURRENT_TOPIC},
+        )
+        p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
+        assert p.returncode == 0, p.stderr[-3000:]
+        after = configs(testbed).snapshot()
+        run_dir = tmp / "apply-readback"
+        summary = json.loads(p.stdout.strip().splitlines()[-1])
+        yield Readback(run_dir, summary, records(run_dir), before, after, p.stderr)
+    finally:
+        bc.restore(pristine)
+        if CURRENT_TOPIC in bc.admin.list_topics(timeout=10).topics:
+            bc.admin.delete_topics([CURRENT_TOPIC])[CURRENT_TOPIC].result(timeout=30)
 
 
 def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
     """Every record shows the values read back from the brokers; the configs are restored at the end."""
     recs, summary = readback.recs, readback.summary
-    # 1 baseline + 2 trials + (the stage's best and Kafka's defaults) × 2 confirmation runs, interleaved
-    assert len(recs) == 7
+    # 2 baselines + 2 trials + (the stage's best, Kafka's defaults, current) × 2 confirmation runs, interleaved
+    assert len(recs) == 10
     conf = [r for r in recs if r["stage"] == "confirm"]
-    assert [r["confirms"].split("@")[1] for r in conf] == ["1", "1", "2", "2"]
-    # A B A B: both in one restart group (none), each round in the same order (sweeps.confirm.rounds)
+    assert [r["confirms"].split("@")[1] for r in conf] == ["1"] * 3 + ["2"] * 3
+    # A B C A B C: all in one restart group (none), each round in the same order (sweeps.confirm.rounds)
     labels = [r["confirms"].split("@")[0] for r in conf]
-    assert labels[0] == labels[2] != labels[1] == labels[3], labels
+    assert labels[:3] == labels[3:] and len(set(labels)) == 3, labels
     for r in recs:
         assert r["state"] == "complete", r.get("fail_reason")
         cfg = r["config"]
@@ -101,6 +132,28 @@ def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
     assert summary["best"]["interval"]["n"] == 2 and summary["best"]["interval"]["low"] is not None
     assert same_configs(readback.after, readback.before)
     assert not json.loads(next(readback.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
+
+
+def test_the_current_baseline_runs_what_the_cluster_and_its_clients_run(readback: Readback) -> None:
+    """`current` takes the brokers' non-default keys, the topic's partitions and the producer file's swept keys (the
+    rest named, never their values); Kafka's defaults set the swept broker key to Kafka's default; the chosen
+    configuration is compared with both."""
+    recs = readback.recs
+    cur = next(r for r in recs if r["stage"] == "baseline-current")
+    assert cur["config"]["linger.ms"] == 7 and cur["config"]["num.network.threads"] == 4, cur["config"]
+    assert cur["config"]["partitions"] == 2 and cur["applied"]["workload"]["partitions"] == "2"
+    assert all(b["num.network.threads"] == "4" for b in cur["broker_read_back"].values())
+    assert "client.id, sasl.password are not swept keys: not applied" in readback.stderr
+    assert CURRENT_SECRET not in readback.stderr
+    assert not [p for p in readback.run_dir.rglob("*") if p.is_file() and CURRENT_SECRET.encode() in p.read_bytes()]
+    dflt = next(r for r in recs if r["stage"] == "baseline-kafka-defaults")
+    assert dflt["config"]["num.io.threads"] == 8  # swept: Kafka's default, though the cluster could run another
+    assert all(b["num.io.threads"] == "8" for b in dflt["broker_read_back"].values())
+    judged = readback.summary["confirmation"]
+    labels = {c["label"] for c in judged["candidates"]}
+    assert {"baseline:current", "baseline:kafka-defaults"} <= labels
+    if judged["chosen"] != "baseline:current":  # compared with current, on its own or as the runner-up
+        assert judged["vs_current"]["label"] == "baseline:current" and "difference" in judged["vs_current"]
 
 
 @dataclass

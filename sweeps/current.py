@@ -1,0 +1,106 @@
+"""The `current` baseline: the configuration the cluster and its clients run now, measured like every baseline.
+
+    current:
+      producer: producer.properties   # the producers' config file (relative to the spec's folder)
+      consumer: consumer.properties   # the consumers' config file
+      topic: orders                   # a topic whose partition count the workload takes
+
+Client keys come from the users' .properties files: the ones kafkatune sweeps (brokerconf.catalogue) are applied,
+checked against their legal values when the spec is read; the others (serializers, security, client.id) are named
+and left out, never their values, which may be secrets. Broker keys come from the pre-sweep snapshot (the brokers'
+live configs, brokerconf.apply.Configs.snapshot): every catalogue key the brokers run at other than Kafka's
+default, so the baseline's record says what the cluster ran. Without a `current` section the baseline is the
+clients' defaults on the brokers as they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+from confluent_kafka.admin import AdminClient
+from pydantic import BaseModel, ConfigDict, Field
+
+from brokerconf import catalogue, properties
+from cluster import admin as kadmin
+from core.errors import UserError
+
+NAME = "current"
+DEFAULT_SOURCE = "DEFAULT_CONFIG"  # a config the broker runs at Kafka's default (DescribeConfigs' source)
+
+
+class Current(BaseModel):
+    """The spec's `current` section: where the clients' configs and the workload's topic are read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    producer: Annotated[str, Field(min_length=1)] | None = None
+    consumer: Annotated[str, Field(min_length=1)] | None = None
+    topic: Annotated[str, Field(min_length=1)] | None = None
+
+    def resolved(self, base: Path) -> Current:
+        """The section with its files' paths made absolute against `base` (the spec file's folder)."""
+
+        def at(p: str | None) -> str | None:
+            return p if p is None or Path(p).is_absolute() else str(base / p)
+
+        return self.model_copy(update={"producer": at(self.producer), "consumer": at(self.consumer)})
+
+
+def client_config(cur: Current, source: str = "spec") -> tuple[dict[str, int | str], list[str]]:
+    """The catalogue keys the files set, typed, and the names of the keys left out (sorted). Raises UserError naming
+    the file, the key and what is allowed, for a value out of range or a key of the other client."""
+    cfg: dict[str, int | str] = {}
+    left_out: set[str] = set()
+    for scope in ("producer", "consumer"):
+        path = getattr(cur, scope)
+        if path is None:
+            continue
+        where = f"{source}: current.{scope} ({path})"
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise UserError(f"{where}: cannot read it: {e.strerror}") from None
+        for k, v in properties.parse_text(text, where).items():
+            p = catalogue.CATALOGUE.get(k)
+            if p is None or p.apply != "client":
+                left_out.add(k)
+                continue
+            if p.scope != scope:
+                raise UserError(f"{where}: {k} is a {p.scope} setting: put it in current.{p.scope}")
+            value: int | str = v
+            if p.kind == "int":
+                if not v.strip().lstrip("-").isdigit():
+                    raise UserError(f"{where}: {k}={v!r}: must be an integer in [{p.low}, {p.high}]")
+                value = int(v)
+            if (why := p.check(value)) is not None:
+                raise UserError(f"{where}: {k}={v!r}: must be {why}")
+            cfg[k] = value
+    return cfg, sorted(left_out)
+
+
+def broker_config(snapshot: Mapping[str, Any]) -> dict[str, int | str]:
+    """The catalogue broker keys the snapshot's brokers run at other than Kafka's default, typed: a dynamic key set
+    on every broker to one value (static or dynamic; a key the brokers disagree on is left out, each broker then
+    keeps its own value as in every trial), and the testbed's restart-only overrides."""
+    out: dict[str, str] = {}
+    per_broker = snapshot.get("brokers") or {}
+    for key in catalogue.DYNAMIC_KEYS:
+        seen = [b.get(key) or {} for b in per_broker.values()]
+        values = {d.get("value") for d in seen}
+        set_here = seen and all(d.get("source") != DEFAULT_SOURCE for d in seen)
+        if set_here and len(values) == 1 and (v := values.pop()) is not None:
+            out[key] = v
+    restart = snapshot.get("restart_overrides")
+    if isinstance(restart, Mapping):  # the testbed's: one set for every node (a remote cluster's is per host)
+        out.update({k: v for k, v in restart.items() if k in catalogue.CATALOGUE})
+    typed = {k: int(v) if catalogue.get(k).kind == "int" else str(v) for k, v in out.items()}
+    return {k: v for k, v in typed.items() if str(v) != str(catalogue.get(k).default)}
+
+
+def topic_partitions(admin: AdminClient, topic: str) -> int:
+    """The live topic's partition count; UserError when the cluster has no such topic."""
+    parts = kadmin.partitions(admin, topic)
+    if not parts:
+        raise UserError(f"current.topic: the cluster has no topic {topic!r}")
+    return len(parts)

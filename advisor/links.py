@@ -14,9 +14,9 @@ from typing import Any
 
 from advisor.trials import num
 
-# a link resending this share of its data segments drops packets. Measured with 5 % of one broker's packets
-# dropped each way: its links resent 1.3-2.5 % (a segment TCP counts can be many packets' worth), the others
-# 0.1-0.4 % (tail-loss probes on a busy machine count as retransmissions too)
+# a link resending this share of its data segments drops packets: between what a broker's links resend when it
+# drops packets and what tail-loss probes on a busy machine count as retransmissions (docs/measurement.md,
+# "Figures behind the code's thresholds")
 LOSSY_PCT = 0.8
 # a host whose every link takes this long a round trip, and SLOW_FACTOR x the slowest link without it, has a slow
 # link: loaded links queue (tbf), all of them alike, so only one host's links far above the rest are a delay
@@ -56,7 +56,7 @@ def rtt_ms(row: dict[str, Any]) -> dict[str, float]:
 
 def _main_host(flagged: list[str]) -> str | None:
     """The host most flagged links share, when it is one host, it is on two of them or more and the flagged links
-    without it are fewer than half as many (a stray one: CI once measured a delayed link resending 1.1 %)."""
+    without it are fewer than half as many (a stray one, such as a lossy link beside a delayed host)."""
     top = Counter(h for k in flagged for h in k.split("/")).most_common(2)
     if not top or top[0][1] < 2 or (len(top) > 1 and top[1][1] == top[0][1]):
         return None
@@ -91,8 +91,8 @@ def _lossy(pct: dict[str, float]) -> str | None:
 
 def _slow(rtt: dict[str, float]) -> str | None:
     """One host whose every link takes SLOW_RTT_MS or more a round trip, SLOW_FACTOR x the slowest link without it:
-    the host most slow links share (_main_host; a stray slow link without it, such as a lossy link's resends
-    stretching its round trips to 10.7 ms in CI, does not hide it). Slow links that share no host are a loaded
+    the host most slow links share (_main_host; a stray slow link without it, such as a lossy link whose resends
+    stretch its round trips, does not hide it). Slow links that share no host are a loaded
     network (every link queues), not a delay: nothing is said."""
     flagged = sorted((k for k, v in rtt.items() if v >= SLOW_RTT_MS), key=lambda k: -rtt[k])
     host = _main_host(flagged) if len(flagged) >= 2 else None

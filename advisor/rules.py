@@ -257,7 +257,7 @@ def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommen
 
 def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
     """Max-rate runs whose records waited seconds in a full producer buffer: the rate to run at instead is the
-    operating point a sustainable-rate sweep measured, else 80 % of the best max rate (an assumption, said)."""
+    operating point of a sustainable-rate sweep, else 80 % of the best max rate (an assumption, said)."""
 
     def max_rate(t: dict[str, Any]) -> float:  # the rate the latency belongs to: the max-rate run's, not a search's
         return float(t.get("throughput_mb_s") or t["mb_s"])

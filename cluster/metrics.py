@@ -49,7 +49,8 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "isr_expands": ("kafka_server_ReplicaManager_Count", "IsrExpandsPerSec"),
     # each handler thread marks its idle nanoseconds / the node's handler threads: d(Count)/dt/1e9 = their idle
     # fraction. On a combined broker+controller node (the testbed's) the controller's pool shares this meter, so
-    # with num.io.threads=1 the node still read 88 % idle (1 broker thread + 8 controller threads, measured).
+    # with num.io.threads=1 the node's meter still reads mostly idle: 1 broker thread among 8 controller threads
+    # (docs/measurement.md, "Figures behind the code's thresholds").
     # Kafka 4.2+ (KIP-1207) also keeps one meter per pool: the broker pool's is read when it is there.
     "request_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "RequestHandlerAvgIdlePercent"),
     "broker_handler_idle_ns": ("kafka_server_KafkaRequestHandlerPool_Count", "BrokerRequestHandlerAvgIdlePercent"),
@@ -230,8 +231,8 @@ def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
                 row["active_controllers"] = n
             # A restarted broker resets every counter: its byte and message counters drop. A running sum (Count x
             # Mean, read as two attributes) can also drop a little when a request lands between the two reads;
-            # that is a read race to absorb, never a restart (taking the whole lifetime sum as one second's put
-            # 390 ms of queue time on 1.7-ms produce requests, measured).
+            # that is a read race to absorb, never a restart (the whole lifetime sum taken as one second's figure
+            # swamps it: docs/measurement.md, "Figures behind the code's thresholds").
             restarted = any(cur.values.get(c, 0.0) < prev.values.get(c, 0.0) for c in RESET_WITNESSES)
             row["restarted"] = restarted  # the broker's process started again since the previous sample
             for k in COUNTERS:

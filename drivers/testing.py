@@ -119,7 +119,8 @@ class DriverConformance:
 
     def test_poll_returns_as_soon_as_a_message_is_there(self, driver: api.Driver) -> None:
         """A poll with a long timeout must hand over a waiting message at once: ping-pong and fixed-rate
-        latencies are measured through it (a batch-or-timeout poll added 50 ms to every Kafka round trip)."""
+        latencies are measured through it (a poll that waits for a batch or its timeout adds that wait to every round
+        trip)."""
         with self.subscribed(driver) as (topic, c, received):
             p = driver.create_producer(topic, self.producer_overrides)
             try:

@@ -62,8 +62,8 @@ def broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 # A broker whose JIT compilers took this much of a core on average over the measure window was still warming up:
-# 2.5 × loadgen.warmup's quiet threshold. Measured here: 0.5-1.1 core per broker in the first minute of load after
-# a restart, under 0.1 from about 130 s.
+# 2.5 × loadgen.warmup's quiet threshold; a restarted broker's compilers stay above it for the first minutes of
+# load (docs/measurement.md, "Figures behind the code's thresholds").
 JIT_BUSY_CORES = 0.25
 
 

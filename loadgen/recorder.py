@@ -37,9 +37,9 @@ def merge(encoded: Iterable[bytes | None]) -> HdrHistogram:
     return h
 
 
-# hdrh answers percentiles, mean and stddev with Python loops over all 23,552 buckets: a run record
-# of 80 s took 12-14 s to build. The same arithmetic over numpy arrays, per bucket index: the lowest,
-# highest and median equivalent value (computed once with hdrh's own functions, so results match).
+# hdrh answers percentiles, mean and stddev with Python loops over all 23,552 buckets, too slow for a run's
+# per-second histograms (benchmarks/record_build.py). The same arithmetic over numpy arrays, per bucket index:
+# the lowest, highest and median equivalent value (computed once with hdrh's own functions, so results match).
 _TABLES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
 

@@ -48,8 +48,8 @@ from loadgen.workload import Workload
 # At most this many seconds after a missed step are spent waiting for the consumers to catch up before judging.
 MAX_SETTLE_S = 10
 # The next rate starts this many seconds after the last second the coordinator has every tick of. A second's ticks
-# arrive just after it ends: workers on this machine (or its namespaces) read the step within 20 ms
-# (loadgen.worker.STEP_READ_NS), so it starts on the next second, already begun, which is not judged; workers on
+# arrive just after it ends: workers on this host (or its namespaces) read the step within
+# loadgen.worker.STEP_READ_NS, so it starts on the next second, already begun, which is not judged; workers on
 # remote hosts get it relayed over SSH and read it once it arrives, so it starts a second later.
 LOCAL_LEAD_S = 1
 LEAD_S = 2

@@ -29,7 +29,7 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     d["testDurationMinutes"] = m.window_s * m.windows / 60
     # A max-rate trial times every acknowledgement (loadgen.workload). Counting them instead made the producers so
     # much cheaper that on the testbed's shared cores they starved the consumers: the consumer-confirmed windows
-    # and the ramps placed under them moved (a shaped sweep's operating point then held 1.2× its rate, measured).
+    # and the ramps placed under them moved (docs/measurement.md, "Figures behind the code's thresholds").
     d["publishLatencyAtMaxRate"] = True
     # acks=0 has nothing to verify (see _constraints) and its consumers can trail by minutes: stop soon.
     d["drainTimeoutSeconds"] = 5 if str(cfg.get("acks", "all")) == "0" else m.drain_timeout_s

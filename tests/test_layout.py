@@ -154,3 +154,37 @@ def test_nothing_cites_files_outside_the_repository(name: str) -> None:
     everything = [*_sources(), REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "examples").glob("*")]
     cited = [str(p.relative_to(REPO)) for p in everything if name in p.read_text()]
     assert not cited, f"{name} cited by {cited}: what the code and its output cite lives in docs/"
+
+
+# A number with a unit ("390 ms", "1.2×", "88 %") on a line that says it was seen ("measured here", "in CI"):
+# a lab-notebook figure, which goes stale unchecked. Code states what a thing does and promises; what was measured
+# lives in benchmarks/results/ and docs/ (issue 39), and a comment cites that file instead.
+FIGURE = re.compile(
+    r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?\s?(?:ms|s|MB/s|msg/s|%|cores?|×|GB|MiB)(?!\w)"
+)
+SEEN = re.compile(r"[Mm]easured(?:[,).:]| here| with)|\bin CI\b|\bonce measured\b|\btook \d|\bon this machine\b")
+
+
+def _prose_lines(p: Path) -> Iterator[tuple[int, str]]:
+    """(line, text) of every comment and docstring line of a source file."""
+    text = p.read_text()
+    for t in tokenize.generate_tokens(io.StringIO(text).readline):
+        if t.type == tokenize.COMMENT:
+            yield t.start[0], t.string
+    for n in ast.walk(ast.parse(text)):
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(n, clean=False)
+            if doc and isinstance(n.body[0], ast.Expr):
+                yield from ((n.body[0].lineno + i, line) for i, line in enumerate(doc.splitlines()))
+
+
+def test_no_comment_or_docstring_quotes_a_measured_figure() -> None:
+    """Product code's comments and docstrings say what a thing promises; a figure seen on some run (a number with a
+    unit beside "measured here", "in CI", "took") belongs in benchmarks/results/ or docs/, cited by name."""
+    quoted = [
+        f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+        for p in _sources()
+        for n, line in _prose_lines(p)
+        if FIGURE.search(line) and SEEN.search(line)
+    ]
+    assert not quoted, "\n".join(quoted)

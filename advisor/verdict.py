@@ -109,10 +109,19 @@ def choice_lines(s: dict[str, Any]) -> list[str]:
         lines.append(_vs_defaults_line(vs))
     elif conf["chosen"] == "baseline:kafka-defaults":
         lines.append("  Kafka's defaults measured best: no change is recommended")
+    labels = {c["label"] for c in conf.get("candidates") or []}
     if conf.get("vs_current"):
         lines.append(_vs_defaults_line(conf["vs_current"], CURRENT_WORDS))
     elif conf["chosen"] == "baseline:current":
         lines.append(f"  {CURRENT_WORDS} measured best: no change is recommended")
+    elif (cur := (s.get("baselines") or {}).get("current")) and "baseline:current" not in labels:
+        acks = str((cur.get("config") or {}).get("acks"))
+        why = (
+            "it is the same configuration as another candidate above"
+            if acks == "all"
+            else f"it runs acks={acks} (the confirmation holds acks=all only)"
+        )
+        lines.append(f"  {CURRENT_WORDS} was not confirmed on its own: {why}")
     step = (conf.get("resolution") or {}).get("step")
     if step:
         lines.append(

@@ -82,7 +82,7 @@ def client_config(cur: Current, source: str = "spec") -> tuple[dict[str, int | s
 def broker_config(snapshot: Mapping[str, Any]) -> dict[str, int | str]:
     """The catalogue broker keys the snapshot's brokers run at other than Kafka's default, typed: a dynamic key set
     on every broker to one value (static or dynamic; a key the brokers disagree on is left out, each broker then
-    keeps its own value as in every trial), and the testbed's restart-only overrides."""
+    keeps its own value as in every trial), and the restart-only keys every broker's file sets to one value."""
     out: dict[str, str] = {}
     per_broker = snapshot.get("brokers") or {}
     for key in catalogue.DYNAMIC_KEYS:
@@ -91,11 +91,25 @@ def broker_config(snapshot: Mapping[str, Any]) -> dict[str, int | str]:
         set_here = seen and all(d.get("source") != DEFAULT_SOURCE for d in seen)
         if set_here and len(values) == 1 and (v := values.pop()) is not None:
             out[key] = v
-    restart = snapshot.get("restart_overrides")
-    if isinstance(restart, Mapping):  # the testbed's: one set for every node (a remote cluster's is per host)
-        out.update({k: v for k, v in restart.items() if k in catalogue.CATALOGUE})
+    out.update(_restart_overrides(snapshot.get("restart_overrides")))
     typed = {k: int(v) if catalogue.get(k).kind == "int" else str(v) for k, v in out.items()}
     return {k: v for k, v in typed.items() if str(v) != str(catalogue.get(k).default)}
+
+
+def _restart_overrides(snap: Any) -> dict[str, str]:
+    """The restart-only keys of a snapshot's `restart_overrides`: the testbed's one set for every node, or a remote
+    cluster's per broker id (brokerconf.restarts), where only a key every broker sets to one value counts."""
+    if not isinstance(snap, Mapping):
+        return {}
+    hosts = list(snap.values())
+    if not hosts or not all(isinstance(h, Mapping) for h in hosts):  # the testbed's
+        return {k: str(v) for k, v in snap.items() if k in catalogue.CATALOGUE}
+    out: dict[str, str] = {}
+    for k in set.intersection(*(set(h) for h in hosts)) & set(catalogue.CATALOGUE):
+        vals = {h[k] for h in hosts}
+        if len(vals) == 1 and None not in vals:
+            out[k] = str(vals.pop())
+    return out
 
 
 def topic_partitions(admin: AdminClient, topic: str) -> int:

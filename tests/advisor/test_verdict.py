@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.verdict import objective_line, rule_confirmed
+from advisor.verdict import choice_lines, objective_line, rule_confirmed
 from loadgen.sustainable import Slo
 
 
@@ -54,3 +54,26 @@ def test_the_objective_states_the_studys_slo_in_the_words_the_search_judges_it_b
     publish = {"objective": "sustainable_mb_s", "slo": {"p99_e2e_ms": None, "p99_publish_ms": 20.0}}
     assert "within p99 publish ≤ 20 ms (" in objective_line(publish)
     assert "latency not bounded" in objective_line({"objective": "throughput_mb_s"})
+
+
+def test_the_choice_is_stated_against_the_current_configuration_or_says_why_not() -> None:
+    sw = _sweep([], [], [])
+    ratio = {"estimate": 1.22, "low": 1.1, "high": 1.35, "n": 6, "sd": None, "level": 0.9}
+    diff = {"estimate": 2.1, "low": 1.2, "high": 3.0, "n": 6, "sd": 0.6, "level": 0.9}
+    sw["confirmation"]["vs_current"] = {
+        "label": "baseline:current",
+        "difference": diff,
+        "distinguishable": False,
+        "ratio": ratio,
+    }
+    said = "\n".join(choice_lines(sw))
+    assert "NOT distinguishable from the current configuration: 1.22 × (90 % CI 1.10–1.35, n=6) the current" in said, (
+        said
+    )
+    del sw["confirmation"]["vs_current"]
+    sw["baselines"] = {"current": {"config": {"acks": "1", "batch.size": 16384}}}
+    assert "not confirmed on its own: it runs acks=1 (the confirmation holds acks=all only)" in "\n".join(
+        choice_lines(sw)
+    )
+    sw["baselines"] = {"current": {"config": {"acks": "all"}}}
+    assert "the same configuration as another candidate" in "\n".join(choice_lines(sw))

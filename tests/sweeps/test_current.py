@@ -105,6 +105,16 @@ def test_the_brokers_keys_are_the_ones_every_broker_runs_at_other_than_the_defau
     }
 
 
+def test_a_remote_clusters_restart_only_keys_count_when_every_broker_sets_one_value() -> None:
+    per_host = {
+        "1": {"replica.fetch.max.bytes": "4194304", "replica.fetch.response.max.bytes": "20971520"},
+        "2": {"replica.fetch.max.bytes": "4194304", "replica.fetch.response.max.bytes": None},  # not in its file
+        "3": {"replica.fetch.max.bytes": "4194304", "replica.fetch.response.max.bytes": "20971520"},
+    }
+    snap = {**_snapshot(), "restart_overrides": per_host}  # brokerconf.restarts.RemoteRestarts.snapshot's shape
+    assert current.broker_config(snap) == {"replica.fetch.max.bytes": 4194304}
+
+
 def test_the_current_baseline_layers_files_brokers_and_topic_over_the_spec(tmp_path: Path) -> None:
     spec = load_spec(_spec_in(tmp_path, "linger.ms=20\n", "", topic="orders"))
     snap = _snapshot(num_io_threads=(["16", "16", "16"], "DYNAMIC_BROKER_CONFIG"))

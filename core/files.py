@@ -60,3 +60,17 @@ def read_json_object(path: Path) -> dict[str, Any]:
     if not isinstance(d, dict):
         raise UserError(f"{path}: expected a JSON object")
     return d
+
+
+def read_record(path: Path, reads_up_to: int) -> dict[str, Any]:
+    """A kafkatune record (read_json_object) whose `schema_version` this release reads: every version up to
+    `reads_up_to` (a record without one is the first version's); a newer one is refused with a UserError that names
+    the file and the versions, as its fields may mean something this release does not know."""
+    d = read_json_object(path)
+    version = d.get("schema_version", 1)
+    if not isinstance(version, int) or version > reads_up_to:
+        raise UserError(
+            f"{path}: schema_version {version!r} was written by a newer kafkatune (this one reads versions 1 to "
+            f"{reads_up_to}): read it with that release, or run the study again with this one"
+        )
+    return d

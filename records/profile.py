@@ -73,8 +73,9 @@ def copy_profile(path: Path, profile: Mapping[str, Any]) -> None:
 
 
 def read_profile(path: Path) -> dict[str, Any] | None:
-    """A profile as written (any schema version so far), or None when there is none."""
-    return files.read_json_object(path) if path.exists() else None
+    """A profile as written (every schema version up to SCHEMA_VERSION; a newer one is refused), or None when
+    there is none."""
+    return files.read_record(path, SCHEMA_VERSION) if path.exists() else None
 
 
 def inventory_profile_path(inventory_name: str) -> Path:

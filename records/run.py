@@ -55,8 +55,8 @@ def write_run(out_dir: Path, rec: RunRecord) -> None:
 
 
 def read_result(run_dir: Path) -> dict[str, Any]:
-    """A run's result.json (a one-line UserError when it is missing or broken)."""
-    return files.read_json_object(run_dir / RESULT)
+    """A run's result.json (a one-line UserError when it is missing, broken or of a newer schema version)."""
+    return files.read_record(run_dir / RESULT, SCHEMA_VERSION)
 
 
 def tail_budget(run_dir: Path) -> dict[str, Any] | None:

@@ -19,6 +19,7 @@ def write_summary(root: Path, summary: Mapping[str, Any]) -> None:
 
 
 def read_summary(root: Path) -> dict[str, Any] | None:
-    """The summary (any schema version so far), or None when the sweep has not finished yet."""
+    """The summary (every schema version up to SCHEMA_VERSION; a newer one is refused), or None when the sweep has
+    not finished yet."""
     p = root / SUMMARY
-    return files.read_json_object(p) if p.exists() else None
+    return files.read_record(p, SCHEMA_VERSION) if p.exists() else None

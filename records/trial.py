@@ -123,6 +123,7 @@ def write_trial(trial_dir: Path, rec: TrialRecord) -> None:
 
 
 def read_trial(trial_dir: Path) -> dict[str, Any] | None:
-    """The trial.json of `trial_dir` as written (any schema version so far), or None when there is none."""
+    """The trial.json of `trial_dir` as written (every schema version up to SCHEMA_VERSION; a newer one is
+    refused), or None when there is none."""
     p = trial_dir / TRIAL
-    return files.read_json_object(p) if p.exists() else None
+    return files.read_record(p, SCHEMA_VERSION) if p.exists() else None

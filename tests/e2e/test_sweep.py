@@ -62,6 +62,12 @@ def _current_cluster(bc: BrokerConfigs) -> None:
         for f in bc.admin.incremental_alter_configs([res]).values():
             f.result(timeout=30)
     bc.admin.create_topics([NewTopic(CURRENT_TOPIC, 2, 3)])[CURRENT_TOPIC].result(timeout=30)
+    # the controller accepts a change before every broker runs it: the snapshot before the sweep must see it
+    wait_for(
+        lambda: all(bc.describe(b, ["num.network.threads"])["num.network.threads"][0] == "4" for b in (1, 2, 3)),
+        60,
+        "num.network.threads 4 on every broker",
+    )
 
 
 def _set(key: str, value: str) -> ConfigEntry:
@@ -69,7 +75,7 @@ def _set(key: str, value: str) -> ConfigEntry:
 
 
 @pytest.fixture(scope="module")
-def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Readback]:
+def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Readback:
     ensure_healthy(testbed)
     tmp = tmp_path_factory.mktemp("readback")
     bc = configs(testbed)
@@ -96,13 +102,13 @@ def readback(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iter
         p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
         assert p.returncode == 0, p.stderr[-3000:]
         after = configs(testbed).snapshot()
-        run_dir = tmp / "apply-readback"
-        summary = json.loads(p.stdout.strip().splitlines()[-1])
-        yield Readback(run_dir, summary, records(run_dir), before, after, p.stderr)
-    finally:
+    finally:  # the module's later tests run on the cluster as it was
         bc.restore(pristine)
         if CURRENT_TOPIC in bc.admin.list_topics(timeout=10).topics:
             bc.admin.delete_topics([CURRENT_TOPIC])[CURRENT_TOPIC].result(timeout=30)
+    run_dir = tmp / "apply-readback"
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    return Readback(run_dir, summary, records(run_dir), before, after, p.stderr)
 
 
 def test_sweep_applies_reads_back_and_restores(readback: Readback) -> None:
@@ -252,11 +258,11 @@ def test_a_sweep_says_where_its_wall_clock_went_and_whether_its_warm_up_was_long
     """sweeps.timing from the trial records: the parts add up to the wall clock; each trial's warm-up curve (its
     second and the window's first 3) checks the runs' 1-s warm-up."""
     b = readback.summary["this_invocation"]["breakdown"]
-    assert b["trials"] == 7 and b["seconds"]["windows"] > 0 and b["seconds"]["run warm-up"] > 0
+    assert b["trials"] == len(readback.recs) == 10 and b["seconds"]["windows"] > 0 and b["seconds"]["run warm-up"] > 0
     assert sum(b["seconds"].values()) == pytest.approx(b["wall_s"], rel=0.05)
     assert 0 < b["not_measuring"] < 1
     wc = readback.summary["this_invocation"]["warmup_check"]
-    assert wc is not None and wc["trials"] == 7 and wc["warmup_s"] == 1 and len(wc["seconds"]) == 4, wc
+    assert wc is not None and wc["trials"] == 10 and wc["warmup_s"] == 1 and len(wc["seconds"]) == 4, wc
     recs = readback.recs
     assert all(len(r["measured"]["warmup_curve"]) == 4 and min(r["measured"]["warmup_curve"]) >= 0 for r in recs)
 
@@ -272,7 +278,7 @@ def test_study_show_and_the_spark_analysis_read_the_real_sweep(readback: Readbac
     assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
     assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
     an = analyze(run_dir, spark)
-    assert an["trials"] == 7 and an["rows"]["series"] > 0
+    assert an["trials"] == len(readback.recs) == 10 and an["rows"]["series"] > 0
     table = {t["trial_id"]: t for t in rows(load_table(run_dir / "analysis", "trials"))}
     for r in readback.recs:
         t = table[f"{r['stage']}-{r['number']:03d}"]

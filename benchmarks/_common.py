@@ -136,3 +136,21 @@ def result_file(name: str, figures: dict[str, Any]) -> Path:
     out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     log(f"results: {out}")
     return out
+
+
+def demo_workload(path: Path, name: str, producer: dict[str, Any], rate: float, test_s: float) -> Path:
+    """The demo's workload (1-KB records, 6 partitions, one producer and one consumer) as a bench workload file at
+    `rate` msg/s (0: discover the sustainable rate) for `test_s` seconds after a 3-s warm-up."""
+    doc = {
+        "name": name,
+        "partitionsPerTopic": 6,
+        "messageSize": 1024,
+        "producersPerTopic": 1,
+        "consumerPerSubscription": 1,
+        "producerRate": rate,
+        "warmupDurationMinutes": 3 / 60,
+        "testDurationMinutes": test_s / 60,
+        "producerConfig": producer,
+    }
+    path.write_text(json.dumps(doc))
+    return path

@@ -18,7 +18,6 @@ cores, and over all fixed runs of the variant the median p99 and the largest / s
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import bench, log, result_file, testbed
+from _common import bench, demo_workload, log, result_file, testbed
 
 from loadgen.warmup import warm_up
 from testbed import netns
@@ -40,22 +39,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 NIC_MB_S = 25.0
 SLO_MS = 100.0
-
-
-def workload(path: Path, name: str, rate: float, test_s: float) -> Path:
-    doc = {
-        "name": name,
-        "partitionsPerTopic": 6,
-        "messageSize": 1024,
-        "producersPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producerRate": rate,
-        "warmupDurationMinutes": 3 / 60,
-        "testDurationMinutes": test_s / 60,
-        "producerConfig": {"acks": "all"},
-    }
-    path.write_text(json.dumps(doc))
-    return path
+ACKS_ALL = {"acks": "all"}  # Kafka's defaults otherwise
 
 
 def fixed_row(d: dict[str, Any]) -> dict[str, Any]:
@@ -83,13 +67,18 @@ def one_testbed(name: str, no: int, tmp: Path, a: argparse.Namespace) -> dict[st
             st.bootstrap_servers, a.warm_up, say=log, placements=tb.client_netns(st), metrics_urls=st.metrics_urls
         )
         row["warm_up"] = {"s": w["s"], "quiet": w["quiet"], "jit_cores": w["jit_cores"]}
-        d = bench(tb, workload(tmp / "search.json", f"jvm-{name}-search", 0, 0.1), tmp / f"{name}-{no}-s", SLO_MS)
+        d = bench(
+            tb,
+            demo_workload(tmp / "search.json", f"jvm-{name}-search", ACKS_ALL, 0, 0.1),
+            tmp / f"{name}-{no}-s",
+            SLO_MS,
+        )
         row["search_mb_s"], found = d["sustainable"]["mb_s"], d["sustainable"]["rate_msg_s"]
         rate = a.rate or (found and round(a.fraction * found))
         row["fixed_rate_msg_s"], row["fixed"] = rate, []
         log(f"{name} testbed {no}: sustainable {row['search_mb_s']} MB/s; fixed runs at {rate} msg/s")
         for i in range(a.fixed_runs if rate else 0):
-            wl = workload(tmp / "fixed.json", f"jvm-{name}-fixed", rate, a.fixed_s)
+            wl = demo_workload(tmp / "fixed.json", f"jvm-{name}-fixed", ACKS_ALL, rate, a.fixed_s)
             r = fixed_row(bench(tb, wl, tmp / f"{name}-{no}-f{i}", SLO_MS))
             row["fixed"].append(r)
             log(f"{name} testbed {no} fixed run {i}: p99 {r['p99_e2e_ms']} ms, {r['above_slo_s']} s over the SLO")

@@ -17,7 +17,6 @@ p99, the largest / smallest p99, and the tail budget of one run at the sustainab
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import bench as run_bench
-from _common import log, result_file, testbed
+from _common import demo_workload, log, result_file, testbed
 
 from core import stats
 from testbed import netns
@@ -38,22 +37,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 NIC_MB_S = 25.0
 SLO_MS = 100.0
-
-
-def workload(path: Path, name: str, producer: dict[str, Any], rate: float, test_s: float) -> Path:
-    doc = {
-        "name": name,
-        "partitionsPerTopic": 6,
-        "messageSize": 1024,
-        "producersPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producerRate": rate,
-        "warmupDurationMinutes": 3 / 60,
-        "testDurationMinutes": test_s / 60,
-        "producerConfig": producer,
-    }
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def bench(tb: Any, wl: Path, out: Path) -> dict[str, Any]:
@@ -67,7 +50,7 @@ def searches(tb: Any, tmp: Path, reps: int, testbed_no: int, rng: random.Random)
         order = list(CONFIGS)
         rng.shuffle(order)
         for name in order:
-            wl = workload(tmp / f"{name}.json", f"repro-{name}", CONFIGS[name], 0, 0.1)
+            wl = demo_workload(tmp / f"{name}.json", f"repro-{name}", CONFIGS[name], 0, 0.1)
             d = bench(tb, wl, tmp / f"t{testbed_no}-{name}-{r}")
             sus = d["sustainable"]
             steps = [(round(st["rate_msg_s"]), st["held"], len(st["judged_s"])) for st in sus["steps"]]
@@ -94,7 +77,9 @@ def fixed_runs(tb: Any, tmp: Path, rates: dict[str, float], n: int, secs: float)
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in CONFIGS}
     for i in range(n):
         for name in CONFIGS:
-            wl = workload(tmp / f"fixed-{name}.json", f"repro-fixed-{name}", CONFIGS[name], round(rates[name]), secs)
+            wl = demo_workload(
+                tmp / f"fixed-{name}.json", f"repro-fixed-{name}", CONFIGS[name], round(rates[name]), secs
+            )
             d = bench(tb, wl, tmp / f"fixed-{name}-{i}")
             p99 = d["end_to_end_latency_ms"]["p99"]
             out[name].append(

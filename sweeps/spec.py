@@ -2,7 +2,7 @@
 
 Validated at the edge, before anything touches a cluster: every error names the field and what is
 allowed. Parameter names are the catalogue's (`brokerconf.catalogue`); values are checked against the
-catalogue's legal ranges and the cross-key rules.
+catalogue's legal ranges (the parameter space and its stages: sweeps.stages) and the cross-key rules.
 
     name: staged-sync                  # study name: runs/<name>/
     cluster: {testbed: true}           # or {bootstrap: "h1:9092,h2:9092", admin: {...}} or {inventory: hosts.yaml}

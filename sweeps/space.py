@@ -77,15 +77,18 @@ def assemble(
     return cfg
 
 
+def _shape(spec: Spec) -> Config:
+    """The spec's fixed workload shape (partitions, producers, consumers): every baseline runs it."""
+    return {k: _typed(k, v) for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")}
+
+
 def baseline(spec: Spec, name: str) -> Config:
     """A published baseline: Kafka's defaults plus the published profile, acks=all, the spec's workload shape.
 
     Kafka's defaults include the dynamic broker keys the spec sweeps, set to Kafka's default: otherwise they would
     run at whatever the cluster runs now (that is the `current` baseline's, current_baseline). Restart-only keys
     keep the cluster's own values here, as a default would cost each baseline a rolling restart."""
-    cfg: Config = client_defaults()
-    shape = {k: v for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")}
-    cfg.update({k: _typed(k, v) for k, v in shape.items()})
+    cfg: Config = {**client_defaults(), **_shape(spec)}
     swept = (catalogue.get(k) for k in sorted(spec.all_keys()))
     cfg.update({p.name: p.default for p in swept if p.apply == "dynamic" and p.default is not None})
     cfg.update(BASELINE_CONFIGS[name])
@@ -101,7 +104,7 @@ def current_baseline(spec: Spec, snapshot: Mapping[str, Any], partitions: int | 
     cfg: Config = client_defaults()
     clients = {**w.str_map("producerConfig"), **w.str_map("consumerConfig")}
     cfg.update({k: _typed(k, v) for k, v in clients.items() if k in catalogue.CATALOGUE})
-    cfg.update({k: _typed(k, v) for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")})
+    cfg.update(_shape(spec))
     files, left_out = current.client_config(spec.current) if spec.current else ({}, [])
     cfg.update(files)
     cfg.update(current.broker_config(snapshot))

@@ -8,11 +8,11 @@ the warm-up (`--warm-up` s at the most, until the brokers' JIT is quiet), one se
 seconds at `--fraction` (80 %) of that search's rate (an operator's check of the rate found; `--rate` fixes it
 instead), each with its tail budget (loadgen.tail).
 
-It prints and writes (benchmarks/results/broker_jvm.json), per variant: the warm-up's length and whether it ended
-quiet, each search's MB/s, each fixed run's p99, seconds over the SLO and their primary causes, the brokers' JIT
-cores, and over all fixed runs of the variant the median p99 and the largest / smallest.
+It prints and writes (benchmarks/results/broker_jvm.json, or `--result`'s name), per variant: the warm-up's
+length and whether it ended quiet, each search's MB/s, each fixed run's p99, seconds over the SLO and their primary
+causes, the brokers' JIT cores, and over all fixed runs of the variant the median p99 and the largest / smallest.
 
-    .venv/bin/python benchmarks/broker_jvm.py [--variants g1,g1-c1] [--testbeds 2] [--quick]
+    .venv/bin/python benchmarks/broker_jvm.py [--variants g1,g1-c1] [--testbeds 2] [--quick] [--result NAME]
 """
 
 from __future__ import annotations
@@ -117,6 +117,9 @@ def main() -> None:
     ap.add_argument("--fixed-s", type=float, default=30)
     ap.add_argument("--warm-up", type=float, default=240, help="seconds of warm-up at the most (until JIT quiet)")
     ap.add_argument("--quick", action="store_true", help="1 testbed per variant, 2 fixed runs of 10 s")
+    ap.add_argument(
+        "--result", default="broker_jvm", help="benchmarks/results/RESULT.json (another name keeps the last result)"
+    )
     a = ap.parse_args()
     if a.quick:
         a.testbeds, a.fixed_runs, a.fixed_s = 1, 2, 10
@@ -139,7 +142,7 @@ def main() -> None:
             f"{v['largest_over_smallest_p99']}, {v['above_slo_s']} s over the SLO; searches "
             f"{v['search_mb_s']} MB/s; warm-ups {v['warm_up_s']} s"
         )
-    result_file("broker_jvm", {"args": vars(a), "wall_s": round(time.monotonic() - t0), "variants": s, "runs": rows})
+    result_file(a.result, {"args": vars(a), "wall_s": round(time.monotonic() - t0), "variants": s, "runs": rows})
 
 
 if __name__ == "__main__":

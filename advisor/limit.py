@@ -244,14 +244,11 @@ def of_trial(trial_dir: Path, nic: float | None) -> Diagnosis | None:
     bench run's (its result.json steps and seconds); None without a search."""
     rec = trials.read_trial(trial_dir)
     if rec is not None:
-        found = (rec.get("measured") or {}).get("sustainable") or {}
-        run = trial_dir / trials.SEARCH_RUN
+        steps, run = rec.steps, trial_dir / trials.SEARCH_RUN
     elif runs.has_result(trial_dir):
-        found = runs.read_result(trial_dir).get("sustainable") or {}
-        run = trial_dir
+        steps, run = (runs.read_result(trial_dir).get("sustainable") or {}).get("steps") or [], trial_dir
     else:
         return None
-    steps = found.get("steps") or []
     if not steps or not runs.has_result(run):
         return None
     return from_steps(steps, runs.seconds(run), nic)

@@ -26,15 +26,12 @@ def command() -> None:
 def show(run_dir: Path, as_json: bool) -> None:
     """Every trial (stage, state, MB/s, latency, params), the baselines and the confirmed best."""
     found = [read_trial(p.parent) for p in run_dir.glob(f"{TRIALS}/*/{TRIAL}")]
-    records = sorted(
-        (r for r in found if r is not None),
-        key=lambda r: (r.get("started_ns") or 0, r.get("stage", ""), r.get("number", 0)),
-    )
+    records = sorted((r for r in found if r is not None), key=lambda r: (r.started_ns, r.stage, r.number))
     summary = read_summary(run_dir)
     if not records and summary is None:
         raise UserError(f"{run_dir}: no study here (no trials/*/trial.json, no summary.json)")
     if as_json:
-        click.echo(json.dumps({"summary": summary, "trials": records}))
+        click.echo(json.dumps({"summary": summary, "trials": [r.as_json() for r in records]}))
         return
     print_trials(records)
     if summary:

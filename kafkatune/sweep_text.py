@@ -12,12 +12,44 @@ from rich.table import Table
 from advisor import verdict
 from brokerconf.catalogue import short
 from core.fmt import num
+from records.trial import TrialRecord
 from sweeps import current, space, storage
 from sweeps.spec import Spec
 from sweeps.stages import Choices, IntRange
 
 TRIAL_OVERHEAD_S = 6  # a trial's topic, workers, drain and record (its breakdown in a summary: sweeps.timing)
 TYPICAL_STEPS = 6  # a search's steps, typically (bracket 2, bisect 2-3, confirm 1)
+
+
+def _stage_line(i: int, s: Any) -> str:
+    """One stage of the plan: its trials, swept ranges or choices, and fixed keys."""
+    params = ", ".join(
+        f"{k} {v.low}..{v.high}{' log' if v.log else ''}"
+        if isinstance(v, IntRange)
+        else f"{k} {v.choices if isinstance(v, Choices) else v}"
+        for k, v in s.params.items()
+    )
+    fixed = f" fixed {dict(s.fixed)}" if s.fixed else ""
+    return f"stage {i} {s.name}: {s.trials} trials: {params}{fixed}"
+
+
+def _confirmation_line(spec: Spec) -> str:
+    """The phases after the search: confirmation, ablation, the configuration as written, the operating point."""
+    if not spec.confirm.top:
+        return "no confirmation (confirm.top: 0): figures are single runs"
+    line = (
+        f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
+        f"{spec.confirm.repeats} runs each, in randomized blocks; then each changed key put back alone "
+        f"({spec.ablate.repeats} runs each), and when some are dropped the configuration as written against "
+        f"the full one and the defaults ({spec.ablate.repeats} runs each)"
+    )
+    if spec.sustainable and spec.hold.tries:
+        line += (
+            f"; then the operating point: the rate whose p99, fitted against the rate over the confirmation's "
+            f"steps, is {spec.hold.z:g} between-run spreads within the SLO, checked in a {spec.hold.run_s}-s run "
+            f"at that fixed rate, {spec.hold.step:.0%} lower per miss (at most {spec.hold.tries} runs)"
+        )
+    return line
 
 
 def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
@@ -55,31 +87,9 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         ),
         "baselines: " + ("; ".join(f"{b} [{_baseline_text(spec, b)}]" for b in spec.baselines) or "none"),
     ]
-    for i, s in enumerate(stages, 1):
-        params = ", ".join(
-            f"{k} {v.low}..{v.high}{' log' if v.log else ''}"
-            if isinstance(v, IntRange)
-            else f"{k} {v.choices if isinstance(v, Choices) else v}"
-            for k, v in s.params.items()
-        )
-        fixed = f" fixed {dict(s.fixed)}" if s.fixed else ""
-        lines.append(f"stage {i} {s.name}: {s.trials} trials: {params}{fixed}")
+    lines += [_stage_line(i, s) for i, s in enumerate(stages, 1)]
     lines += [
-        (
-            f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
-            f"{spec.confirm.repeats} runs each, in randomized blocks; then each changed key put back alone "
-            f"({spec.ablate.repeats} runs each), and when some are dropped the configuration as written against "
-            f"the full one and the defaults ({spec.ablate.repeats} runs each)"
-            + (
-                f"; then the operating point: the rate whose p99, fitted against the rate over the confirmation's "
-                f"steps, is {spec.hold.z:g} between-run spreads within the SLO, checked in a {spec.hold.run_s}-s run "
-                f"at that fixed rate, {spec.hold.step:.0%} lower per miss (at most {spec.hold.tries} runs)"
-                if spec.sustainable and spec.hold.tries
-                else ""
-            )
-            if spec.confirm.top
-            else "no confirmation (confirm.top: 0): figures are single runs"
-        ),
+        _confirmation_line(spec),
         f"budget: {n} trials (~{n * per_trial / 60:.0f} min; ablations add {spec.ablate.repeats} runs per changed key)"
         + (f", stop after {spec.budget.minutes:g} min" if spec.budget.minutes else ""),
         f"storage: {storage.display_url(storage_url or spec.storage, run_dir)}; records in {run_dir}/trials/",
@@ -87,7 +97,7 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
     click.echo("\n".join(lines))
 
 
-def print_trials(records: list[dict[str, Any]]) -> None:
+def print_trials(records: list[TrialRecord]) -> None:
     t = Table(title="trials")
     cols = (
         "stage",
@@ -105,14 +115,12 @@ def print_trials(records: list[dict[str, Any]]) -> None:
     for col in cols:
         t.add_column(col)
     for r in records:
-        m = r.get("measured") or {}
+        m = r.measured or {}
         frac = m.get("fraction_of_ceiling")
-        state = r.get("state", "?")
-        if r.get("constraints", {}).get("violated"):
-            state = "violates"
+        state = "violates" if (r.constraints or {}).get("violated") else r.state
         t.add_row(
-            r.get("stage", ""),
-            str(r.get("number", "")),
+            r.stage,
+            str(r.number),
             state,
             num(m.get("sustainable_mb_s"), "{:.2f}", "-"),
             num(m.get("mean_mb_s"), "{:.2f}", "-"),
@@ -120,8 +128,8 @@ def print_trials(records: list[dict[str, Any]]) -> None:
             f"{frac * 100:.0f}" if frac else "-",
             num(m.get("p99_publish_ms"), "{:.1f}", "-"),
             num(m.get("p99_e2e_ms"), "{:.1f}", "-"),
-            str(r.get("restarts", 0)),
-            short(r.get("config", {})),
+            str(r.restarts or 0),
+            short(r.config),
         )
     Console(width=200).print(t)
 

@@ -16,9 +16,10 @@ Reading a study reads only these files; the heavy per-second Parquet files are l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -146,7 +147,7 @@ def open_study(root: Path) -> Study:
     )
 
 
-def _merged_broker(read_back: dict[str, dict[str, Any]]) -> dict[str, str]:
+def _merged_broker(read_back: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """One value per broker key: the common value, or `mixed(a|b)` when brokers differ."""
     keys = sorted({k for per in read_back.values() for k in per})
     out: dict[str, str] = {}
@@ -156,31 +157,52 @@ def _merged_broker(read_back: dict[str, dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def trial_row(study: Study, d: Path) -> dict[str, Any]:
-    """One trial (or the bench run) as a flat row: what it set, how it ended, what its records measured."""
-    tj = trials.read_trial(d) or {}
-    res = runs.read_result(d) if runs.has_result(d) else {}
-    summ = res.get("summary") or {}
-    measured = tj.get("measured") or {}
-    if tj:
-        config = {k: str(v) for k, v in (tj.get("config") or {}).items()}
-        broker = _merged_broker(tj.get("broker_read_back") or {})
-        state = tj.get("state") or "complete"
-        objective = str(tj.get("objective") or "throughput_mb_s")
+class _Ran(NamedTuple):
+    config: dict[str, str]
+    broker: dict[str, str]
+    state: str
+    objective: str
+    mb_s: Any
+    windows: list[Any]
+    measured: dict[str, Any]
+
+
+def _what_it_ran(tj: trials.TrialRecord | None, res: dict[str, Any]) -> _Ran:
+    """A trial's configuration, broker settings, state, objective, figure, window rates and measurement: from its
+    trial record, or for a bench run (no trial.json) from its record's producer/consumer/broker configs."""
+    if tj is not None:
+        measured = dict(tj.measured or {})
+        objective = tj.objective or "throughput_mb_s"
         # the trial's figure is its study's objective: the sustainable rate, or the max-rate throughput
         mb_s = measured.get(objective) if objective in measured else measured.get("throughput_mb_s")
-        windows = measured.get("windows_mb_s") or []
-    else:  # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
-        config = {k: str(v) for k, v in (res.get("producerConfig") or {}).items()}
-        config.update({k: str(v) for k, v in (res.get("consumerConfig") or {}).items()})
-        broker = _merged_broker(res.get("brokerConfig") or {})
-        state = "complete" if res else "failed"
-        mb_s = summ.get("consume_mb_s")
-        windows = []
-        objective = "sustainable_mb_s" if res.get("sustainable") else "throughput_mb_s"
-        if res.get("sustainable"):
-            measured = {"sustainable_mb_s": res["sustainable"].get("mb_s")}
-            mb_s = measured["sustainable_mb_s"]
+        return _Ran(
+            {k: str(v) for k, v in tj.config.items()},
+            _merged_broker(tj.broker_read_back or {}),
+            tj.state or "complete",
+            objective,
+            mb_s,
+            measured.get("windows_mb_s") or [],
+            measured,
+        )
+    measured = {}
+    # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
+    config = {k: str(v) for k, v in (res.get("producerConfig") or {}).items()}
+    config.update({k: str(v) for k, v in (res.get("consumerConfig") or {}).items()})
+    mb_s = (res.get("summary") or {}).get("consume_mb_s")
+    objective = "sustainable_mb_s" if res.get("sustainable") else "throughput_mb_s"
+    if res.get("sustainable"):
+        measured = {"sustainable_mb_s": res["sustainable"].get("mb_s")}
+        mb_s = measured["sustainable_mb_s"]
+    state = "complete" if res else "failed"
+    return _Ran(config, _merged_broker(res.get("brokerConfig") or {}), state, objective, mb_s, [], measured)
+
+
+def trial_row(study: Study, d: Path) -> dict[str, Any]:
+    """One trial (or the bench run) as a flat row: what it set, how it ended, what its records measured."""
+    tj = trials.read_trial(d)
+    res = runs.read_result(d) if runs.has_result(d) else {}
+    summ = res.get("summary") or {}
+    config, broker, state, objective, mb_s, windows, measured = _what_it_ran(tj, res)
     for src, name in WORKLOAD_PARAMS.items():  # the record's counts, whether swept or not
         if res.get(src) is not None:
             config.setdefault(name, str(res[src]))
@@ -190,14 +212,13 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
     loops = client.get("loop_cpu_util") or {}
     row: dict[str, Any] = {
         "trial_id": d.name,
-        "stage": str(tj.get("stage") or study.kind),
-        "number": int(tj.get("number") or 0),
+        "stage": tj.stage if tj else study.kind,
+        "number": tj.number if tj else 0,
         # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
-        "baseline": tj.get("baseline")
-        or (_confirmed_baseline(str(tj.get("confirms") or "")) if tj.get("confirms") else None),
+        "baseline": (tj.baseline or _confirmed_baseline(tj.confirms or "")) if tj else None,
         "state": state,
-        "fail_reason": tj.get("fail_reason"),
-        "started_ns": int(tj.get("started_ns") or res.get("started_ns") or 0),
+        "fail_reason": tj.fail_reason if tj else None,
+        "started_ns": int((tj.started_ns if tj else 0) or res.get("started_ns") or 0),
         "config": config,
         "broker": broker,
         "message_bytes": int(res.get("messageSize") or 0),

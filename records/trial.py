@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from core import files
+from core.errors import UserError
 
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
@@ -39,6 +40,10 @@ _OPTIONAL = (
     "jit_busy",
     "faults",
 )
+
+
+# What every trial record has, from its start (the rest is written only when the trial got that far).
+_REQUIRED = ("study", "stage", "number", "started_ns", "config", "applied", "state", "total_s")
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,39 @@ class TrialRecord:
     faults: list[Mapping[str, Any]] | None = None
     schema_version: int = SCHEMA_VERSION
 
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], where: str = TRIAL) -> TrialRecord:
+        """A trial.json document as any release up to this one wrote it; keys this release does not know are left
+        out, so an older study reads with what it has."""
+        names = {f.name for f in fields(cls)}
+        if missing := [n for n in _REQUIRED if n not in d]:
+            raise UserError(f"{where}: not a trial record, it lacks {', '.join(missing)}")
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "complete"
+
+    @property
+    def search(self) -> Mapping[str, Any]:
+        """The sustainable-rate search's answer (loadgen.sustainable.Sustainable.as_dict); empty without one."""
+        return (self.measured or {}).get("sustainable") or {}
+
+    @property
+    def steps(self) -> list[Mapping[str, Any]]:
+        """The search's steps in the order run (loadgen.sustainable.Step.as_dict); none without a search."""
+        return list(self.search.get("steps") or [])
+
+    @property
+    def hold(self) -> Mapping[str, Any]:
+        """An operating-point run's figures (sweeps.trial): its rate, whether it held and why not; empty otherwise."""
+        return (self.measured or {}).get("hold") or {}
+
+    @property
+    def aside(self) -> list[Mapping[str, Any]]:
+        """The attempts set aside: disturbed, or measured while the brokers' JIT compiled."""
+        return [*(self.disturbed or ()), *(self.jit_busy or ())]
+
     def as_json(self) -> dict[str, Any]:
         order = [
             "schema_version",
@@ -122,8 +160,8 @@ def write_trial(trial_dir: Path, rec: TrialRecord) -> None:
     files.write_json(trial_dir / TRIAL, rec.as_json())
 
 
-def read_trial(trial_dir: Path) -> dict[str, Any] | None:
-    """The trial.json of `trial_dir` as written (every schema version up to SCHEMA_VERSION; a newer one is
-    refused), or None when there is none."""
+def read_trial(trial_dir: Path) -> TrialRecord | None:
+    """The trial record of `trial_dir` (every schema version up to SCHEMA_VERSION; a newer one is refused), or None
+    when there is none."""
     p = trial_dir / TRIAL
-    return files.read_record(p, SCHEMA_VERSION) if p.exists() else None
+    return TrialRecord.from_json(files.read_record(p, SCHEMA_VERSION), str(p)) if p.exists() else None

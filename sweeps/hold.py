@@ -103,8 +103,8 @@ def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
 
 
 def _steps(run_dir: Path, trial_id: str) -> list[dict[str, Any]]:
-    rec = read_trial(run_dir / TRIALS / trial_id) or {}
-    return ((rec.get("measured") or {}).get("sustainable") or {}).get("steps") or []
+    rec = read_trial(run_dir / TRIALS / trial_id)
+    return [dict(st) for st in rec.steps] if rec is not None else []
 
 
 def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -138,10 +138,11 @@ def _tried(run_dir: Path, t: Any) -> dict[str, Any]:
     """One run at a fixed rate as the operating point lists it, read from the run folder's trial record (by its
     name: a study folder that was moved or copied still reads)."""
     trial_id = Path(t.user_attrs.get("record", "")).name
-    rec = read_trial(run_dir / TRIALS / trial_id) or {}
-    hold = dict((rec.get("measured") or {}).get("hold") or {})
+    rec = read_trial(run_dir / TRIALS / trial_id)
+    hold = dict(rec.hold) if rec is not None else {}
     if not hold:  # the run failed before measuring
-        hold = {"rate_msg_s": rec.get("hold_msg_s"), "held": False, "why": t.user_attrs.get("fail_reason")}
+        rate = rec.hold_msg_s if rec is not None else None
+        hold = {"rate_msg_s": rate, "held": False, "why": t.user_attrs.get("fail_reason")}
     return {**hold, "trial_id": trial_id}
 
 

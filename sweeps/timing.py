@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
+
+from records.trial import TrialRecord
 
 PARTS = {
     "windows": "the measurement windows (the objective is computed from these; a ramp's steps)",
@@ -30,31 +32,26 @@ PARTS = {
 }
 
 
-def aside(trial: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A trial record's attempts set aside (sweeps.trial): disturbed, or measured while the JIT compiled."""
-    return [*(trial.get("disturbed") or ()), *(trial.get("jit_busy") or ())]
-
-
-def unjudged_s(trial: Mapping[str, Any]) -> float:
+def unjudged_s(trial: TrialRecord) -> float:
     """The seconds of a trial's search (loadgen.search) from its first step's start to its last judged second that
     no step judged: transitions and settling, the price of each step beyond its own length."""
-    steps = ((trial.get("measured") or {}).get("sustainable") or {}).get("steps") or []
+    steps = trial.steps
     judged = [sec for st in steps for sec in st.get("judged_s") or ()]
     if not judged:
         return 0.0
     return float(max(judged) - steps[0]["start_s"] + 1 - len(judged))
 
 
-def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, Any]:
-    """Seconds per part (PARTS) over `trials` (trial.json documents, failed ones included), their count, the
-    wall clock and the share of it not spent in windows."""
+def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> dict[str, Any]:
+    """Seconds per part (PARTS) over `trials` (failed ones included), their count, the wall clock and the share of
+    it not spent in windows."""
     out = dict.fromkeys(PARTS, 0.0)
     total = 0.0
     n = 0
     for t in trials:
         n += 1
-        ph = t.get("phases_s") or {}
-        done = t.get("state") == "complete"
+        ph = t.phases_s or {}
+        done = t.complete
         windows = (ph.get("windows", 0.0) + ph.get("ramp_windows", 0.0)) if done else 0.0
         warm = ph.get("warmup", 0.0) + ph.get("ramp_warmup", 0.0)
         runs = ph.get("run", 0.0) + ph.get("ramp", 0.0)
@@ -68,16 +65,16 @@ def breakdown(trials: Iterable[Mapping[str, Any]], wall_s: float) -> dict[str, A
         out["between steps"] += between
         out["ready wait"] += max(0.0, runs - windows - warm - start - tail - between)
         out["record"] += ph.get("record", 0.0)
-        apply_s = t.get("apply_s") or 0.0
+        apply_s = t.apply_s or 0.0
         out["apply"] += apply_s
         # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
-        rest = max(0.0, t.get("total_s", 0.0) - apply_s - runs - ph.get("record", 0.0))
-        restart = min(rest, float((t.get("restart_warmup") or {}).get("s") or 0.0))
-        again = min(rest - restart, sum(float(a.get("s") or 0.0) for a in aside(t)))
+        rest = max(0.0, t.total_s - apply_s - runs - ph.get("record", 0.0))
+        restart = min(rest, float((t.restart_warmup or {}).get("s") or 0.0))
+        again = min(rest - restart, sum(float(a.get("s") or 0.0) for a in t.aside))
         out["restart warm-up"] += restart
         out["measured again"] += again
         out["between trials"] += rest - restart - again
-        total += t.get("total_s", 0.0)
+        total += t.total_s
     out["between trials"] += max(0.0, wall_s - total)
     return {
         "seconds": {k: round(v, 1) for k, v in out.items()},
@@ -97,13 +94,12 @@ LEVEL = 0.9
 MIN_TRIALS = 5
 
 
-def warmup_check(trials: Iterable[Mapping[str, Any]], warmup_s: float) -> dict[str, Any] | None:
+def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> dict[str, Any] | None:
     """Whether the runs' warm-up (`warmup_s`) was long enough, from the complete trials' warm-up curves
     (sweeps.protocol.warmup_curve: the warm-up's seconds and the window's first ones): per second, the median
     ratio to the window's median second, its range and n; `level_from`, the first second from which every later
     one of the curve was at LEVEL or more; and the verdict in words. None when no trial has a curve."""
-    done = (t for t in trials if t.get("state") == "complete")
-    curves = [c for t in done if (c := (t.get("measured") or {}).get("warmup_curve"))]
+    curves = [c for t in trials if t.complete and (c := (t.measured or {}).get("warmup_curve"))]
     if not curves:
         return None
     seconds = []

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from records.trial import TrialRecord
 from testbed.lifecycle import Testbed
 
 REPO = Path(__file__).resolve().parent.parent
@@ -109,3 +110,13 @@ def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[byte
             raise AssertionError(f"sweep exited ({proc.returncode}) before {what}")
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def trial_doc(**fields: Any) -> dict[str, Any]:
+    """A trial.json document (records.trial) with the fields every record has, for a test that needs only some."""
+    every = {"study": "s", "stage": "st", "number": 0, "started_ns": 0, "config": {}, "applied": {}}
+    return {**every, "state": "complete", "total_s": 0.0, **fields}
+
+
+def trial_record(**fields: Any) -> TrialRecord:
+    return TrialRecord.from_json(trial_doc(**fields))

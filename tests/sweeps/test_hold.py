@@ -13,6 +13,7 @@ import pytest
 from advisor.verdict import operating_lines
 from loadgen.tail import CAUSES
 from sweeps.hold import LOAD_SLOPE, fit_knee, refused, tail_causes
+from tests.helpers import trial_doc
 
 
 def steps(law: dict[str, float], rates: list[float], seconds: int = 30, sigma: float = 0.0, seed: int = 1) -> list:
@@ -78,7 +79,7 @@ def test_a_tail_that_does_not_grow_with_the_rate_is_refused_with_its_cause(tmp_p
         missed = {"seconds": 6, "above_slo": cpu + 1, "unexplained": 1, "primary": {"cpu": cpu}}
         held = {"seconds": 24, "above_slo": link, "unexplained": 0, "primary": {"link": link} if link else {}}
         tried = [{"rate_msg_s": 6000, "held": False, "tail": missed}, {"rate_msg_s": 5000, "held": True, "tail": held}]
-        (d / "trial.json").write_text(json.dumps({"measured": {"sustainable": {"steps": tried}}}))
+        (d / "trial.json").write_text(json.dumps(trial_doc(measured={"sustainable": {"steps": tried}})))
     causes = tail_causes(tmp_path, ["t1", "t2", "t3"])  # t3 has no record: skipped
     assert (
         causes["above_slo_s"] == 17

@@ -15,7 +15,9 @@ from loadgen.result import build
 from loadgen.runner import RawRun
 from loadgen.sustainable import Slo, judge_run
 from loadgen.workload import parse_workload
+from records.trial import TrialRecord
 from sweeps import confirm, space, timing
+from tests.helpers import trial_record
 
 
 def test_mean_interval_is_students_t() -> None:
@@ -174,8 +176,8 @@ def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> Non
     under the level ask for a longer warm-up; too few trials judge nothing; failed trials and trials with no
     curve are left out."""
 
-    def trial(curve: list[float] | None, state: str = "complete") -> dict[str, object]:
-        return {"state": state, "measured": {"warmup_curve": curve}}
+    def trial(curve: list[float] | None, state: str = "complete") -> TrialRecord:
+        return trial_record(state=state, measured={"warmup_curve": curve})
 
     ds = (-0.05, 0.0, 0.02, 0.05, 0.1)
     shaped = [trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d, 1.0, 1.0 + d, 1.0 - d]) for d in ds]
@@ -202,16 +204,15 @@ def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one
     JIT) and, for the rest, the sweep's own work; a trial with no restart has no restart warm-up (a sweep with no
     restart-only key printed 0.1 s of it)."""
     ph = {"run": 12.0, "windows": 10.0, "warmup": 1.0, "create_topics": 0.1, "record": 0.2}
-    restarted = {"state": "complete", "total_s": 40.0, "apply_s": 5.0, "phases_s": ph, "restart_warmup": {"s": 22.5}}
-    plain = {"state": "complete", "total_s": 12.5, "apply_s": 0.1, "phases_s": ph}
-    again = {
-        "state": "complete",
-        "total_s": 50.0,
-        "apply_s": 0.1,
-        "phases_s": ph,
-        "jit_busy": [{"attempt": 1, "s": 30.0}],
-        "disturbed": [{"attempt": 2, "s": 7.0}],
-    }
+    restarted = trial_record(total_s=40.0, apply_s=5.0, phases_s=ph, restart_warmup={"s": 22.5})
+    plain = trial_record(total_s=12.5, apply_s=0.1, phases_s=ph)
+    again = trial_record(
+        total_s=50.0,
+        apply_s=0.1,
+        phases_s=ph,
+        jit_busy=[{"attempt": 1, "s": 30.0}],
+        disturbed=[{"attempt": 2, "s": 7.0}],
+    )
     b = timing.breakdown([restarted, plain, again], wall_s=107.0)
     sec = b["seconds"]
     assert sec["restart warm-up"] == pytest.approx(22.5) and sec["measured again"] == pytest.approx(37.0)
@@ -226,8 +227,7 @@ def test_a_searchs_unjudged_seconds_are_counted_between_its_steps_not_as_ready_w
     the 11 seconds from 3 to 13, 7 were judged: 4 were between steps, the rest of the search run is ready wait."""
     steps = [{"start_s": 3, "judged_s": [4, 5, 6, 7]}, {"start_s": 9, "judged_s": [11, 12, 13]}]
     ph = {"run": 6.0, "windows": 3.0, "warmup": 1.0, "ramp": 20.0, "ramp_windows": 7.0, "ramp_warmup": 3.0}
-    t = {"state": "complete", "total_s": 27.0, "apply_s": 0.0, "phases_s": ph, "measured": {"sustainable": {}}}
-    t["measured"]["sustainable"]["steps"] = steps
+    t = trial_record(total_s=27.0, apply_s=0.0, phases_s=ph, measured={"sustainable": {"steps": steps}})
     assert timing.unjudged_s(t) == 4.0
     sec = timing.breakdown([t], wall_s=27.0)["seconds"]
     assert sec["between steps"] == 4.0 and sec["ready wait"] == pytest.approx(26 - 10 - 4 - 4)

@@ -56,6 +56,33 @@ def _positive(name: str, v: float | None, *, allow_none: bool = True) -> None:
         raise UserError(f"{name} must be a positive number of MB/s (got {v!r})")
 
 
+def _check_shape(
+    brokers: int, rf: int, consumer_groups: int, producer_hosts: int | None, consumer_hosts: int | None
+) -> None:
+    """A UserError naming the option when the cluster's shape is impossible."""
+    if brokers < 1:
+        raise UserError(f"--brokers must be ≥ 1 (got {brokers})")
+    if not 1 <= rf <= brokers:
+        raise UserError(f"--rf (replication factor) must be between 1 and --brokers ({brokers}); got {rf}")
+    if consumer_groups < 0:
+        raise UserError(f"--consumer-groups must be ≥ 0 (got {consumer_groups})")
+    for name, h in (("--producer-hosts", producer_hosts), ("--consumer-hosts", consumer_hosts)):
+        if h is not None and h < 1:
+            raise UserError(f"{name} must be ≥ 1 (got {h})")
+    if consumer_hosts and consumer_groups == 0:
+        raise UserError("--consumer-hosts given but --consumer-groups is 0")
+
+
+def _check_traffic(compression_ratio: float, acks: str) -> None:
+    """A UserError naming the option when the compression ratio or acks is not one the model knows."""
+    if not (isinstance(compression_ratio, int | float) and 0 < compression_ratio <= 2):
+        raise UserError(
+            f"--compression-ratio must be in (0, 2]: compressed ÷ uncompressed bytes (got {compression_ratio!r})"
+        )
+    if str(acks) not in ACKS:
+        raise UserError(f"--acks must be one of {', '.join(ACKS)} (got {acks!r})")
+
+
 def p_max(
     nic_mb_s: float | None = None,
     *,
@@ -72,29 +99,14 @@ def p_max(
     acks: str = "all",
 ) -> Ceiling:
     """The ceiling for one cluster shape. Every bandwidth is per host, MB/s, each direction."""
-    if brokers < 1:
-        raise UserError(f"--brokers must be ≥ 1 (got {brokers})")
-    if not 1 <= rf <= brokers:
-        raise UserError(f"--rf (replication factor) must be between 1 and --brokers ({brokers}); got {rf}")
-    if consumer_groups < 0:
-        raise UserError(f"--consumer-groups must be ≥ 0 (got {consumer_groups})")
     b_in = nic_in_mb_s if nic_in_mb_s is not None else nic_mb_s
     b_out = nic_out_mb_s if nic_out_mb_s is not None else nic_mb_s
+    _check_shape(brokers, rf, consumer_groups, producer_hosts, consumer_hosts)
     _positive("--nic-mbps (or --nic-in-mbps)", b_in, allow_none=False)
     _positive("--nic-mbps (or --nic-out-mbps)", b_out, allow_none=False)
     _positive("--disk-mbps", disk_mb_s)
     _positive("--client-nic-mbps", client_nic_mb_s)
-    if not (isinstance(compression_ratio, int | float) and 0 < compression_ratio <= 2):
-        raise UserError(
-            f"--compression-ratio must be in (0, 2]: compressed ÷ uncompressed bytes (got {compression_ratio!r})"
-        )
-    if str(acks) not in ACKS:
-        raise UserError(f"--acks must be one of {', '.join(ACKS)} (got {acks!r})")
-    for name, h in (("--producer-hosts", producer_hosts), ("--consumer-hosts", consumer_hosts)):
-        if h is not None and h < 1:
-            raise UserError(f"{name} must be ≥ 1 (got {h})")
-    if consumer_hosts and consumer_groups == 0:
-        raise UserError("--consumer-hosts given but --consumer-groups is 0")
+    _check_traffic(compression_ratio, acks)
     assert b_in is not None and b_out is not None
     k = float(compression_ratio)
     out_copies = rf - 1 + consumer_groups

@@ -216,6 +216,47 @@ def _check(target_mb_s: float, headroom: float, message_bytes: int, rf: int, spa
         )
 
 
+def _bandwidths(
+    nic_mb_s: float | None, disk_mb_s: float | None, profile: dict[str, Any] | None
+) -> tuple[float, float | None]:
+    """The link and disk MB/s per broker: as given, else the profile's measured ones; a UserError without a link."""
+    if profile:
+        nic_mb_s = nic_mb_s or (profile.get("network") or {}).get("nic_mb_s_measured")
+        disk_mb_s = disk_mb_s or (profile.get("disk") or {}).get("write_mb_s_measured")
+    if not nic_mb_s:
+        raise UserError(
+            "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"
+        )
+    return nic_mb_s, disk_mb_s
+
+
+def _loads(
+    target_mb_s: float, rf: int, consumer_groups: int, brokers: int, spare_brokers: int
+) -> tuple[dict[str, float], tuple[float, float]]:
+    """What each broker carries at the target (MB/s in, out and to disk), and what it must carry in and out with
+    the spare brokers down."""
+    out_copies = rf - 1 + consumer_groups
+    per_broker = {
+        "in": target_mb_s * rf / brokers,
+        "out": target_mb_s * out_copies / brokers,
+        "disk": target_mb_s * rf / brokers,
+    }
+    degraded = max(1, brokers - spare_brokers)
+    return per_broker, (target_mb_s * rf / degraded, target_mb_s * out_copies / degraded)
+
+
+def _counts(target_mb_s: float, headroom: float, brokers: int, per: tuple[float, float, float]) -> tuple[int, int, int]:
+    """Partitions (a multiple of the brokers: balanced leaders), producers and consumers (no more than the
+    partitions) that carry the target within the headroom at the measured MB/s `per` producer, consumer and
+    partition."""
+    per_prod, per_cons, per_part = per
+    partitions = max(brokers, math.ceil(target_mb_s / (per_part * headroom)))
+    partitions = math.ceil(partitions / brokers) * brokers
+    producers = max(1, math.ceil(target_mb_s / (per_prod * headroom)))
+    consumers = min(partitions, max(1, math.ceil(target_mb_s / (per_cons * headroom))))
+    return partitions, producers, consumers
+
+
 def plan(
     target_mb_s: float,
     *,
@@ -235,13 +276,7 @@ def plan(
     on the `confirmed` trial ids (the recommended configuration's confirmation repeats) when given."""
     _check(target_mb_s, headroom, message_bytes, rf, spare_brokers)
     assumptions: list[str] = []
-    if profile:
-        nic_mb_s = nic_mb_s or (profile.get("network") or {}).get("nic_mb_s_measured")
-        disk_mb_s = disk_mb_s or (profile.get("disk") or {}).get("write_mb_s_measured")
-    if not nic_mb_s:
-        raise UserError(
-            "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"
-        )
+    nic_mb_s, disk_mb_s = _bandwidths(nic_mb_s, disk_mb_s, profile)
     eff, per_prod, per_cons, per_part, basis = _rates(trials, message_bytes, assumptions, confirmed)
     if not disk_mb_s:
         assumptions.append("no disk bandwidth given: the disk is assumed not to bind")
@@ -253,19 +288,8 @@ def plan(
     carry = math.ceil(target_mb_s / (per_broker_capacity * eff * headroom))
     brokers = max(rf, carry + spare_brokers)
     c = ceiling_model.p_max(nic_mb_s, brokers=brokers, rf=rf, consumer_groups=consumer_groups, disk_mb_s=disk_mb_s)
-    partitions = max(brokers, math.ceil(target_mb_s / (per_part * headroom)))
-    partitions = math.ceil(partitions / brokers) * brokers  # balanced leaders
-    producers = max(1, math.ceil(target_mb_s / (per_prod * headroom)))
-    consumers = min(partitions, max(1, math.ceil(target_mb_s / (per_cons * headroom))))
-    out_copies = rf - 1 + consumer_groups
-    per_broker = {
-        "in": target_mb_s * rf / brokers,
-        "out": target_mb_s * out_copies / brokers,
-        "disk": target_mb_s * rf / brokers,
-    }
-    # what each broker must carry with the spare brokers down
-    degraded = max(1, brokers - spare_brokers)
-    need_in, need_out = target_mb_s * rf / degraded, target_mb_s * out_copies / degraded
+    partitions, producers, consumers = _counts(target_mb_s, headroom, brokers, (per_prod, per_cons, per_part))
+    per_broker, (need_in, need_out) = _loads(target_mb_s, rf, consumer_groups, brokers, spare_brokers)
     if str(acks) in ("0", "1"):
         assumptions.append(
             f"acks={acks}: an acknowledged record can be lost if its leader fails before the followers copy it; "

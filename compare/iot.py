@@ -65,6 +65,30 @@ def periodic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
     return rows
 
 
+def _burst_effect(praw: Any, presult: dict[str, Any], braw: Any, bresult: dict[str, Any]) -> dict[str, Any]:
+    """The periodic flow's per-second p90 before, during and after the burst's measured window (on the periodic
+    flow's time line, in whole seconds), the burst's rate, and each flow's losses."""
+    t0 = praw.timing["t0_ns"]
+    b_start = (braw.timing["measure_start_ns"] - t0) / 1e9
+    b_end = (braw.timing["measure_end_ns"] - t0) / 1e9
+    p90 = _second_pcts(praw, 90)
+    before = [v for sec, v in p90.items() if sec + 1 <= b_start]
+    during = [v for sec, v in p90.items() if sec >= b_start and sec + 1 <= b_end]
+    after = [v for sec, v in p90.items() if sec >= b_end + 1]
+    return {
+        "burst_msg_s": bresult["summary"]["consume_msg_s"],
+        "burst_mb_s": bresult["summary"]["consume_mb_s"],
+        "periodic_p90_before_ms": statistics.median(before) if before else None,
+        "periodic_p90_during_ms": statistics.median(during) if during else None,
+        "periodic_p90_after_ms": statistics.median(after) if after else None,
+        "periodic_lost": presult["summary"]["lost"],
+        "burst_lost": bresult["summary"]["lost"],
+        "burst_window_s": [round(b_start, 2), round(b_end, 2)],
+        "per_second_p90_ms": {str(k): v for k, v in sorted(p90.items())},
+        "error": None,
+    }
+
+
 def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> dict[str, Any]:
     """A periodic flow; after burstStartSeconds a burst flow of large messages runs beside it."""
     assert spec.iot is not None and spec.iot.sporadic is not None
@@ -105,26 +129,7 @@ def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
         if "burst" not in got:
             raise EnvironmentProblem("the burst flow did not finish")
         braw, bresult = got["burst"]
-        # the burst's measured window on the periodic flow's time line, in whole seconds
-        t0 = praw.timing["t0_ns"]
-        b_start = (braw.timing["measure_start_ns"] - t0) / 1e9
-        b_end = (braw.timing["measure_end_ns"] - t0) / 1e9
-        p90 = _second_pcts(praw, 90)
-        before = [v for sec, v in p90.items() if sec + 1 <= b_start]
-        during = [v for sec, v in p90.items() if sec >= b_start and sec + 1 <= b_end]
-        after = [v for sec, v in p90.items() if sec >= b_end + 1]
-        row.update(
-            burst_msg_s=bresult["summary"]["consume_msg_s"],
-            burst_mb_s=bresult["summary"]["consume_mb_s"],
-            periodic_p90_before_ms=statistics.median(before) if before else None,
-            periodic_p90_during_ms=statistics.median(during) if during else None,
-            periodic_p90_after_ms=statistics.median(after) if after else None,
-            periodic_lost=presult["summary"]["lost"],
-            burst_lost=bresult["summary"]["lost"],
-            burst_window_s=[round(b_start, 2), round(b_end, 2)],
-            per_second_p90_ms={str(k): v for k, v in sorted(p90.items())},
-            error=None,
-        )
+        row.update(_burst_effect(praw, presult, braw, bresult))
         say(
             f"  {t.name:<16} sporadic: periodic p90 {_ms(row['periodic_p90_before_ms'])} before, "
             f"{_ms(row['periodic_p90_during_ms'])} during a {cfg.burstSize} B burst "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import fixed_rate, iot, native, pingpong, throughput
-from compare.harness import Say, Tick, targets
+from compare.harness import Say, SystemTarget, Tick, targets
 from compare.spec import CompareSpec, System
 from core.errors import UserError
 from drivers import api
@@ -52,6 +52,21 @@ def validate_systems(spec: CompareSpec, only: list[str] | None = None) -> None:
                 drv.close()
         except UserError as e:
             raise UserError(f"systems.{s.name} ({s.driver}): {e}") from None
+
+
+def _methods(t: SystemTarget, spec: CompareSpec, out: Path, doc: dict[str, Any], say: Say, tick: Tick) -> None:
+    """Every method the spec asks for on one system, its rows added to `doc`, which is saved after each."""
+    methods = (
+        (spec.throughput, "throughput", lambda: throughput.throughput(t, spec, out, say, tick)),
+        (spec.pingpong, "pingpong", lambda: [pingpong.pingpong(t, spec, out, say, tick)]),
+        (spec.fixedRate, "fixed_rate", lambda: fixed_rate.fixed_rate(t, spec, out, say, tick)),
+        (spec.iot and spec.iot.periodic, "iot_periodic", lambda: iot.periodic(t, spec, out, say, tick)),
+        (spec.iot and spec.iot.sporadic, "iot_sporadic", lambda: [iot.sporadic(t, spec, out, say, tick)]),
+    )
+    for wanted, key, run in methods:
+        if wanted:
+            doc[key] += run()
+            comparisons.write_comparison(out, doc)
 
 
 def compare(
@@ -98,21 +113,7 @@ def compare(
                 }
             )
             say(f"{t.name} ({t.system.driver})")
-            if spec.throughput:
-                doc["throughput"] += throughput.throughput(t, spec, out, say, tick)
-                save()
-            if spec.pingpong:
-                doc["pingpong"].append(pingpong.pingpong(t, spec, out, say, tick))
-                save()
-            if spec.fixedRate:
-                doc["fixed_rate"] += fixed_rate.fixed_rate(t, spec, out, say, tick)
-                save()
-            if spec.iot and spec.iot.periodic:
-                doc["iot_periodic"] += iot.periodic(t, spec, out, say, tick)
-                save()
-            if spec.iot and spec.iot.sporadic:
-                doc["iot_sporadic"].append(iot.sporadic(t, spec, out, say, tick))
-                save()
+            _methods(t, spec, out, doc, say, tick)
     doc["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     save()
     return doc

@@ -22,7 +22,7 @@ from kafkatune.live import LiveView
 from kafkatune.options import inventory_options, say, state_dir_option
 from kafkatune.options import testbed as open_testbed
 from loadgen import bench
-from loadgen.omb_driver import load_driver_file, with_driver_file
+from loadgen.omb_driver import DriverFile, load_driver_file, with_driver_file
 from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
@@ -121,6 +121,32 @@ def _target(
     if bootstrap:  # only a Kafka driver's cluster can be asked: --bootstrap also names MQTT, Zenoh…
         return target.bootstrap(bootstrap, check=load_driver(driver).local_server == "testbed")
     return target.testbed(state_dir or paths.state_dir(), all_nodes=False)
+
+
+def _with_driver(w: Workload, driver_file: Path | None) -> tuple[Workload, DriverFile | None, list[str]]:
+    """The workload with an OMB driver file's settings applied (records.omb), the file, and what it could not
+    apply, each said."""
+    if driver_file is None:
+        return w, None, []
+    df = load_driver_file(driver_file)
+    w, notes = with_driver_file(w, df)
+    for n in notes:
+        say(f"driver file: {n}")
+    return w, df, notes
+
+
+def _name_driver_file(rec: RunRecord, df: DriverFile, notes: list[str]) -> None:
+    """OMB reports the driver file's name; the record keeps the file and what was not applied."""
+    if rec.omb is not None:
+        rec.omb["driver"] = df.name
+    rec.result["driver_file"] = {"path": df.path, "name": df.name, "notes": notes}
+
+
+def _dry_run(w: Workload, workload: Path, where: str, run_dir: Path) -> None:
+    """Check the client configs (the client library checks them, which needs no server) and say what would run."""
+    load_driver(w.driver)({}).validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
+    say(bench.describe(w, f"{where} (not contacted: --dry-run)"))
+    click.echo(f"valid: {workload} (run folder {run_dir})")
 
 
 @click.command("bench")
@@ -230,22 +256,15 @@ def command(
     4 the run did not complete, or acknowledged messages were lost (the lost sequence numbers are listed).
     """
     w = with_overrides(load_workload(workload), test_minutes, warmup_minutes, backlog_gb)
-    df = load_driver_file(driver_file) if driver_file is not None else None
-    notes: list[str] = []
-    if df is not None:
-        w, notes = with_driver_file(w, df)
-        for n in notes:
-            say(f"driver file: {n}")
+    w, df, notes = _with_driver(w, driver_file)
     if inventory is not None and bootstrap:
         raise click.UsageError("--inventory and --bootstrap: give one (the inventory names its bootstrap)")
     testbed_logs = None if bootstrap or inventory else (state_dir or paths.state_dir())
     bench.refuse_what_cannot_run(w, testbed_logs)  # an unknown driver is refused here too
     faults = _faults(fault_specs, w, bootstrap or inventory, state_dir)
-    if dry_run:  # the client configs are checked by the client library itself, which needs no server for it
-        load_driver(w.driver)({}).validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
+    if dry_run:
         where = bootstrap or (f"the inventory {inventory}" if inventory else "the testbed")
-        say(bench.describe(w, f"{where} (not contacted: --dry-run)"))
-        click.echo(f"valid: {workload} (run folder {out or runs_dir / w.slug})")
+        _dry_run(w, workload, where, out or runs_dir / w.slug)
         return
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
@@ -256,10 +275,8 @@ def command(
                 w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo, scale_out=not (no_scale_out or faults)
             )
     d = out or runs.new_run_dir(runs_dir, w.slug)
-    if df is not None:  # OMB reports the driver file's name; the record keeps the file and what was not applied
-        if rec.omb is not None:
-            rec.omb["driver"] = df.name
-        rec.result["driver_file"] = {"path": df.path, "name": df.name, "notes": notes}
+    if df is not None:
+        _name_driver_file(rec, df, notes)
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
     _show(rec, d, as_json)

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from brokerconf.catalogue import short
+from core.units import MB
 
 MAX_ROWS = 14
 
@@ -76,7 +77,7 @@ class SweepView:
     def on_tick(self, raw: Any, tick: Any) -> None:
         if self._current is None or tick.role != "consumer":
             return
-        self._current["mb"] = tick.nbytes / 1e6
+        self._current["mb"] = tick.nbytes / MB
         self._current["second"] = tick.second
 
     def trial_finished(self, stage: str, number: int, out: Any, ceiling: float | None) -> None:

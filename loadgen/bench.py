@@ -89,34 +89,19 @@ def measure(
     """
     brokers = current_configs(t.bootstrap, t.common, say)
     common = {**t.common, "bootstrap.servers": t.bootstrap}
-    found, grown = None, None
+    found, grown, probe = None, None, None
     net = _shaped(t)
     sampler = links.Sampler(net).start() if net is not None else None
+    kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick, "say": say}
     try:
         if w.discovers_rate:
-            probe, searched, found = search.discover(
-                w,
-                common,
-                slo or Slo(),
-                how or Search(),
-                placements=t.placements,
-                metrics_urls=t.metrics_urls,
-                on_tick=on_tick,
-                say=say,
-            )
+            probe, searched, found = search.discover(w, common, slo or Slo(), how or Search(), **kw)
             raw = searched or probe
+        elif scale_out:
+            cap = scaleout.cores_for_workers(t.placements)
+            raw, grown = scaleout.run(w, common, cap=cap, keep_topics=keep_topics, **kw)
         else:
-            kw: dict[str, Any] = {
-                "placements": t.placements,
-                "metrics_urls": t.metrics_urls,
-                "on_tick": on_tick,
-                "say": say,
-                "keep_topics": keep_topics,
-            }
-            if scale_out:
-                raw, grown = scaleout.run(w, common, cap=scaleout.cores_for_workers(t.placements), **kw)
-            else:
-                raw = runner.run(w, common, **kw)
+            raw = runner.run(w, common, keep_topics=keep_topics, **kw)
     finally:  # what each link carried, resent, and how long its round trips took (testbed.links)
         seen = sampler.stop() if sampler is not None else None
     client = {
@@ -136,7 +121,7 @@ def measure(
         rec.result["backlog"] = raw.backlog
     if grown is not None and grown.scaled:
         rec.result["scaled_out"] = grown.as_dict()
-    if found is not None:
+    if found is not None and probe is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]
     return rec

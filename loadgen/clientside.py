@@ -67,6 +67,27 @@ def loop_util_by_worker(raw: RawRun) -> dict[tuple[str, int], float]:
     return out
 
 
+def _received_nothing(raw: RawRun) -> str | None:
+    """The warning when records were acknowledged but no consumer received any, with where each consumer waited."""
+    acked = sum(p.get("acked", 0) for p in raw.producers.values())
+    if not (acked and raw.consumers) or any(c.get("received") for c in raw.consumers.values()):
+        return None
+    said = (
+        "; ".join(
+            f"consumer {wid}: {c['client_state']}" for wid, c in sorted(raw.consumers.items()) if c.get("client_state")
+        )
+        or "the client did not say where it waited"
+    )
+    return f"no consumer received anything of the {acked:,} acknowledged records: {said}"
+
+
+def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+    """The producers' own statistics (api.CLIENT_STATS), one sample per producer per measured second: the median of
+    each key over the samples that have it."""
+    keys = sorted({k for x in samples for k in x})
+    return {k: round(statistics.median(x[k] for x in samples if k in x), 3) for k in keys}
+
+
 def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
     """Was the load generator, not the cluster, the limit? Only when a worker's loop saturates a core. What
     else the client saw is said, not counted as client-bound: buffer-full events (at the maximum rate the
@@ -84,17 +105,8 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
     idle = sum(1 for n in got.values() if n == 0) if any(got.values()) else 0
     if idle:
         warnings.append(f"{idle} of {len(got)} consumers received nothing in the measure window (fewer partitions)")
-    acked = sum(p.get("acked", 0) for p in raw.producers.values())
-    if acked and raw.consumers and not any(c.get("received") for c in raw.consumers.values()):
-        said = (
-            "; ".join(
-                f"consumer {wid}: {c['client_state']}"
-                for wid, c in sorted(raw.consumers.items())
-                if c.get("client_state")
-            )
-            or "the client did not say where it waited"
-        )
-        warnings.append(f"no consumer received anything of the {acked:,} acknowledged records: {said}")
+    if (nothing := _received_nothing(raw)) is not None:
+        warnings.append(nothing)
     for role, utils in cpu.items():
         hot = [u for u in utils if u > LOOP_HOT]
         if hot:
@@ -112,10 +124,8 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
             f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
             "cores; the figure is a machine limit, not the cluster's"
         )
-    # the producers' own statistics (api.CLIENT_STATS), one sample per producer per measured second: medians
     samples = [x for p in raw.producers.values() for x in p.get("client_stats") or []]
-    keys = sorted({k for x in samples for k in x})
-    stats = {k: round(statistics.median(x[k] for x in samples if k in x), 3) for k in keys}
+    stats = _medians(samples)
     client = {
         "producer_stats": stats,
         "producer_stats_samples": len(samples),

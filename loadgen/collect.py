@@ -53,6 +53,39 @@ def await_ready(q: Any, n_prod: int, n_cons: int, procs: list[Any], timeout_s: f
 DRAIN_QUIET_S = 0.3
 
 
+def _take(
+    msg: tuple[Any, ...],
+    raw: RawRun,
+    ch: Channel,
+    counted: dict[int, int],
+    backlog: Backlog | None,
+    on_tick: View | None,
+    stop_when: Callable[[RawRun], bool] | None,
+) -> bool:
+    """One message from a worker into the run: a tick, a consumer's count of distinct records, a worker's end (a
+    worker's error raises RunFailed). True when the consumers made progress (the drain's idle clock restarts)."""
+    kind = msg[0]
+    if kind == "error":
+        raise RunFailed(f"{msg[1]} {msg[2]} failed:\n{msg[3]}")
+    if kind == "tick":
+        tk = Tick(*msg[1:])
+        raw.ticks.append(tk)
+        if backlog is not None:
+            backlog.count(tk.role, tk.msgs)
+        if on_tick:
+            on_tick(raw, tk)
+        if stop_when and raw.stopped_early_at is None and stop_when(raw):
+            raw.stopped_early_at = tk.second
+            ch.stop_producers.set()
+        return tk.role == "consumer" and bool(tk.msgs)
+    if kind == "count" and counted.get(msg[2]) != msg[3]:
+        counted[msg[2]] = msg[3]
+        return True
+    if kind == "done":
+        (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
+    return False
+
+
 def collect(
     raw: RawRun,
     ch: Channel,
@@ -74,28 +107,8 @@ def collect(
             msg = q.get(timeout=0.5)
         except queue.Empty:
             msg = None
-        if msg is not None:
-            kind = msg[0]
-            if kind == "error":
-                raise RunFailed(f"{msg[1]} {msg[2]} failed:\n{msg[3]}")
-            if kind == "tick":
-                tk = Tick(*msg[1:])
-                raw.ticks.append(tk)
-                if tk.role == "consumer" and tk.msgs:
-                    last_change = time.monotonic()
-                if backlog is not None:
-                    backlog.count(tk.role, tk.msgs)
-                if on_tick:
-                    on_tick(raw, tk)
-                if stop_when and raw.stopped_early_at is None and stop_when(raw):
-                    raw.stopped_early_at = tk.second
-                    ch.stop_producers.set()
-            elif kind == "count":
-                if counted.get(msg[2]) != msg[3]:
-                    counted[msg[2]] = msg[3]
-                    last_change = time.monotonic()
-            elif kind == "done":
-                (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
+        if msg is not None and _take(msg, raw, ch, counted, backlog, on_tick, stop_when):
+            last_change = time.monotonic()
         if backlog is not None:
             backlog.step()
         if len(raw.consumers) == n_cons and len(raw.producers) == n_prod:

@@ -58,12 +58,7 @@ def run_consumer(
         cons = drv.create_consumer(task.topic, task.subscription, handler, task.overrides)
         if not task.work_ns:  # an application's time per message is spent per message
             cons.receive_batches(st.on_batch)
-        announced = False
-        while not go.is_set():  # poll so that the group forms and partitions get assigned
-            cons.poll(0.05)
-            if not announced and cons.ready():
-                q.put(("ready", "consumer", task.wid))
-                announced = True
+        _join(cons, go, q, task.wid)
         tl = read_timing(timing)
         st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
         tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
@@ -87,24 +82,32 @@ def run_consumer(
                 q.put(("count", "consumer", task.wid, st.distinct()))
                 count_at = now + COUNT_EVERY_NS
         tick.emit()
-        errors = getattr(cons, "errors", 0)
-        state = cons.client_state() if not received else None  # where it waited (clientside.summary)
-        cons.close()
-        drv.close()
-        q.put(
-            (
-                "done",
-                "consumer",
-                task.wid,
-                {
-                    "received": received,
-                    "records_per_receive_call": round(received / st.batches, 1) if st.batches else 1,
-                    "errors": errors,
-                    "client_state": state,
-                    "seen": {pid: bytes(m) for pid, m in st.seen.items()},
-                    "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
-                },
-            )
-        )
+        q.put(("done", "consumer", task.wid, _close(cons, drv, st, received)))
     except BaseException:
         q.put(("error", "consumer", task.wid, traceback.format_exc(limit=8)))
+
+
+def _join(cons: Any, go: Event, q: Queue[Any], wid: int) -> None:
+    """Poll until the run starts, so that the group forms and partitions get assigned; say "ready" once they are."""
+    announced = False
+    while not go.is_set():
+        cons.poll(0.05)
+        if not announced and cons.ready():
+            q.put(("ready", "consumer", wid))
+            announced = True
+
+
+def _close(cons: Any, drv: Any, st: ConsumerState, received: int) -> dict[str, Any]:
+    """Close the consumer and its driver; what the consumer reports at its end (loadgen.collect reads it)."""
+    errors = getattr(cons, "errors", 0)
+    state = cons.client_state() if not received else None  # where it waited (clientside.summary)
+    cons.close()
+    drv.close()
+    return {
+        "received": received,
+        "records_per_receive_call": round(received / st.batches, 1) if st.batches else 1,
+        "errors": errors,
+        "client_state": state,
+        "seen": {pid: bytes(m) for pid, m in st.seen.items()},
+        "e2e_hist": st.buf.window.encode() if st.buf.window.get_total_count() else None,
+    }

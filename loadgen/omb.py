@@ -11,7 +11,7 @@ result.json's). Backlog is OMB's: subscriptions × acknowledged − received, co
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
@@ -62,6 +62,38 @@ def _merge(encoded: Iterable[bytes | None]) -> HdrHistogram | None:
     return h if h.get_total_count() else None
 
 
+def _windows(
+    by: Mapping[tuple[str, int], list[Tick]], measured: Sequence[int], subs: int, timed: bool
+) -> dict[str, list[Any]]:
+    """OMB's per-window series over the measured seconds (WINDOW_S each): rates, errors, the backlog at each
+    window's end (subscriptions × acknowledged − received) and each window's latency quantiles."""
+    series: dict[str, list[Any]] = {k: [] for k, kind in FIELDS.items() if kind.startswith("list")}
+    owed: dict[int, int] = {}  # second -> the backlog at its end
+    acked = received = 0
+    for s in range(max(measured, default=-1) + 1):
+        acked += sum(t.msgs for t in by.get(("producer", s), []))
+        received += sum(t.msgs for t in by.get(("consumer", s), []))
+        owed[s] = subs * acked - received
+    for i in range(0, len(measured), WINDOW_S):
+        secs = list(measured[i : i + WINDOW_S])
+        prod = [t for s in secs for t in by.get(("producer", s), [])]
+        cons = [t for s in secs for t in by.get(("consumer", s), [])]
+        n = len(secs)
+        series["publishRate"].append(sum(t.msgs for t in prod) / n)
+        series["publishErrorRate"].append(sum(t.errors for t in prod) / n)
+        series["consumeRate"].append(sum(t.msgs for t in cons) / n)
+        series["backlog"].append(max(0, owed[secs[-1]]))
+        rows = (
+            ("publishLatency", _merge(t.hist for t in prod) if timed else None, 1e-3, False),
+            ("publishDelayLatency", _merge(t.delay for t in prod), 1.0, True),
+            ("endToEndLatency", _merge(t.hist for t in cons) if timed else None, 1e-3, False),
+        )
+        for prefix, h, scale, whole in rows:
+            for k, v in _latency(prefix, h, scale, whole).items():
+                series[k].append(v)
+    return series
+
+
 def omb_result(
     raw: RawRun,
     measured: Sequence[int],
@@ -86,31 +118,7 @@ def omb_result(
         "producersPerTopic": w.producersPerTopic,
         "consumersPerTopic": w.consumerPerSubscription,  # OMB's: consumers per subscription
     }
-    series: dict[str, list[Any]] = {k: [] for k, kind in FIELDS.items() if kind.startswith("list")}
-    owed: dict[int, int] = {}  # second -> the backlog at its end: subscriptions × acknowledged − received
-    acked = received = 0
-    for s in range(max(measured, default=-1) + 1):
-        acked += sum(t.msgs for t in by.get(("producer", s), []))
-        received += sum(t.msgs for t in by.get(("consumer", s), []))
-        owed[s] = subs * acked - received
-    for i in range(0, len(measured), WINDOW_S):
-        secs = list(measured[i : i + WINDOW_S])
-        prod = [t for s in secs for t in by.get(("producer", s), [])]
-        cons = [t for s in secs for t in by.get(("consumer", s), [])]
-        n = len(secs)
-        series["publishRate"].append(sum(t.msgs for t in prod) / n)
-        series["publishErrorRate"].append(sum(t.errors for t in prod) / n)
-        series["consumeRate"].append(sum(t.msgs for t in cons) / n)
-        series["backlog"].append(max(0, owed[secs[-1]]))
-        rows = (
-            ("publishLatency", _merge(t.hist for t in prod) if timed else None, 1e-3, False),
-            ("publishDelayLatency", _merge(t.delay for t in prod), 1.0, True),
-            ("endToEndLatency", _merge(t.hist for t in cons) if timed else None, 1e-3, False),
-        )
-        for prefix, h, scale, whole in rows:
-            for k, v in _latency(prefix, h, scale, whole).items():
-                series[k].append(v)
-    doc.update(series)
+    doc.update(_windows(by, measured, subs, timed))
     pub, delay, e2e = aggregated
     for prefix, h, scale, whole in (
         ("aggregatedPublishLatency", pub, 1e-3, False),

@@ -236,7 +236,6 @@ def _summary(
         return sum(getattr(t, field) for t in meas if t.role == role)
 
     pub_bytes, con_bytes = total("producer", "nbytes"), total("consumer", "nbytes")
-    producers, consumers = raw.producers.values(), raw.consumers.values()
     loss = _loss(raw)
     warnings, client = clientside.summary(raw, meas)
     client_bound = any(u > clientside.LOOP_HOT for us in client["loop_cpu_util"].values() for u in us)
@@ -259,16 +258,7 @@ def _summary(
         "consume_msg_s": total("consumer", "msgs") / window_s,
         "consume_mb_s": con_bytes / window_s / MB,
         "consume_bit_s": con_bytes * 8 / window_s,
-        "sent": sum(p["sent"] for p in producers),
-        "acknowledged": sum(p["acked"] for p in producers),
-        "publish_errors": sum(p["errors"] for p in producers),
-        # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
-        "unacknowledged_at_end": sum(p["outstanding"] for p in producers),
-        # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
-        "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in producers),
-        "consume_errors": sum(c["errors"] for c in consumers),
-        "publish_error_samples": sorted({e for p in producers for e in p["error_samples"]})[:5],
-        "consumed": sum(c["received"] for c in consumers),
+        **_counts(raw),
         **loss,
         "latency_measured": timed,
         "publish_latency_ms": recorder.summary_ms(pub, _why_empty(raw, timed, "acknowledged")),
@@ -284,6 +274,23 @@ def _summary(
         "client_bound": client_bound,
         "warnings": warnings,
         "per_producer": {str(k): v for k, v in loss["per_producer"].items()},
+    }
+
+
+def _counts(raw: RawRun) -> dict[str, Any]:
+    """The workers' own counts over the whole run: sent, acknowledged, failed, left over at the end, received."""
+    producers, consumers = raw.producers.values(), raw.consumers.values()
+    return {
+        "sent": sum(p["sent"] for p in producers),
+        "acknowledged": sum(p["acked"] for p in producers),
+        "publish_errors": sum(p["errors"] for p in producers),
+        # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
+        "unacknowledged_at_end": sum(p["outstanding"] for p in producers),
+        # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
+        "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in producers),
+        "consume_errors": sum(c["errors"] for c in consumers),
+        "publish_error_samples": sorted({e for p in producers for e in p["error_samples"]})[:5],
+        "consumed": sum(c["received"] for c in consumers),
     }
 
 

@@ -265,45 +265,12 @@ def markdown(c: dict[str, Any]) -> str:
         "Files: `recommended/producer.properties`, `consumer.properties`, `server.properties`, `topic-configs.txt`.",
         "",
     ]
-    L += ["## Capacity plan", ""]
-    if c["plans"]:
-        L += [
-            "| target MB/s | brokers | partitions | producers | consumers | NIC/broker MB/s | disk/broker MB/s |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for p in c["plans"]:
-            L.append(
-                f"| {p.target_mb_s:.1f} | {p.brokers} | {p.partitions} | {p.producers} | {p.consumers} | "
-                f"{p.nic_mb_s_needed:.1f} | {p.disk_mb_s_needed:.1f} |"
-            )
-        L.append("")
-        L.append(
-            f"Targets: 70 % of the best measured rate, then 2× and 10× that; efficiency {c['plans'][0].efficiency:.0%} "
-            f"(measured), headroom {c['plans'][0].headroom:.0%}."
-        )
-        L += [f"- assumption: {a}" for a in c["plans"][0].assumptions]
-    else:
-        L.append(
-            "No network ceiling is known for this study's cluster (unshaped testbed): `kafkatune plan --nic-mbps …`."
-        )
+    L += ["## Capacity plan", "", *_plans_md(c["plans"])]
     L += ["", "## Durability trade-off", ""]
     L += [f"- {d}" for d in c["durability"]] or [
         "The study kept acks=all and Kafka's flush defaults: nothing was traded."
     ]
-    L += [
-        "",
-        "## Trials",
-        "",
-        "| trial | stage | MB/s | % ceiling | produce | replicate | consume | p99 e2e ms | bound |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for t in rows(c["trials"]):
-        L.append(
-            f"| {t['trial_id']} | {t['stage']} | {num(t['mb_s'])} | {num(t['fraction_of_ceiling'], '{:.0%}')} | "
-            f"{num(t['produce_mb_s'])} | {num(t['replicate_mb_s'])} | {num(t['consume_mb_s'])} | "
-            f"{num(t['e2e_p99_ms'], '{:,.1f}')} | "
-            f"{t['bound']} |"
-        )
+    L += ["", "## Trials", "", *_trials_md(c["trials"])]
     a = c["analysis"]
     L += [
         "",
@@ -313,3 +280,42 @@ def markdown(c: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(L)
+
+
+def _plans_md(plans: list[Any]) -> list[str]:
+    """The capacity plans as a table, with the targets' basis and the plan's assumptions."""
+    if not plans:
+        return [
+            "No network ceiling is known for this study's cluster (unshaped testbed): `kafkatune plan --nic-mbps …`."
+        ]
+    L = [
+        "| target MB/s | brokers | partitions | producers | consumers | NIC/broker MB/s | disk/broker MB/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in plans:
+        L.append(
+            f"| {p.target_mb_s:.1f} | {p.brokers} | {p.partitions} | {p.producers} | {p.consumers} | "
+            f"{p.nic_mb_s_needed:.1f} | {p.disk_mb_s_needed:.1f} |"
+        )
+    L.append("")
+    L.append(
+        f"Targets: 70 % of the best measured rate, then 2× and 10× that; efficiency {plans[0].efficiency:.0%} "
+        f"(measured), headroom {plans[0].headroom:.0%}."
+    )
+    return L + [f"- assumption: {a}" for a in plans[0].assumptions]
+
+
+def _trials_md(trials: Any) -> list[str]:
+    """Every trial as a table row: its rate, share of the ceiling, broker rates, p99 and binding resource."""
+    L = [
+        "| trial | stage | MB/s | % ceiling | produce | replicate | consume | p99 e2e ms | bound |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in rows(trials):
+        L.append(
+            f"| {t['trial_id']} | {t['stage']} | {num(t['mb_s'])} | {num(t['fraction_of_ceiling'], '{:.0%}')} | "
+            f"{num(t['produce_mb_s'])} | {num(t['replicate_mb_s'])} | {num(t['consume_mb_s'])} | "
+            f"{num(t['e2e_p99_ms'], '{:,.1f}')} | "
+            f"{t['bound']} |"
+        )
+    return L

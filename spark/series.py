@@ -41,61 +41,74 @@ def per_second(spark: Any, study: Study) -> Any:
     samples = [str(d.resolve() / runs.SAMPLES) for d in study.trial_dirs if (d / runs.SAMPLES).exists()]
     # a run without broker metrics (a cluster whose exporters kafkatune does not know) writes an empty table
     brokers = [str(d.resolve() / runs.BROKER_METRICS) for d in study.trial_dirs if runs.has_broker_metrics(d)]
-    out = None
-    if samples:
-        s = spark.read.parquet(*samples).withColumn("trial_id", _trial_id_col())
-        prod = F.col("role") == "producer"
-        cons = F.col("role") == "consumer"
-        out = s.groupBy("trial_id", "second").agg(
-            F.first("phase").alias("phase"),
-            (F.sum(F.when(prod, F.col("bytes")).otherwise(0)) / MB).alias("client_produce_mb_s"),
-            (F.sum(F.when(cons, F.col("bytes")).otherwise(0)) / MB).alias("client_consume_mb_s"),
-            F.sum(F.when(prod, F.col("msgs")).otherwise(0)).alias("produce_msgs"),
-            F.sum(F.when(cons, F.col("msgs")).otherwise(0)).alias("consume_msgs"),
-            F.sum("buffer_full").alias("buffer_full"),
-            F.sum("errors").alias("errors"),
-            F.max(F.when(prod, F.col("latency_p99_ms"))).alias("publish_p99_ms"),
-            F.max(F.when(cons, F.col("latency_p99_ms"))).alias("e2e_p99_ms"),
-            F.countDistinct(F.when(prod, F.col("worker"))).alias("producers"),
-            F.countDistinct(F.when(cons, F.col("worker"))).alias("consumers"),
-        )
-    if brokers:
-        b = spark.read.parquet(*brokers).withColumn("trial_id", _trial_id_col())
-        b = b.withColumn("in_mb_s", (F.col("bytes_in_per_s") + F.col("replication_bytes_in_per_s")) / MB).withColumn(
-            "out_mb_s", (F.col("bytes_out_per_s") + F.col("replication_bytes_out_per_s")) / MB
-        )
-        bs = b.groupBy("trial_id", "second").agg(
-            F.first("phase").alias("broker_phase"),
-            (F.sum("bytes_in_per_s") / MB).alias("produce_mb_s"),
-            (F.sum("replication_bytes_in_per_s") / MB).alias("replicate_mb_s"),
-            (F.sum("bytes_out_per_s") / MB).alias("consume_mb_s"),
-            F.max("in_mb_s").alias("broker_in_max_mb_s"),
-            F.max("out_mb_s").alias("broker_out_max_mb_s"),
-            F.avg("request_handler_idle").alias("request_handler_idle"),
-            F.min("request_handler_idle").alias("request_handler_idle_min"),
-            F.avg("network_processor_idle").alias("network_processor_idle"),
-            F.max("under_replicated").alias("under_replicated"),
-            *([F.max("replica_max_lag").alias("replica_lag_max")] if "replica_max_lag" in b.columns else []),
-            # a healthy KRaft quorum has exactly one active controller at every sample (cluster.metrics)
-            *(
-                [F.max((F.col("active_controllers") != 1).cast("int")).alias("controller_bad")]
-                if "active_controllers" in b.columns
-                else []
-            ),
-            F.avg("process_cpu_load").alias("broker_cpu"),
-            # the busiest broker's produce bytes this second; over the window against all brokers' (leader_share)
-            F.max("bytes_in_per_s").alias("produce_max_b_s"),
-            *[F.sum(c).alias(c) for c in EVIDENCE if c in b.columns],
-        )
-        if out is None:
-            out = bs.withColumnRenamed("broker_phase", "phase")
-        else:
-            out = (
-                out.join(bs, ["trial_id", "second"], "full")
-                .withColumn("phase", F.coalesce("phase", "broker_phase"))
-                .drop("broker_phase")
-            )
-    return out
+    out = _client_seconds(spark, samples) if samples else None
+    if not brokers:
+        return out
+    bs = _broker_seconds(spark, brokers)
+    if out is None:
+        return bs.withColumnRenamed("broker_phase", "phase")
+    return (
+        out.join(bs, ["trial_id", "second"], "full")
+        .withColumn("phase", F.coalesce("phase", "broker_phase"))
+        .drop("broker_phase")
+    )
+
+
+def _client_seconds(spark: Any, samples: list[str]) -> Any:
+    """Per trial per second, the load generator's side: MB/s and records each way, buffer-full events, errors,
+    the workers' worst p99 and how many workers reported."""
+    from pyspark.sql import functions as F
+
+    s = spark.read.parquet(*samples).withColumn("trial_id", _trial_id_col())
+    prod = F.col("role") == "producer"
+    cons = F.col("role") == "consumer"
+    return s.groupBy("trial_id", "second").agg(
+        F.first("phase").alias("phase"),
+        (F.sum(F.when(prod, F.col("bytes")).otherwise(0)) / MB).alias("client_produce_mb_s"),
+        (F.sum(F.when(cons, F.col("bytes")).otherwise(0)) / MB).alias("client_consume_mb_s"),
+        F.sum(F.when(prod, F.col("msgs")).otherwise(0)).alias("produce_msgs"),
+        F.sum(F.when(cons, F.col("msgs")).otherwise(0)).alias("consume_msgs"),
+        F.sum("buffer_full").alias("buffer_full"),
+        F.sum("errors").alias("errors"),
+        F.max(F.when(prod, F.col("latency_p99_ms"))).alias("publish_p99_ms"),
+        F.max(F.when(cons, F.col("latency_p99_ms"))).alias("e2e_p99_ms"),
+        F.countDistinct(F.when(prod, F.col("worker"))).alias("producers"),
+        F.countDistinct(F.when(cons, F.col("worker"))).alias("consumers"),
+    )
+
+
+def _broker_seconds(spark: Any, brokers: list[str]) -> Any:
+    """Per trial per second, the brokers' side (cluster.metrics): MB/s by kind, the busiest broker each way, idle
+    shares, under-replication, the controller quorum, CPU and the evidence counters (`broker_phase`: the phase)."""
+    from pyspark.sql import functions as F
+
+    b = spark.read.parquet(*brokers).withColumn("trial_id", _trial_id_col())
+    b = b.withColumn("in_mb_s", (F.col("bytes_in_per_s") + F.col("replication_bytes_in_per_s")) / MB).withColumn(
+        "out_mb_s", (F.col("bytes_out_per_s") + F.col("replication_bytes_out_per_s")) / MB
+    )
+    return b.groupBy("trial_id", "second").agg(
+        F.first("phase").alias("broker_phase"),
+        (F.sum("bytes_in_per_s") / MB).alias("produce_mb_s"),
+        (F.sum("replication_bytes_in_per_s") / MB).alias("replicate_mb_s"),
+        (F.sum("bytes_out_per_s") / MB).alias("consume_mb_s"),
+        F.max("in_mb_s").alias("broker_in_max_mb_s"),
+        F.max("out_mb_s").alias("broker_out_max_mb_s"),
+        F.avg("request_handler_idle").alias("request_handler_idle"),
+        F.min("request_handler_idle").alias("request_handler_idle_min"),
+        F.avg("network_processor_idle").alias("network_processor_idle"),
+        F.max("under_replicated").alias("under_replicated"),
+        *([F.max("replica_max_lag").alias("replica_lag_max")] if "replica_max_lag" in b.columns else []),
+        # a healthy KRaft quorum has exactly one active controller at every sample (cluster.metrics)
+        *(
+            [F.max((F.col("active_controllers") != 1).cast("int")).alias("controller_bad")]
+            if "active_controllers" in b.columns
+            else []
+        ),
+        F.avg("process_cpu_load").alias("broker_cpu"),
+        # the busiest broker's produce bytes this second; over the window against all brokers' (leader_share)
+        F.max("bytes_in_per_s").alias("produce_max_b_s"),
+        *[F.sum(c).alias(c) for c in EVIDENCE if c in b.columns],
+    )
 
 
 def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:

@@ -122,51 +122,7 @@ def params_table(spark: Any, trials_df: Any) -> Any:
         & F.col("mb_s").isNotNull()
         & ~F.col("stage").rlike("^(" + "|".join(NOT_SEARCH) + ")")
     )
-    ex = search.select(
-        "trial_id", "stage", F.explode("params").alias("param", "value"), "mb_s", "e2e_p99_ms"
-    ).withColumn("num", F.expr("try_cast(value AS DOUBLE)"))
-    shape = (
-        ex.groupBy("stage", "param")
-        .agg(
-            F.countDistinct("value").alias("n_values"),
-            F.count("num").alias("n_num"),
-            F.count(F.lit(1)).alias("n"),
-        )
-        .filter("n_values > 1")
-        .withColumn("binned", (F.col("n_values") > BIN_ABOVE) & (F.col("n_num") == F.col("n")))
-    )
-    ordered = Window.partitionBy("stage", "param").orderBy("num", "trial_id")
-    ex = (
-        ex.join(shape.select("stage", "param", "binned"), ["stage", "param"])
-        .withColumn("bin", F.ntile(BINS).over(ordered))
-        .withColumn("key", F.when(F.col("binned"), F.col("bin").cast("string")).otherwise(F.col("value")))
-    )
-
-    def label(c: str) -> Any:
-        return F.regexp_replace(F.col(c).cast("string"), r"\.0$", "")
-
-    g = (
-        ex.groupBy("stage", "param", "key")
-        .agg(
-            F.first("binned").alias("binned"),
-            F.first("value").alias("first_value"),
-            F.min("num").alias("lo"),
-            F.max("num").alias("hi"),
-            F.count(F.lit(1)).alias("trials"),
-            F.avg("mb_s").alias("mean_mb_s"),
-            F.percentile_approx("mb_s", 0.5).alias("median_mb_s"),
-            F.max("mb_s").alias("max_mb_s"),
-            F.min("mb_s").alias("min_mb_s"),
-            F.avg("e2e_p99_ms").alias("mean_e2e_p99_ms"),
-            F.sort_array(F.collect_list("trial_id")).alias("trial_ids"),
-        )
-        .withColumn(
-            "value",
-            F.when(F.col("binned"), F.concat(label("lo"), F.lit("–"), label("hi"))).otherwise(F.col("first_value")),
-        )
-        .withColumn("value_num", F.when(F.col("binned"), (F.col("lo") + F.col("hi")) / 2).otherwise(F.col("lo")))
-        .drop("key", "first_value", "lo", "hi")
-    )
+    g = _per_value(_binned(search))
     stage_mean = search.groupBy("stage").agg(F.avg("mb_s").alias("stage_mean_mb_s"))
     w = Window.partitionBy("stage", "param")
     return (
@@ -191,6 +147,65 @@ def params_table(spark: Any, trials_df: Any) -> Any:
             "stage_mean_mb_s",
         )
         .orderBy("stage", "param", "value_num", "value")
+    )
+
+
+def _binned(search: Any) -> Any:
+    """One row per search trial and swept parameter with its group `key`: the value, or the quantile bin of a
+    numeric parameter that took more than BIN_ABOVE values (`binned`); parameters that took one value are left out."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ex = search.select(
+        "trial_id", "stage", F.explode("params").alias("param", "value"), "mb_s", "e2e_p99_ms"
+    ).withColumn("num", F.expr("try_cast(value AS DOUBLE)"))
+    shape = (
+        ex.groupBy("stage", "param")
+        .agg(
+            F.countDistinct("value").alias("n_values"),
+            F.count("num").alias("n_num"),
+            F.count(F.lit(1)).alias("n"),
+        )
+        .filter("n_values > 1")
+        .withColumn("binned", (F.col("n_values") > BIN_ABOVE) & (F.col("n_num") == F.col("n")))
+    )
+    ordered = Window.partitionBy("stage", "param").orderBy("num", "trial_id")
+    return (
+        ex.join(shape.select("stage", "param", "binned"), ["stage", "param"])
+        .withColumn("bin", F.ntile(BINS).over(ordered))
+        .withColumn("key", F.when(F.col("binned"), F.col("bin").cast("string")).otherwise(F.col("value")))
+    )
+
+
+def _per_value(ex: Any) -> Any:
+    """The `_binned` rows grouped by stage, parameter and key: counts, rates and p99 of each value or bin, labelled
+    by its value or its range ("lo–hi")."""
+    from pyspark.sql import functions as F
+
+    def label(c: str) -> Any:
+        return F.regexp_replace(F.col(c).cast("string"), r"\.0$", "")
+
+    return (
+        ex.groupBy("stage", "param", "key")
+        .agg(
+            F.first("binned").alias("binned"),
+            F.first("value").alias("first_value"),
+            F.min("num").alias("lo"),
+            F.max("num").alias("hi"),
+            F.count(F.lit(1)).alias("trials"),
+            F.avg("mb_s").alias("mean_mb_s"),
+            F.percentile_approx("mb_s", 0.5).alias("median_mb_s"),
+            F.max("mb_s").alias("max_mb_s"),
+            F.min("mb_s").alias("min_mb_s"),
+            F.avg("e2e_p99_ms").alias("mean_e2e_p99_ms"),
+            F.sort_array(F.collect_list("trial_id")).alias("trial_ids"),
+        )
+        .withColumn(
+            "value",
+            F.when(F.col("binned"), F.concat(label("lo"), F.lit("–"), label("hi"))).otherwise(F.col("first_value")),
+        )
+        .withColumn("value_num", F.when(F.col("binned"), (F.col("lo") + F.col("hi")) / 2).otherwise(F.col("lo")))
+        .drop("key", "first_value", "lo", "hi")
     )
 
 

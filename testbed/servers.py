@@ -146,70 +146,11 @@ class Servers:
         return st
 
     def _command(self, system: str, d: Path, port: int, admin_port: int | None, progress: Progress) -> list[str]:
+        """The command line that runs `system`'s server in `d` on `port` (its configuration file written there)."""
         if system == "pulsar":
-            root = install_pulsar(progress=progress)
-            conf = d / "standalone.conf"
-            conf.write_text(
-                "\n".join(
-                    [
-                        "clusterName=standalone",
-                        "bindAddress=127.0.0.1",
-                        "advertisedAddress=127.0.0.1",
-                        f"brokerServicePort={port}",
-                        f"webServicePort={admin_port}",
-                        # one bookie: every entry is written once, acknowledged by that bookie (fsync'd journal)
-                        "managedLedgerDefaultEnsembleSize=1",
-                        "managedLedgerDefaultWriteQuorum=1",
-                        "managedLedgerDefaultAckQuorum=1",
-                        "allowAutoTopicCreation=true",
-                        "allowAutoTopicCreationType=non-partitioned",
-                        "brokerDeleteInactiveTopicsEnabled=false",
-                        "functionsWorkerEnabled=false",
-                        "",
-                    ]
-                )
-            )
-            return [
-                str(java_home() / "bin" / "java"),
-                "-Xms1g",
-                "-Xmx2g",
-                "-XX:MaxDirectMemorySize=2g",
-                "-cp",
-                str(root / "libs" / "*"),
-                "org.apache.pulsar.PulsarStandaloneStarter",
-                "--config",
-                str(conf),
-                "--no-functions-worker",
-                "--no-stream-storage",
-                "--wipe-data",
-                "--bookkeeper-dir",
-                str(d / "data" / "bookkeeper"),
-                "--metadata-dir",
-                str(d / "data" / "metadata"),
-                "--bookkeeper-port",
-                str(procs.free_port()),
-            ]
+            return _pulsar_command(d, port, admin_port, progress)
         if system == "mosquitto":
-            exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-            if not Path(exe).exists():
-                raise EnvironmentProblem("mosquitto is not installed: `make deps` installs Debian's mosquitto")
-            conf = d / "mosquitto.conf"
-            conf.write_text(
-                "\n".join(
-                    [
-                        f"listener {port} 127.0.0.1",
-                        "allow_anonymous true",
-                        "persistence false",
-                        "max_queued_messages 1000000",
-                        "max_inflight_messages 1000",
-                        "log_dest stdout",
-                        "log_type error",
-                        "log_type warning",
-                        "",
-                    ]
-                )
-            )
-            return [exe, "-c", str(conf)]
+            return _mosquitto_command(d, port)
         return [sys.executable, "-m", "testbed.zenoh_router", "--listen", f"tcp/127.0.0.1:{port}"]
 
     def _ready(self, system: str, port: int, admin: str | None = None) -> bool:
@@ -268,3 +209,54 @@ def _pulsar_ready(port: int, admin: str | None) -> bool:
             return f":{port}" in r.read().decode()
     except OSError:
         return False
+
+
+def _pulsar_command(d: Path, port: int, admin_port: int | None, progress: Progress) -> list[str]:
+    """Pulsar standalone with one bookie: every entry is written once, acknowledged by that bookie (fsync'd
+    journal); topics created on first use and never deleted while idle."""
+    root = install_pulsar(progress=progress)
+    conf = d / "standalone.conf"
+    settings = [
+        "clusterName=standalone",
+        "bindAddress=127.0.0.1",
+        "advertisedAddress=127.0.0.1",
+        f"brokerServicePort={port}",
+        f"webServicePort={admin_port}",
+        "managedLedgerDefaultEnsembleSize=1",
+        "managedLedgerDefaultWriteQuorum=1",
+        "managedLedgerDefaultAckQuorum=1",
+        "allowAutoTopicCreation=true",
+        "allowAutoTopicCreationType=non-partitioned",
+        "brokerDeleteInactiveTopicsEnabled=false",
+        "functionsWorkerEnabled=false",
+    ]
+    conf.write_text("\n".join([*settings, ""]))
+    data = d / "data"
+    return [
+        str(java_home() / "bin" / "java"),
+        *("-Xms1g", "-Xmx2g", "-XX:MaxDirectMemorySize=2g", "-cp", str(root / "libs" / "*")),
+        *("org.apache.pulsar.PulsarStandaloneStarter", "--config", str(conf)),
+        *("--no-functions-worker", "--no-stream-storage", "--wipe-data"),
+        *("--bookkeeper-dir", str(data / "bookkeeper"), "--metadata-dir", str(data / "metadata")),
+        *("--bookkeeper-port", str(procs.free_port())),
+    ]
+
+
+def _mosquitto_command(d: Path, port: int) -> list[str]:
+    """Debian's mosquitto on `port`, anonymous, in memory, with queues deep enough for a backlog run."""
+    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not Path(exe).exists():
+        raise EnvironmentProblem("mosquitto is not installed: `make deps` installs Debian's mosquitto")
+    conf = d / "mosquitto.conf"
+    settings = [
+        f"listener {port} 127.0.0.1",
+        "allow_anonymous true",
+        "persistence false",
+        "max_queued_messages 1000000",
+        "max_inflight_messages 1000",
+        "log_dest stdout",
+        "log_type error",
+        "log_type warning",
+    ]
+    conf.write_text("\n".join([*settings, ""]))
+    return [exe, "-c", str(conf)]

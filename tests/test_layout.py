@@ -188,3 +188,62 @@ def test_no_comment_or_docstring_quotes_a_measured_figure() -> None:
         if FIGURE.search(line) and SEEN.search(line)
     ]
     assert not quoted, "\n".join(quoted)
+
+
+# A paragraph (or list item) of the README or docs that cites benchmarks/results/NAME.json quotes that file: each
+# decimal figure in it is one of the file's values at the precision printed (as it is, as a percentage, bytes as MB,
+# or seconds as ms). A decimal that is not (a threshold, the issue's bar, a figure whose result file was not kept) is
+# listed with its reason in the paragraph's `<!-- not from the result file: 0.25 (why); ... -->`.
+RESULT_CITED = re.compile(r"benchmarks/results/([\w-]+)\.json")
+DECIMAL = re.compile(r"(?<![\w.])(\d[\d,]*\.\d+)(?!\d)")
+NOT_FROM = re.compile(r"<!-- not from the result files?: (.*?)-->", re.S)
+EXEMPT = re.compile(r"(\d[\d,]*\.\d+) \([^)]+\)")
+
+
+def _paragraphs(text: str) -> Iterator[str]:
+    """Blocks of text between blank lines, each list item its own block; headings left out."""
+    block: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        starts = re.match(r"\s*([-*]|\d+\.) ", line) or line.startswith("#")
+        if (not line.strip() or starts) and block:
+            yield " ".join(block)
+            block = []
+        if line.strip() and not line.startswith("#"):
+            block.append(line)
+
+
+def _numbers(doc: object) -> Iterator[float]:
+    if isinstance(doc, dict):
+        doc = list(doc.values())
+    if isinstance(doc, list):
+        for v in doc:
+            yield from _numbers(v)
+    elif isinstance(doc, int | float) and not isinstance(doc, bool):
+        yield float(doc)
+
+
+def _quotes(printed: str, values: list[float]) -> bool:
+    x, places = float(printed.replace(",", "")), len(printed.split(".")[1])
+    return any(round(v * k, places) == x for v in values for k in (1, 100, 1e-6, 1e3))
+
+
+def test_every_figure_beside_a_cited_result_file_is_that_files() -> None:
+    import json
+
+    wrong = []
+    for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for para in _paragraphs(p.read_text()):
+            names = set(RESULT_CITED.findall(para))
+            if not names:
+                continue
+            values = [
+                v for n in names for v in _numbers(json.loads((REPO / "benchmarks/results" / f"{n}.json").read_text()))
+            ]
+            exempt = {m.group(1) for c in NOT_FROM.findall(para) for m in EXEMPT.finditer(c)}
+            prose = NOT_FROM.sub("", para)
+            wrong += [
+                f"{p.name}: {m.group(1)} is in no value of {sorted(names)}: …{prose[max(0, m.start() - 70) : m.end()]}"
+                for m in DECIMAL.finditer(prose)
+                if m.group(1) not in exempt and not _quotes(m.group(1), values)
+            ]
+    assert not wrong, "\n".join(wrong)

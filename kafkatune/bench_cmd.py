@@ -124,7 +124,7 @@ def _target(
 
 
 def _with_driver(w: Workload, driver_file: Path | None) -> tuple[Workload, DriverFile | None, list[str]]:
-    """The workload with an OMB driver file's settings applied (records.omb), the file, and what it could not
+    """The workload with an OMB driver file's settings applied (loadgen.omb_driver), the file, and what it could not
     apply, each said."""
     if driver_file is None:
         return w, None, []

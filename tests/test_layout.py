@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import tokenize
 from collections.abc import Iterator
@@ -228,8 +229,6 @@ def _quotes(printed: str, values: list[float]) -> bool:
 
 
 def test_every_figure_beside_a_cited_result_file_is_that_files() -> None:
-    import json
-
     wrong = []
     for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         for para in _paragraphs(p.read_text()):

@@ -90,31 +90,27 @@ def _from_result(side: Side, res: dict[str, Any], source: str) -> str:
 
 def _study(side: Side, root: Path, label: str | None) -> str:
     summary = read_summary(root)
-    conf = (summary or {}).get("confirmation")
-    if not conf:
+    conf = summary.confirmation if summary else None
+    if summary is None or conf is None:
         raise UserError(f"{root}: a study without a confirmation phase has no repeats to compare (run its sweep)")
-    want = label or conf.get("chosen")
-    cand = next((c for c in conf["candidates"] if c["label"] == want), None)
+    cand = conf.arm(label)
     if cand is None:
-        labels = ", ".join(c["label"] for c in conf["candidates"])
-        raise UserError(f"{root}#{want}: no such candidate in its confirmation (there are: {labels})")
-    side.notes.append(f"the study's candidate {cand['label']}: its {len(cand['repeats'])} confirmation runs")
-    side.sources += [str(root / "trials" / t) for t in cand["trial_ids"]]
-    for v in cand["repeats"]:
+        labels = ", ".join(c.label for c in conf.candidates)
+        raise UserError(f"{root}#{label or conf.chosen}: no such candidate in its confirmation (there are: {labels})")
+    side.notes.append(f"the study's candidate {cand.label}: its {len(cand.repeats)} confirmation runs")
+    side.sources += [str(root / "trials" / t) for t in cand.trial_ids]
+    for v in cand.repeats:
         side.add("mb_s", v)
-    for r in cand.get("rates_msg_s") or []:
+    for r in cand.rates_msg_s:
         side.add("msg_s", r)
-    objective = str(summary.get("objective") if summary else "")
-    if objective == "sustainable_mb_s":
-        op = (summary or {}).get("operating_point") or {}
-        if op.get("held") and cand["label"] == conf.get("chosen"):
-            side.notes.append(
-                f"latency: the operating point ({op['rate_msg_s']:,.0f} msg/s for {op['run_s']} s), one run"
-            )
-            side.add("e2e_p99_ms", op.get("p99_e2e_ms"))
-            side.add("publish_p99_ms", op.get("p99_publish_ms"))
+    if summary.objective == "sustainable_mb_s":
+        op = summary.operating_point
+        if op and op.held and op.rate_msg_s is not None and cand.label == conf.chosen:
+            side.notes.append(f"latency: the operating point ({op.rate_msg_s:,.0f} msg/s for {op.run_s} s), one run")
+            side.add("e2e_p99_ms", op.p99_e2e_ms)
+            side.add("publish_p99_ms", op.p99_publish_ms)
         return "sustainable rate"
-    for t in cand["trial_ids"]:  # max-rate repeats: each run's latencies too
+    for t in cand.trial_ids:  # max-rate repeats: each run's latencies too
         d = root / "trials" / t
         if runs.has_result(d):
             _latencies_only(side, runs.read_result(d))

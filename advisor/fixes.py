@@ -4,6 +4,7 @@ rules (brokerconf.catalogue): the actions the advisor's rules and live advice re
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from advisor import diagnose
@@ -180,9 +181,9 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | 
     return {}
 
 
-def round_trips_advice(study: dict[str, Any], best: dict[str, Any]) -> str:
-    """The advice when nothing saturates, leaving out the levers the study's ablations found without effect; a
-    producer capped below Kafka's in-flight default is named first (inflight_fix)."""
+def round_trips_advice(no_effect: Collection[str], best: dict[str, Any]) -> str:
+    """The advice when nothing saturates, leaving out the levers the study's ablations found without effect
+    (`no_effect`); a producer capped below Kafka's in-flight default is named first (inflight_fix)."""
     params = best.get("params") or {}
     capped = inflight_fix(params)
     if capped:
@@ -194,11 +195,10 @@ def round_trips_advice(study: dict[str, Any], best: dict[str, Any]) -> str:
             f"No resource is saturated: the rate is set by round trips, and {key}={now} lets each broker "
             f"connection carry {now} request(s) at a time{seen}: raise it to {capped[key]}, Kafka's default"
         )
-    without = {e["key"] for e in (study.get("sweep") or {}).get("no_measurable_effect") or []}
-    levers = [k for k in ("batch.size", "linger.ms") if k not in without]
+    levers = [k for k in ("batch.size", "linger.ms") if k not in no_effect]
     return (
         "No resource is saturated: the rate is set by round trips (acks=all waits for the followers): more "
         "partitions and producers keep more requests in flight"
         + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
-        + (f" ({', '.join(sorted(without))}: measured without effect here)" if without else "")
+        + (f" ({', '.join(sorted(no_effect))}: measured without effect here)" if no_effect else "")
     )

@@ -9,9 +9,11 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.context import Context
 from advisor.fixes import latency_fix
 from advisor.recommendation import Recommendation
 from advisor.trials import complete, num
+from loadgen.sustainable import Slo
 from records.analysis import rows
 
 # Where a record's latency goes, in the order it happens, and the setting that moves each part (fixes in
@@ -37,26 +39,26 @@ def latency_split(row: dict[str, Any]) -> list[tuple[str, float]]:
     return sorted(((k, v) for k, v in parts.items() if v is not None), key=lambda kv: -kv[1])
 
 
-def slo_misses(row: dict[str, Any], slo: dict[str, Any]) -> list[str]:
+def slo_misses(row: dict[str, Any], slo: Slo) -> list[str]:
     """The SLO's p99s this row's run broke, said with both figures; only a fixed-rate run's latency counts
     (at the maximum rate records wait in a full buffer by design)."""
     if row.get("rate_mode") != "fixed-rate":
         return []
     out = []
-    for key, col, what in (("p99_e2e_ms", "e2e_p99_ms", "end-to-end"), ("p99_publish_ms", "publish_p99_ms", "publish")):
-        limit, got = num(slo.get(key)), num(row.get(col))
+    for limit, col, what in (
+        (slo.p99_e2e_ms, "e2e_p99_ms", "end-to-end"),
+        (slo.p99_publish_ms, "publish_p99_ms", "publish"),
+    ):
+        got = num(row.get(col))
         if limit is not None and got is not None and got > limit:
             out.append(f"p99 {what} {got:.1f} ms > the SLO's {limit:g} ms")
     return out
 
 
-DEFAULT_SLO = {"p99_e2e_ms": 100.0}  # the product's default SLO (loadgen.sustainable.Slo) when a study names none
-
-
-def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_latency(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Fixed-rate runs that broke the latency SLO: where the time went, and the setting that moves the largest
     part. The parts are medians (the split of a typical record), the miss is the p99."""
-    slo = (study.get("sweep") or {}).get("slo") or study.get("slo") or DEFAULT_SLO
+    slo = ctx.slo
     out = []
     for t in rows(complete(trials)):
         # a sustainable-rate trial's record is its search, whose steps above the sustainable rate miss the SLO by
@@ -77,7 +79,7 @@ def rule_latency(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
                 "latency-slo",
                 f"The SLO is missed: most of a record's time ({ms:.1f} ms of {total:.1f}) is spent "
                 f"{LATENCY_PARTS[part]}",
-                action=latency_fix(part, t, int(study.get("brokers") or 3), num(slo.get("p99_e2e_ms"))),
+                action=latency_fix(part, t, ctx.brokers, slo.p99_e2e_ms),
                 evidence=ev,
                 trials=[t["trial_id"]],
                 severity="high",

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.context import Context
 from advisor.fixes import binding_fix
 from advisor.recommendation import Recommendation
 from advisor.rules import fmt, rule_replica_fetchers
@@ -34,7 +35,7 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
     rows: list[dict[str, Any]] = [
         {"trial_id": f"broker {b}", "state": "complete", "mb_s": None, "params": dict(c)} for b, c in configs.items()
     ]
-    recs += rule_replica_fetchers(pd.DataFrame(rows), {"brokers": brokers})
+    recs += rule_replica_fetchers(pd.DataFrame(rows), Context(brokers=brokers))
     flushed = [r for r in rows if (e := diagnose.flush_every(r["params"])) is not None and e <= diagnose.FSYNC_EVERY]
     if flushed:
         recs.append(
@@ -54,7 +55,7 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
     # judged by the RF the brokers give topics created without one (read back), when they agree on it
     rfs = {num(c.get("default.replication.factor")) for c in configs.values()}
     if len(rfs) == 1 and (rf := rfs.pop()) is not None:
-        recs += rule_durability(pd.DataFrame(rows), {"rf": int(rf)})
+        recs += rule_durability(pd.DataFrame(rows), Context(brokers=brokers, rf=int(rf)))
     small = [r for r in rows if (num(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
     if small:
         recs.append(

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.context import Context
 from advisor.fixes import behind, binding_fix, consumer_fix, replication_fix, round_trips_advice
 from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
@@ -31,13 +32,12 @@ def fmt(v: float | None, unit: str = " MB/s") -> str:
     return "n/a" if v is None else f"{v:.2f}{unit}"
 
 
-def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_best_config(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """The confirmed configuration of a sweep, else the best of two or more measured runs. Never for one run: the
     best of one compares nothing, and its settings may be the very cause the other rules name (a bench run of
     batch.size=1024 was once told to apply batch.size=1024)."""
-    sweep = study.get("sweep") or {}
-    if sweep.get("confirmation"):
-        return rule_confirmed(sweep)
+    if ctx.sweep and ctx.confirmed:
+        return rule_confirmed(ctx.sweep)
     best, dflt = best_trial(trials), defaults_trial(trials)
     if not best or len(trials) < 2:
         return []
@@ -68,10 +68,10 @@ def rule_best_config(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     ]
 
 
-def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_binding(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """What the study's run (trials.chosen_trial, the one its headline reads) was bound by, and what moves that
     limit."""
-    best = chosen_trial(trials, study.get("sweep")) or no_rate_trial(trials)
+    best = chosen_trial(trials, ctx.sweep) or no_rate_trial(trials)
     if not best or not best.get("bound"):
         return []
     b, why = best["bound"], best.get("bound_reason") or ""
@@ -93,13 +93,13 @@ def rule_binding(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommenda
         "partitions": "Too few partitions for the clients and brokers: more partitions (a multiple of the brokers)",
         "consumer": "The consumers fall behind: more consumers (and partitions for them)",
         "client": "The load generator was the limit: add producer processes or client hosts",
-        "none": round_trips_advice(study, best)
+        "none": round_trips_advice(ctx.no_effect, best)
         if best.get("rate_mode") != "fixed-rate" or best.get("objective") == "sustainable_mb_s"
         else "No resource is saturated at this fixed rate: a max-rate or sustainable-rate run finds the limit",
         "unknown": "Nothing can be named without evidence: run the workload with `kafkatune bench` (broker metrics "
         "and client statistics are recorded) for a diagnosis",
     }[b]
-    action = binding_fix(b, best, int(study.get("brokers") or 3))
+    action = binding_fix(b, best, ctx.brokers)
     return [
         Recommendation(
             "binding-resource",
@@ -157,8 +157,8 @@ def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommenda
     return out
 
 
-def rule_replica_fetchers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    n = int(study.get("brokers") or 3)
+def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
+    n = ctx.brokers
 
     def fetchers(t: dict[str, Any]) -> float:
         return num((t.get("params") or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
@@ -199,9 +199,9 @@ def rule_replica_fetchers(trials: pd.DataFrame, study: dict[str, Any]) -> list[R
     ]
 
 
-def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_replication(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Followers not keeping up: replicate rate below (r−1)× produce, or under-replicated seconds."""
-    rf = int(study.get("rf") or 3)
+    rf = ctx.rf
     lagging = []
     for t in rows(complete(trials)):
         ratio = t.get("replication_ratio")
@@ -217,7 +217,7 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
         for t, r, ur, a in lagging[:6]
     ]
     worst = min(lagging, key=lambda x: x[1] if x[1] is not None else 0.0)[0]
-    action = replication_fix(worst["params"], int(study.get("brokers") or 3))
+    action = replication_fix(worst["params"], ctx.brokers)
     return [
         Recommendation(
             "replication-lag",
@@ -230,7 +230,7 @@ def rule_replication(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recomm
     ]
 
 
-def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_consumers(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Trials whose consumers fell behind what the producers had acknowledged."""
     lag = [(t, b) for t in rows(complete(trials)) if (b := behind(t))]
     if not lag:
@@ -242,7 +242,7 @@ def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommen
             "consumer-lag",
             f"Consumers fell behind in {len(lag)} trial(s): "
             + ("more partitions, one for each consumer" if bound == "partitions" else "more consumers"),
-            action=consumer_fix(bound, t["params"], int(study.get("brokers") or 3)),
+            action=consumer_fix(bound, t["params"], ctx.brokers),
             evidence=[
                 f"{x['trial_id']}: consumed {c:.2f} MB/s of {p:.2f} MB/s produced"
                 + (f" ({x['bound_reason']})" if x.get("bound") in ("consumer", "partitions") else "")
@@ -255,7 +255,7 @@ def rule_consumers(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommen
     ]
 
 
-def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_producer_buffer(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Max-rate runs whose records waited seconds in a full producer buffer: the rate to run at instead is the
     operating point of a sustainable-rate sweep, else 80 % of the best max rate (an assumption, said)."""
 
@@ -280,10 +280,10 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
         c = min(calm, key=lambda t: t["e2e_p99_ms"])
         rate = c.get("sustainable_mb_s") or c["mb_s"]
         ev.append(f"without a full buffer ({c['trial_id']}): e2e p99 {c['e2e_p99_ms']:.0f} ms at {rate:.2f} MB/s")
-    op = (study.get("sweep") or {}).get("operating_point") or {}
-    if op.get("held"):
-        held = next((x["trial_id"] for x in op.get("tries") or [] if x.get("held")), "the operating point")
-        action = {"target rate": f"{op['rate_msg_s']:,.0f} msg/s ({op['mb_s']:.2f} MB/s): held the SLO ({held})"}
+    op = ctx.sweep.operating_point if ctx.sweep else None
+    if op and op.held and op.rate_msg_s is not None and op.mb_s is not None:
+        held = next((x.trial_id for x in op.tries if x.held), None) or "the operating point"
+        action = {"target rate": f"{op.rate_msg_s:,.0f} msg/s ({op.mb_s:.2f} MB/s): held the SLO ({held})"}
     else:
         best = best_trial(trials) or max(full, key=max_rate)
         action = {"target rate": f"≤ {0.8 * max_rate(best):.1f} MB/s (80 % of {best['trial_id']}'s maximum rate)"}
@@ -300,12 +300,12 @@ def rule_producer_buffer(trials: pd.DataFrame, study: dict[str, Any]) -> list[Re
     ]
 
 
-def rule_fsync(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_fsync(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Trials whose brokers flushed the log for every other produce request or more, the fsyncs taking a material
     share of their time (measured: LogFlushStats against the produce requests), with the settings that forced
     it, and the cost against trials without."""
     done = rows(complete(trials))
-    flushed = [t for t in done if diagnose.forced_flush(t, int(study.get("brokers") or 3))]
+    flushed = [t for t in done if diagnose.forced_flush(t, ctx.brokers)]
     if not flushed:
         return []
     unflushed = [t for t in done if t.get("log_flushes_per_request") is not None and t not in flushed]
@@ -334,7 +334,7 @@ def rule_fsync(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendati
     ]
 
 
-def rule_compression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_compression(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     odd = [
         t
         for t in rows(complete(trials))
@@ -372,13 +372,13 @@ STUDY_RULES = (
 )
 
 
-def recommend(trials: pd.DataFrame, params: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def recommend(trials: pd.DataFrame, params: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """All rules over one study's tables, most important first."""
     recs: list[Recommendation] = []
-    recs += rule_best_config(complete(trials), study)
+    recs += rule_best_config(complete(trials), ctx)
     for r in STUDY_RULES:
-        recs += r(trials, study)
-    confirmed = bool((study.get("sweep") or {}).get("confirmation"))
+        recs += r(trials, ctx)
+    confirmed = ctx.confirmed
     recs += rule_params(effects(trials, params), confirmed=confirmed)
     if not confirmed:  # a confirmed key's effect was measured on its own: it matches the recommended files
         recs = [without_causes(r, recs) if r.rule == "best-config" else r for r in recs]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from advisor.context import Context
 from advisor.recommendation import Recommendation
 from advisor.trials import complete, num
 from records.analysis import rows
@@ -48,8 +49,8 @@ def durability_problem(t: dict[str, Any], rf: int) -> str | None:
     return None
 
 
-def rule_durability(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
-    rf = int(study.get("rf") or 3)
+def rule_durability(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
+    rf = ctx.rf
     found = [(t, why) for t in rows(trials) if (why := durability_problem(t, rf))]  # failed runs too: the setup
     if not found:
         return []
@@ -77,7 +78,7 @@ def recompressed(t: dict[str, Any]) -> tuple[str, str] | None:
     return str(topic), producer
 
 
-def rule_recompression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_recompression(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     found = [(t, pair) for t in rows(complete(trials)) if (pair := recompressed(t))]
     if not found:
         return []
@@ -103,7 +104,7 @@ def rule_recompression(trials: pd.DataFrame, study: dict[str, Any]) -> list[Reco
     ]
 
 
-def rule_controller(trials: pd.DataFrame, study: dict[str, Any]) -> list[Recommendation]:
+def rule_controller(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     found = [t for t in rows(complete(trials)) if (t.get("controller_bad_seconds") or 0) > 0]
     if not found:
         return []

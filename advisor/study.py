@@ -16,13 +16,15 @@ import pandas as pd
 
 from advisor import analysis, diagnose
 from advisor import plan as planner
+from advisor.context import Context
 from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
 from records.analysis import load_table, read_analysis_summary
+from records.confirmation import Arm
 from records.study import Study, open_study, read_spec
-from records.summary import read_summary
+from records.summary import Summary, read_summary
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class StudyAdvice:
     trials: pd.DataFrame  # the analysis tables (records.analysis), as data frames
     params: pd.DataFrame
     summary: dict[str, Any]  # the analysis summary (records.analysis)
-    sweep: dict[str, Any] | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
+    sweep: Summary | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
     recommendations: list[Recommendation]
     effects: list[Effect]
     best: dict[str, Any] | None
@@ -40,17 +42,15 @@ class StudyAdvice:
     ceiling_mb_s: float | None
 
 
-def context(study: Study) -> dict[str, Any]:
+def context(study: Study, sweep: Summary | None) -> Context:
     """What the rules know of the study beyond its tables."""
-    return {"brokers": study.brokers, "rf": study.rf, "study": study.name}
+    return Context(brokers=study.brokers, rf=study.rf, study=study.name, sweep=sweep)
 
 
-def candidate(sweep: dict[str, Any] | None, label: str | None) -> dict[str, Any] | None:
+def candidate(sweep: Summary | None, label: str | None) -> Arm | None:
     """A confirmation candidate of the sweep's summary (its runs, trial ids, interval): `label`, or the chosen
     (recommended) one when `label` is None."""
-    conf = (sweep or {}).get("confirmation") or {}
-    want = conf.get("chosen") if label is None else label
-    return next((c for c in conf.get("candidates") or [] if c["label"] == want), None)
+    return sweep.confirmation.arm(label) if sweep and sweep.confirmation else None
 
 
 def advise(root: Path, master: str | None = None, progress: Callable[[str], None] = print) -> StudyAdvice:
@@ -67,10 +67,10 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
         params=params,
         summary=read_analysis_summary(an),
         sweep=sweep,
-        recommendations=recommend(trials, params, {**context(study), "sweep": sweep}),
+        recommendations=recommend(trials, params, context(study, sweep)),
         effects=effects(trials, params),
         best=chosen_trial(trials, sweep),
-        defaults=(representative(trials, defaults["trial_ids"]) if defaults else None) or defaults_trial(trials),
+        defaults=(representative(trials, list(defaults.trial_ids)) if defaults else None) or defaults_trial(trials),
         ceiling_mb_s=_first(trials["ceiling_mb_s"]) if "ceiling_mb_s" in trials else None,
     )
 
@@ -146,11 +146,12 @@ def durability(trials: pd.DataFrame) -> list[str]:
 
 
 def plans(
-    trials: pd.DataFrame, study: Study, best: dict[str, Any] | None, sweep: dict[str, Any] | None = None
+    trials: pd.DataFrame, study: Study, best: dict[str, Any] | None, sweep: Summary | None = None
 ) -> list[planner.Plan]:
     """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape;
     on the confirmed configuration's repeats when the sweep confirmed one."""
-    confirmed = (candidate(sweep, None) or {}).get("trial_ids") or ()
+    chosen = candidate(sweep, None)
+    confirmed = chosen.trial_ids if chosen else ()
     if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
         return []
     safe = best["mb_s"] * 0.7

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from records.analysis import row
+from records.summary import Summary
 
 
 def num(v: Any) -> float | None:
@@ -46,16 +47,12 @@ def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     return row(pool.nlargest(1, "mb_s").iloc[0])
 
 
-def chosen_trial(trials: pd.DataFrame, sweep: dict[str, Any] | None) -> dict[str, Any] | None:
+def chosen_trial(trials: pd.DataFrame, sweep: Summary | None) -> dict[str, Any] | None:
     """The run a study is diagnosed by, one for the headline and every rule: the median repeat (`representative`)
     of the configuration as written when the sweep measured it (sweeps.written), else of the confirmation's choice,
     else the best trial."""
-    conf = (sweep or {}).get("confirmation") or {}
-    w = conf.get("written") or {}
-    chosen = next((a for a in w.get("arms") or [] if a["label"] == w.get("headline")), None) or next(
-        (c for c in conf.get("candidates") or [] if c["label"] == conf.get("chosen")), None
-    )
-    return (representative(trials, chosen["trial_ids"]) if chosen else None) or best_trial(trials)
+    chosen = sweep.confirmation.headline() if sweep and sweep.confirmation else None
+    return (representative(trials, list(chosen.trial_ids)) if chosen else None) or best_trial(trials)
 
 
 def latest(trials: pd.DataFrame) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ from pathlib import Path
 from _common import REPO, sweep, testbed
 
 from advisor import verdict  # importable: _common puts the repository on the path
+from records.summary import Summary
 
 
 def costs(study: Path) -> dict[str, list[float]]:
@@ -68,12 +69,11 @@ def main() -> None:
 def report(study: Path, s: dict, nic_mbps: float | None, wall: float | None) -> None:
     configured = f"{nic_mbps:g} MB/s per link configured, " if nic_mbps else ""
     print(f"testbed: {configured}ceiling {s['ceiling_mb_s'] or 0:.2f} MB/s (measured)")
-    print("\n".join(verdict.lines(s)))
-    vs = (s.get("confirmation") or {}).get("vs_defaults")
-    if vs and vs.get("ratio"):
-        r = verdict.interval(vs["ratio"])
-        assert r is not None
-        print(f"RECOMMENDED / KAFKA DEFAULTS (sustainable rate): {r.text('{:.2f}', '×')}")
+    typed = Summary.from_json(s)
+    print("\n".join(verdict.lines(typed)))
+    vs = typed.confirmation.vs_defaults if typed.confirmation else None
+    if vs and vs.ratio:
+        print(f"RECOMMENDED / KAFKA DEFAULTS (sustainable rate): {vs.ratio.text('{:.2f}', '×')}")
     c = costs(study)
     med = {k: round(statistics.median(v), 1) if v else None for k, v in c.items()}
     print(

@@ -14,6 +14,7 @@ from core import paths
 from core.errors import UserError
 from kafkatune import render
 from kafkatune.options import say
+from records.summary import Summary
 
 JUDGEMENT = (
     "objective",
@@ -59,7 +60,7 @@ def command(
     confirmation, recommended, no_measurable_effect, noise and operating_point from its summary.json."""
     if (run_dir is None) == (bootstrap is None):
         raise UserError("give either RUN_DIR (a study) or --bootstrap (a live cluster), not both")
-    sweep: dict[str, Any] | None = None
+    sweep: Summary | None = None
     if run_dir is not None:
         a = advice.advise(run_dir, master, say)
         recs, sweep = a.recommendations, a.sweep
@@ -69,7 +70,8 @@ def command(
     if as_json:
         doc: dict[str, Any] = {"recommendations": [r.as_json() for r in (recs[:top] if top else recs)]}
         if sweep:  # the sweep's own judgement, as summary.json holds it (sweeps.confirm)
-            doc.update({k: sweep.get(k) for k in JUDGEMENT})
+            whole = sweep.to_json()
+            doc.update({k: whole.get(k) for k in JUDGEMENT})
         click.echo(json.dumps(doc, indent=2))
     else:
         if sweep:

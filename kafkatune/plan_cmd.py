@@ -62,7 +62,8 @@ def command(
     if from_dir is not None:
         profile = open_study(from_dir).profile
         trials = load_table(analysis.ensure(from_dir, None, say), "trials")
-        confirmed = (candidate(read_summary(from_dir), None) or {}).get("trial_ids") or []
+        chosen = candidate(read_summary(from_dir), None)
+        confirmed = list(chosen.trial_ids) if chosen else []
     p = plan(
         target_mb_s,
         rf=rf,

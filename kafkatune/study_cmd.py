@@ -31,7 +31,7 @@ def show(run_dir: Path, as_json: bool) -> None:
     if not records and summary is None:
         raise UserError(f"{run_dir}: no study here (no trials/*/trial.json, no summary.json)")
     if as_json:
-        click.echo(json.dumps({"summary": summary, "trials": [r.as_json() for r in records]}))
+        click.echo(json.dumps({"summary": summary and summary.to_json(), "trials": [r.as_json() for r in records]}))
         return
     print_trials(records)
     if summary:

@@ -100,11 +100,11 @@ def command(
         )
         summary = sw.run()
     if as_json:
-        click.echo(json.dumps(summary))
+        click.echo(json.dumps(summary.to_json()))
     else:
         print_summary(summary, sys.stderr)
-    if summary["best"] is None:
-        why = (summary.get("operating_point") or {}).get("not_load_driven")
+    if summary.best is None:
+        why = summary.operating_point.not_load_driven if summary.operating_point else None
         raise RunFailed(
             f"no trial produced a valid measurement: {why}"
             if why

@@ -12,6 +12,7 @@ from rich.table import Table
 from advisor import verdict
 from brokerconf.catalogue import short
 from core.fmt import num
+from records.summary import Summary
 from records.trial import TrialRecord
 from sweeps import current, space, storage
 from sweeps.spec import Spec
@@ -72,7 +73,7 @@ def print_plan(spec: Spec, run_dir: Path, storage_url: str | None) -> None:
         f"cluster: {cl}",
         f"workload: {w.messageSize} B records, {w.partitionsPerTopic} partitions, RF {w.replicationFactor or 3}, "
         f"{w.producersPerTopic} producer(s), {w.consumerPerSubscription} consumer(s)",
-        verdict.objective_line({"objective": spec.objective, "slo": spec.slo.to_json() if spec.sustainable else None}),
+        verdict.objective_line(spec.objective, spec.slo.to_json() if spec.sustainable else None),
         f"each trial: {m.warmup_s:g} s warm-up + {m.windows} × {m.window_s:g} s windows at max rate"
         + (
             f", then a search from {r.start:g}× that rate (bracket, bisect, confirm to {r.resolution:.0%}; steps of "
@@ -134,36 +135,35 @@ def print_trials(records: list[TrialRecord]) -> None:
     Console(width=200).print(t)
 
 
-def print_summary(s: dict[str, Any], out: Any) -> None:
-    lines = [f"study {s['study']} ({s['plan']})"]
-    for name, b in s["baselines"].items():
-        lines.append(f"baseline {name:<22} {b['mb_s']:8.2f} MB/s")
-    for st in s["stages"]:
-        best = st["best"]
+def print_summary(s: Summary, out: Any) -> None:
+    lines = [f"study {s.study} ({s.plan})"]
+    for name, b in s.baselines.items():
+        lines.append(f"baseline {name:<22} {num(b.mb_s, '{:8.2f}', '       -')} MB/s")
+    for st in s.stages:
+        best = st.best
         lines.append(
-            f"stage {st['name']:<25} {st['trials']} trials ({st['failed']} failed), best "
-            + (f"{best['mb_s']:.2f} MB/s with {short(best['params'])}" if best else "-")
+            f"stage {st.name:<25} {st.trials} trials ({st.failed} failed), best "
+            + (f"{best.mb_s:.2f} MB/s with {short(best.params or {})}" if best and best.mb_s is not None else "-")
         )
-        for t in st.get("pareto") or []:
-            vals = ", ".join(f"{o} {v:.2f}" for o, v in zip(s["objectives"], t["values"], strict=True))
-            lines.append(f"  Pareto #{t['number']}: {vals}: {short(t['params'])}")
+        for t in st.pareto or ():
+            vals = ", ".join(f"{o} {v:.2f}" for o, v in zip(s.objectives, t.values, strict=True))
+            lines.append(f"  Pareto #{t.number}: {vals}: {short(t.params or {})}")
     lines += verdict.lines(s)
-    b = s["best"]
-    if b:
-        iv = verdict.interval(b.get("interval"))
-        fig = iv.text(unit="MB/s") if iv else f"{b['mb_s']:.2f} MB/s (one run, no interval)"
-        lines.append(f"BEST ({b['from']}): {fig}: {short(b['config'])}")
-        if s.get("best_fraction_of_ceiling"):
-            lines.append(f"  {s['best_fraction_of_ceiling'] * 100:.1f} % of the {s['ceiling_mb_s']:.1f} MB/s ceiling")
-        if s.get("trials_to_95pct_of_best"):
-            lines.append(f"  95 % of the best reached after {s['trials_to_95pct_of_best']} trials")
-    inv = s["this_invocation"]
-    if inv["overhead_fraction"] is not None:
+    if best := s.best:
+        one = f"{best.mb_s:.2f} MB/s (one run, no interval)" if best.mb_s is not None else "nothing measured"
+        fig = best.interval.text(unit="MB/s") if best.interval else one
+        lines.append(f"BEST ({best.source}): {fig}: {short(best.config or {})}")
+        if s.best_fraction_of_ceiling and s.ceiling_mb_s:
+            lines.append(f"  {s.best_fraction_of_ceiling * 100:.1f} % of the {s.ceiling_mb_s:.1f} MB/s ceiling")
+        if s.trials_to_95pct_of_best:
+            lines.append(f"  95 % of the best reached after {s.trials_to_95pct_of_best} trials")
+    inv = s.this_invocation
+    if inv and inv.overhead_fraction is not None:
         lines.append(
-            f"this run: {inv['trials']} trials in {inv['wall_s'] / 60:.1f} min, "
-            f"{inv['overhead_fraction'] * 100:.0f} % not measuring; {s['restarts']} broker restarts in all"
+            f"this run: {inv.trials} trials in {inv.wall_s / 60:.1f} min, "
+            f"{inv.overhead_fraction * 100:.0f} % not measuring; {s.restarts} broker restarts in all"
         )
-    if (wc := inv.get("warmup_check")) is not None:
+    if inv and (wc := inv.warmup_check) is not None:
         lines.append(f"warm-up ({wc['warmup_s']:g} s a run): {wc['verdict']}")
     print("\n".join(lines), file=out)
 

@@ -117,7 +117,7 @@ def open_study(root: Path) -> Study:
     root = Path(root)
     if not root.is_dir():
         raise UserError(f"{root}: no such study folder (expected runs/<study>/ from `kafkatune sweep` or `bench`)")
-    summary = summaries.read_summary(root) or {}
+    summary = summaries.read_summary(root)
     spec = read_spec(root)
     if (root / TRIALS).is_dir():
         done = {p.parent for p in (root / TRIALS).glob(f"*/{runs.RESULT}")}
@@ -137,13 +137,13 @@ def open_study(root: Path) -> Study:
         profile = runs.read_result(first).get("profile") if first else None
     return Study(
         root=root,
-        name=str(summary.get("study") or spec.get("name") or wl.get("name") or root.name),
+        name=str((summary and summary.study) or spec.get("name") or wl.get("name") or root.name),
         kind=kind,
         trial_dirs=dirs,
-        objectives=list(summary.get("objectives") or spec.get("objectives") or ["throughput_mb_s"]),
+        objectives=list((summary and summary.objectives) or spec.get("objectives") or ["throughput_mb_s"]),
         profile=profile,
         rf=int(wl.get("replicationFactor") or 3),
-        synthetic=bool(summary.get("synthetic")),
+        synthetic=bool(summary and summary.synthetic),
     )
 
 

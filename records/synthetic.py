@@ -20,7 +20,7 @@ from records.profile import PROFILE, ClusterProfile, ProfileBroker, write_profil
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord, write_run
 from records.study import trial_dir, write_spec_copy
-from records.summary import write_summary
+from records.summary import Summary, write_summary
 from records.trial import TrialRecord, write_trial
 
 BATCH_SIZES = [16384, 32768, 65536, 131072, 262144, 524288, 1048576]
@@ -41,7 +41,7 @@ def generate(root: Path, *, trials: int = 100, samples: int = 10_000_000, seed: 
     rng = np.random.default_rng(seed)
     root = Path(root)
     seconds = max(4, max(workers, samples // trials) // workers)
-    write_summary(root, {"study": root.name, "synthetic": True, "objectives": ["throughput_mb_s", "p99_e2e_ms"]})
+    write_summary(root, Summary(root.name, synthetic=True, objectives=("throughput_mb_s", "p99_e2e_ms")))
     write_spec_copy(
         root, yaml.safe_dump({"name": root.name, "workload": {"messageSize": 1024, "replicationFactor": 3}})
     )

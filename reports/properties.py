@@ -7,13 +7,14 @@ best value differs from the baseline, each with the gain its stage measured.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from brokerconf.catalogue import CATALOGUE
 from brokerconf.properties import parse_text
+from records.confirmation import KeyEffect
 
 FILES = {
     "producer": "producer.properties",
@@ -71,19 +72,20 @@ def changes(
     return out
 
 
-def from_ablations(summary: Mapping[str, Any]) -> list[Change]:
-    """The keys of `summary["recommended"]` (each beyond noise), with their measured effect and interval."""
+def from_ablations(recommended: Sequence[KeyEffect]) -> list[Change]:
+    """The keys summary.json recommends (each beyond noise, or kept as a group), with their measured effect and
+    interval."""
     out = []
-    for e in summary.get("recommended") or []:
-        p = CATALOGUE.get(e["key"])
+    for e in recommended:
+        p = CATALOGUE.get(e.key)
         if p is None:
             continue
-        iv = e.get("interval") or {}
-        if iv.get("low") is not None:
-            note = f"effect {iv['estimate']:+.2f} MB/s, 95 % CI {iv['low']:+.2f}..{iv['high']:+.2f}, n={e['n']}"
+        iv = e.interval
+        if iv is not None and iv.low is not None and iv.high is not None:
+            note = f"effect {iv.estimate:+.2f} MB/s, 95 % CI {iv.low:+.2f}..{iv.high:+.2f}, n={e.n}"
         else:
-            note = e.get("why") or "needed"
-        out.append(Change(e["key"], p.scope, e["old"], e["new"], e.get("effect_mb_s"), note, ", ".join(e["trial_ids"])))
+            note = e.why or "needed"
+        out.append(Change(e.key, p.scope, e.old, e.new, e.effect_mb_s, note, ", ".join(e.trial_ids)))
     return out
 
 

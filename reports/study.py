@@ -22,8 +22,10 @@ from core.files import write_bytes
 from core.fmt import num
 from loadgen import tail
 from records.analysis import load_table, rows
+from records.confirmation import Confirmation
 from records.run import tail_budget
 from records.study import TRIALS, latency_quantiles, secret_bearing_documents
+from records.summary import Best, Summary
 from records.trial import SEARCH_RUN
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
@@ -45,8 +47,8 @@ def build(
     a = advice.advise(run_dir, master, progress)
     study, trials, best, base = a.study, a.trials, a.best, a.defaults
     shown = _charts(a)
-    confirmed = bool(a.sweep and a.sweep.get("confirmation"))
-    changes = properties.from_ablations(a.sweep or {}) if confirmed else _search_changes(a)
+    confirmed = bool(a.sweep and a.sweep.confirmation)
+    changes = properties.from_ablations(a.sweep.recommended) if a.sweep and confirmed else _search_changes(a)
     header = (
         f"kafkatune recommendation for study {study.name}: keys whose ablation lost throughput beyond noise"
         if confirmed
@@ -62,7 +64,7 @@ def build(
         write_bytes(p, secrets.redact_text(text, hidden).encode(), mode=0o644)
         written.append(p)
     # the binding resource is the headline's when the sweep confirmed a configuration (stated once)
-    recs = [r for r in a.recommendations if r.rule != "binding-resource" or not (a.sweep or {}).get("best")]
+    recs = [r for r in a.recommendations if r.rule != "binding-resource" or not (a.sweep and a.sweep.best)]
     c = {
         "study": study,
         "trials": trials,
@@ -98,7 +100,8 @@ def build(
 def _tail_lines(a: advice.StudyAdvice) -> list[str]:
     """The recommended configuration's confirmation searches: their seconds over the SLO and what each met
     (loadgen.tail over the steps that held: a step that missed breaks the SLO by design)."""
-    ids = (advice.candidate(a.sweep, None) or {}).get("trial_ids") or []
+    chosen = advice.candidate(a.sweep, None)
+    ids = chosen.trial_ids if chosen else ()
     found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / SEARCH_RUN)) is not None]
     if not found:
         return []
@@ -136,9 +139,10 @@ RUN_KIND = {"max-rate": "at the maximum rate", "fixed-rate": "at fixed rates"}
 def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
     # each curve says which run it is: a max-rate run's latency and a search's are different measurements
     shown = [("Kafka defaults", a.defaults), ("best", a.best)]
-    op = next((t for t in (a.sweep or {}).get("operating_point", {}).get("tries") or [] if t.get("held")), None)
-    if op:
-        shown.append(("operating point", {"trial_id": op["trial_id"], "rate_mode": "fixed-rate"}))
+    op = a.sweep.operating_point if a.sweep else None
+    held = next((t for t in op.tries if t.held), None) if op else None
+    if held:
+        shown.append(("operating point", {"trial_id": held.trial_id, "rate_mode": "fixed-rate"}))
     quantiles = {
         f"{label} ({trial['trial_id']}, {RUN_KIND.get(str(trial.get('rate_mode')), 'one run')})": q
         for label, trial in shown
@@ -183,9 +187,9 @@ def _files_html(files: dict[str, str]) -> str:
 def _headline(c: dict[str, Any]) -> list[str]:
     best, base, ceiling = c["best"], c["base"], c["ceiling"]
     lines = []
-    sw = c.get("sweep") or {}
-    if sw.get("confirmation") and sw.get("best"):
-        lines += _confirmed_headline(sw, ceiling)
+    sw: Summary | None = c.get("sweep")
+    if sw and sw.confirmation and sw.best:
+        lines += _confirmed_headline(sw, sw.confirmation, sw.best, ceiling)
         binding = c.get("binding")
         if binding is not None:  # stated once: the rule reads this same run (advisor.trials.chosen_trial)
             lines.append(
@@ -205,28 +209,24 @@ def _headline(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _confirmed_headline(sw: dict[str, Any], ceiling: float | None) -> list[str]:
+def _confirmed_headline(sw: Summary, conf: Confirmation, b: Best, ceiling: float | None) -> list[str]:
     """The recommended configuration's mean with its interval, its share of the ceiling and its ratio to
     Kafka's defaults with theirs (sweeps.confirm computed them; this only says them)."""
-    b = sw["best"]
-    iv = verdict.interval(b.get("interval"))
-    what = "sustainable rate" if sw.get("objective") == "sustainable_mb_s" else "max-rate throughput"
-    s = f"Recommended ({b['label']}): {what} **{iv.text(unit='MB/s') if iv else num(b['mb_s'])}**"
-    if ceiling:
-        s += f", {b['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
-    conf = sw["confirmation"] or {}
-    vs = (conf.get("written") or conf).get("vs_defaults")  # the configuration as written, when it was measured
-    if vs and vs.get("ratio"):
-        r = verdict.interval(vs["ratio"])
-        assert r is not None
-        s += f"; {r.text('{:.2f}', '×')} Kafka's defaults"
-        if not vs["distinguishable"]:
+    what = "sustainable rate" if sw.objective == "sustainable_mb_s" else "max-rate throughput"
+    s = f"Recommended ({b.label}): {what} **{b.interval.text(unit='MB/s') if b.interval else num(b.mb_s)}**"
+    if ceiling and b.mb_s is not None:
+        s += f", {b.mb_s / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
+    vs = conf.written.vs_defaults if conf.written else conf.vs_defaults  # as written, when it was measured
+    if vs and vs.ratio:
+        s += f"; {vs.ratio.text('{:.2f}', '×')} Kafka's defaults"
+        if not vs.distinguishable:
             s += " (**not distinguishable from the defaults**)"
-    cur = conf.get("vs_current")  # the confirmation's chosen configuration against what the cluster runs now
-    if cur and cur.get("ratio") and (r := verdict.interval(cur["ratio"])) is not None:
-        s += f"; the confirmed {conf['chosen']}: {r.text('{:.2f}', '×')} {verdict.CURRENT_WORDS}"
-        s += "" if cur["distinguishable"] else " (**not distinguishable from it**)"
-    return [s + ".", *(x + "." for x in verdict.operating_lines(sw)[:1]), verdict.objective_line(sw) + "."]
+    cur = conf.vs_current  # the confirmation's chosen configuration against what the cluster runs now
+    if cur and cur.ratio:
+        s += f"; the confirmed {conf.chosen}: {cur.ratio.text('{:.2f}', '×')} {verdict.CURRENT_WORDS}"
+        s += "" if cur.distinguishable else " (**not distinguishable from it**)"
+    said = [x + "." for x in verdict.operating_lines(sw)[:1]]
+    return [s + ".", *said, verdict.objective_line(sw.objective, sw.slo) + "."]
 
 
 def _rec_md(r: Recommendation, i: int) -> list[str]:

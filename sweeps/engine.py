@@ -29,7 +29,7 @@ from records import study as studies
 from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
-from records.summary import write_summary
+from records.summary import Summary, write_summary
 from records.trial import read_trial
 from sweeps import confirm, current, hold, space, storage, timing, written
 from sweeps.spec import Spec
@@ -301,15 +301,16 @@ class Sweep:
         return judged
 
     # ---- the whole sweep ---------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Summary:
         self.view.plan(self.spec)
         self.baselines()
         stages = self.stages()
-        summary = self.summarize(stages, self.confirm())
+        summary = Summary.from_json(self.summarize(stages, self.confirm()))
         write_summary(self.run_dir, summary)
         return summary
 
     def summarize(self, stages: list[dict[str, Any]], judged: dict[str, Any] | None) -> dict[str, Any]:
+        """summary.json as the phases left their parts (records.summary.Summary types it)."""
         base_st = self.study("baselines")
         baselines = {}
         for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):

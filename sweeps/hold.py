@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from loadgen import tail
+from records.confirmation import Fit
 from records.study import TRIALS
 from records.trial import read_trial
 from sweeps import storage
@@ -41,17 +42,8 @@ LOAD_SLOPE = 0.5
 
 
 @dataclass(frozen=True)
-class Knee:
-    """log p99 = a + b·log rate, fitted to `n` steps between `low` and `high` msg/s; `sigma`: the spread of a long
-    step's p99 about it (log), from `n_spread` steps."""
-
-    a: float
-    b: float
-    sigma: float
-    n: int
-    n_spread: int
-    low: float
-    high: float
+class Knee(Fit):
+    """The fit as summary.json keeps it (records.confirmation.Fit), and what the operating point computes with it."""
 
     def p99(self, rate: float) -> float:
         return math.exp(self.a + self.b * math.log(rate))

@@ -19,6 +19,7 @@ import pytest
 
 from advisor import diagnose
 from advisor.analysis import analyze
+from advisor.context import Context
 from advisor.plan import plan
 from advisor.rules import recommend
 from core.errors import UserError
@@ -84,7 +85,7 @@ def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> Non
 def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Path, dict[str, Any]]) -> None:
     d, _ = fixture_study
     trials = load_table(d / "analysis", "trials")
-    recs = recommend(trials, load_table(d / "analysis", "params"), {"brokers": 3, "rf": 3})
+    recs = recommend(trials, load_table(d / "analysis", "params"), Context())
     ids = set(trials["trial_id"])
     assert recs and recs[0].severity == "high"
     best = next(r for r in recs if r.rule == "best-config")
@@ -132,9 +133,7 @@ def test_generated_study_recovers_the_planted_response(generated: tuple[Path, di
             for o in allt
         )
     # the fetcher rule sees the planted cost of multiples of the broker count
-    recs = recommend(
-        load_table(d / "analysis", "trials"), load_table(d / "analysis", "params"), {"brokers": 3, "rf": 3}
-    )
+    recs = recommend(load_table(d / "analysis", "trials"), load_table(d / "analysis", "params"), Context())
     rf = next(r for r in recs if r.rule == "replica-fetchers-multiple")
     assert rf.expected_gain_mb_s and rf.expected_gain_mb_s > 0
 

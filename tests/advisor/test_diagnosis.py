@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.analysis import analyze
+from advisor.context import Context
 from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
 from cluster import metrics
@@ -89,9 +90,7 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
     assert {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()} == dict.fromkeys("123", "1")
     analyze(out, spark)
     (t,) = rows(load_table(out / "analysis", "trials"))
-    recs = recommend(
-        load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), {"brokers": 3, "rf": 3}
-    )
+    recs = recommend(load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), Context())
     print(f"fsync: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
     # measured, not read from the config: the brokers flushed for (nearly) every produce request
     assert t["bound"] == "forced_flush", t["bound_reason"]

@@ -72,13 +72,20 @@ def test_a_study_side_is_its_confirmation_repeats_and_label_picks_a_candidate(tm
         study / "summary.json",
         {
             "schema_version": 1,
+            "study": "s",
             "objective": "throughput_mb_s",
             "confirmation": {
                 "chosen": "stage#1",
                 "candidates": [
-                    {"label": "stage#1", "repeats": [20.0, 21.0, 20.5], "trial_ids": ["c-1", "c-3", "c-5"]},
+                    {
+                        "label": "stage#1",
+                        "config": {},
+                        "repeats": [20.0, 21.0, 20.5],
+                        "trial_ids": ["c-1", "c-3", "c-5"],
+                    },
                     {
                         "label": "baseline:kafka-defaults",
+                        "config": {},
                         "repeats": [10.0, 10.4, 9.8],
                         "trial_ids": ["c-0", "c-2", "c-4"],
                     },

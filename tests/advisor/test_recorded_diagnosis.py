@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from advisor.analysis import judge
+from advisor.context import Context
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from records.analysis import load_table, rows
@@ -28,7 +29,7 @@ def diagnosed(name: str) -> tuple[dict[str, Any], list[Recommendation], dict[str
     root = RECORDED / name
     (row,) = rows(load_table(root / "analysis", "trials"))
     row.update(judge(open_study(root), row))
-    recs = recommend(pd.DataFrame([row]), load_table(root / "analysis", "params"), {"brokers": 3, "rf": 3})
+    recs = recommend(pd.DataFrame([row]), load_table(root / "analysis", "params"), Context())
     return row, recs, json.loads((root / "result.json").read_text())
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from advisor import diagnose
+from advisor.context import Context
 from advisor.fixes import binding_fix, consumer_fix, replication_fix, round_trips_advice
 from advisor.live import live_config_rules, live_metric_rules
 from advisor.noise import effects
@@ -28,9 +29,10 @@ from advisor.rules import (
 from advisor.setup import rule_controller, rule_durability, rule_recompression
 from brokerconf import catalogue
 from records.analysis import TRIAL_FIELDS
+from records.summary import Summary
 
 PROFILE = {"brokers": [{"id": 1}, {"id": 2}, {"id": 3}], "network": {"nic_mb_s_measured": 100.0}}
-STUDY = {"brokers": 3, "rf": 3}
+STUDY = Context(brokers=3, rf=3)
 
 
 def trial(tid: str = "t1", **kw: Any) -> dict[str, Any]:
@@ -201,8 +203,15 @@ def test_producer_buffer_rule_caps_the_rate_when_latency_explodes() -> None:
     assert rule_producer_buffer(frame(calm), STUDY) == []
     # a sustainable-rate sweep's operating point is the rate to run at; the latency belongs to the max rate
     swept = {**full, "mb_s": 18.0, "sustainable_mb_s": 18.0, "throughput_mb_s": 30.0}
-    op = {"held": True, "rate_msg_s": 14764.6, "mb_s": 15.12, "tries": [{"trial_id": "hold-001", "held": True}]}
-    (r,) = rule_producer_buffer(frame(swept, calm), {**STUDY, "sweep": {"operating_point": op}})
+    op = {
+        "held": True,
+        "rate_msg_s": 14764.6,
+        "mb_s": 15.12,
+        "tries": [{"rate_msg_s": 14764.6, "trial_id": "hold-001", "held": True}],
+    }
+    (r,) = rule_producer_buffer(
+        frame(swept, calm), Context(sweep=Summary.from_json({"study": "s", "operating_point": op}))
+    )
     assert r.action == {"target rate": "14,765 msg/s (15.12 MB/s): held the SLO (hold-001)"}
     assert "e2e p99 14.0 s at 30.00 MB/s (the maximum rate)" in r.evidence[0]
 
@@ -294,7 +303,7 @@ def test_latency_rule_names_where_a_fixed_rate_run_spent_its_time_and_the_settin
     # fetches answered at once (fetch.min.bytes 1, Kafka's default): the consumer's own wait, more consumers
     assert rule_latency(frame(fetch), STUDY)[0].action == {"partitions": "3", "consumers": "2"}
     # a study's own SLO wins; a max-rate run's latency is not judged against any
-    assert rule_latency(frame(lingering), {**STUDY, "sweep": {"slo": {"p99_e2e_ms": 500}}}) == []
+    assert rule_latency(frame(lingering), Context(sweep=Summary("s", slo={"p99_e2e_ms": 500}))) == []
     assert rule_latency(frame({**lingering, "rate_mode": "max-rate"}), STUDY) == []
     # a sweep's ramp goes past its SLO on purpose, and its operating-point runs are the sweep's own search
     assert rule_latency(frame({**lingering, "sustainable_mb_s": 12.0}), STUDY) == []
@@ -441,7 +450,9 @@ def test_a_clients_configured_wait_is_sized_to_the_budget_the_slo_leaves() -> No
     linger["params"] = {"acks": "all", "linger.ms": "1000"}
     (r,) = rule_latency(frame(linger), STUDY)
     assert r.action == {"linger.ms": "35"}  # (100 - (1030 - 1000)) / 2
-    assert rule_latency(frame(linger), {**STUDY, "slo": {"p99_e2e_ms": 500}})[0].action == {"linger.ms": "235"}
+    assert rule_latency(frame(linger), Context(sweep=Summary("s", slo={"p99_e2e_ms": 500})))[0].action == {
+        "linger.ms": "235"
+    }
     held = trial("held", **slow, e2e_p99_ms=520.0, e2e_p50_ms=505.0, publish_p50_ms=6.0)
     held["params"] = {"acks": "all", "fetch.min.bytes": str(10_000_000), "fetch.wait.max.ms": "500"}
     (r,) = rule_latency(frame(held), STUDY)
@@ -483,13 +494,13 @@ def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it()
 
 
 def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() -> None:
-    assert "a larger batch.size and linger.ms" in round_trips_advice({}, {})
-    got = round_trips_advice({"sweep": {"no_measurable_effect": [{"key": "batch.size"}]}}, {})
+    assert "a larger batch.size and linger.ms" in round_trips_advice(set(), {})
+    got = round_trips_advice({"batch.size"}, {})
     assert "a larger linger.ms" in got and "batch.size: measured without effect here" in got
     assert "a larger batch.size" not in got
     # a producer capped below Kafka's 5 requests in flight is named, with the fix that moves it
     capped = trial(params={"max.in.flight.requests.per.connection": "2"}, client_inflight=1.8)
-    said = round_trips_advice({}, capped)
+    said = round_trips_advice(set(), capped)
     assert "max.in.flight.requests.per.connection=2" in said and "1.8 in flight" in said and "raise it to 5" in said
     assert binding_fix("none", capped) == {"max.in.flight.requests.per.connection": "5"}
     assert binding_fix("none", trial(params={"max.in.flight.requests.per.connection": "5"})) == {}

@@ -8,13 +8,26 @@ from typing import Any
 
 from advisor.verdict import choice_lines, objective_line, rule_confirmed
 from loadgen.sustainable import Slo
+from records.summary import Summary
 
 
 def _sweep(recommended: list[dict[str, Any]], none: list[dict[str, Any]], not_ablated: list[dict[str, Any]]) -> dict:
     iv = {"estimate": 16.0, "low": 14.8, "high": 17.2, "n": 3, "sd": 0.5, "level": 0.95}
     cands = [
-        {"label": "producer#0", "interval": iv, "trial_ids": ["confirm-000", "confirm-002"]},
-        {"label": "baseline:kafka-defaults", "interval": {**iv, "estimate": 13.1}, "trial_ids": ["confirm-001"]},
+        {
+            "label": "producer#0",
+            "config": {},
+            "repeats": [],
+            "interval": iv,
+            "trial_ids": ["confirm-000", "confirm-002"],
+        },
+        {
+            "label": "baseline:kafka-defaults",
+            "config": {},
+            "repeats": [],
+            "interval": {**iv, "estimate": 13.1},
+            "trial_ids": ["confirm-001"],
+        },
     ]
     diff = {"estimate": 2.87, "low": 1.92, "high": 3.82, "n": 6, "sd": 0.6, "level": 0.9}
     conf = {
@@ -23,15 +36,23 @@ def _sweep(recommended: list[dict[str, Any]], none: list[dict[str, Any]], not_ab
         "not_ablated": not_ablated,
         "vs_defaults": {"label": "baseline:kafka-defaults", "difference": diff, "distinguishable": True},
     }
-    return {"confirmation": conf, "recommended": recommended, "no_measurable_effect": none}
+    return {"study": "s", "confirmation": conf, "recommended": recommended, "no_measurable_effect": none}
+
+
+def _typed(sweep: dict[str, Any]) -> Summary:
+    return Summary.from_json(sweep)
+
+
+def _key(key: str) -> dict[str, Any]:
+    return {"key": key, "old": None, "new": "x"}
 
 
 def test_a_winner_whose_keys_made_no_difference_promises_no_gain() -> None:
-    (r,) = rule_confirmed(_sweep([], [{"key": "batch.size"}], []))
+    (r,) = rule_confirmed(_typed(_sweep([], [_key("batch.size")], [])))
     assert r.title == "No key to apply: batch.size put back alone made no difference beyond noise", r.title
     assert r.action == {} and r.expected_gain_mb_s is None and r.severity == "info"
     assert "difference +2.87 MB/s" in " ".join(r.evidence)  # the confirmation's figure stays, as evidence
-    (r,) = rule_confirmed(_sweep([], [], [{"key": "partitions"}, {"key": "linger.ms"}]))
+    (r,) = rule_confirmed(_typed(_sweep([], [], [_key("partitions"), _key("linger.ms")])))
     assert r.title == "No key to apply: partitions, linger.ms not put back alone (no ablation)", r.title
 
 
@@ -42,18 +63,19 @@ def test_a_key_beyond_noise_is_applied_with_the_confirmations_gain() -> None:
         "new": "83559",
         "interval": {"estimate": 2.5, "low": 1.0, "high": 4.0, "n": 4, "sd": 0.5, "level": 0.95},
     }
-    (r,) = rule_confirmed(_sweep([key], [], []))
+    (r,) = rule_confirmed(_typed(_sweep([key], [], [])))
     assert r.title == "Apply the confirmed configuration's 1 key(s) with an effect beyond noise"
     assert r.action == {"batch.size": "83559"} and r.expected_gain_mb_s == 2.87 and r.severity == "high"
 
 
 def test_the_objective_states_the_studys_slo_in_the_words_the_search_judges_it_by() -> None:
-    both = {"objective": "sustainable_mb_s", "slo": {"p99_e2e_ms": 100.0, "p99_publish_ms": 50.0}}
-    assert Slo(100.0, 50.0).describe() in objective_line(both)
-    assert "p99 end-to-end ≤ 100 ms and p99 publish ≤ 50 ms" in objective_line(both)
-    publish = {"objective": "sustainable_mb_s", "slo": {"p99_e2e_ms": None, "p99_publish_ms": 20.0}}
-    assert "within p99 publish ≤ 20 ms (" in objective_line(publish)
-    assert "latency not bounded" in objective_line({"objective": "throughput_mb_s"})
+    both = objective_line("sustainable_mb_s", {"p99_e2e_ms": 100.0, "p99_publish_ms": 50.0})
+    assert Slo(100.0, 50.0).describe() in both
+    assert "p99 end-to-end ≤ 100 ms and p99 publish ≤ 50 ms" in both
+    assert "within p99 publish ≤ 20 ms (" in objective_line(
+        "sustainable_mb_s", {"p99_e2e_ms": None, "p99_publish_ms": 20.0}
+    )
+    assert "latency not bounded" in objective_line("throughput_mb_s", None)
 
 
 def test_the_choice_is_stated_against_the_current_configuration_or_says_why_not() -> None:
@@ -66,14 +88,14 @@ def test_the_choice_is_stated_against_the_current_configuration_or_says_why_not(
         "distinguishable": False,
         "ratio": ratio,
     }
-    said = "\n".join(choice_lines(sw))
+    said = "\n".join(choice_lines(_typed(sw)))
     assert "NOT distinguishable from the current configuration: 1.22 × (90 % CI 1.10–1.35, n=6) the current" in said, (
         said
     )
     del sw["confirmation"]["vs_current"]
-    sw["baselines"] = {"current": {"config": {"acks": "1", "batch.size": 16384}}}
+    sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "1", "batch.size": 16384}}}
     assert "not confirmed on its own: it runs acks=1 (the confirmation holds acks=all only)" in "\n".join(
-        choice_lines(sw)
+        choice_lines(_typed(sw))
     )
-    sw["baselines"] = {"current": {"config": {"acks": "all"}}}
-    assert "the same configuration as another candidate" in "\n".join(choice_lines(sw))
+    sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "all"}}}
+    assert "the same configuration as another candidate" in "\n".join(choice_lines(_typed(sw)))

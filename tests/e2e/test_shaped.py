@@ -18,6 +18,7 @@ import yaml
 from advisor.analysis import analyze
 from advisor.verdict import operating_lines
 from records.analysis import load_table, rows
+from records.summary import Summary
 from reports.properties import parse
 from sweeps.hold import LOAD_SLOPE, chosen_steps, fit_knee
 from sweeps.settings import Hold
@@ -228,7 +229,7 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
     if chosen is None:  # no configuration held a rate in every repeat: none is offered, and the tails say why
         assert op["not_load_driven"].startswith("no configuration held a rate"), op
         assert not op["tries"] and op["rate_msg_s"] is None and op["causes"]["runs"] >= 1, op
-        assert operating_lines(s)[0] in (tuned / "report" / "report.md").read_text()
+        assert operating_lines(Summary.from_json(s))[0] in (tuned / "report" / "report.md").read_text()
         return
     rates = [r for r in chosen["rates_msg_s"] if r is not None]
     knee = fit_knee(chosen_steps(tuned, chosen["trial_ids"]), s["search"]["max_step_s"] // 2)
@@ -242,9 +243,9 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
         assert op["not_load_driven"] is None, op
         check_tries(op, min(pick, min(rates)), spec["hold"].get("step", Hold().step), spec["hold"]["tries"])
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
-    assert operating_lines(s)[0] in (tuned / "report" / "report.md").read_text()
+    assert operating_lines(Summary.from_json(s))[0] in (tuned / "report" / "report.md").read_text()
     if op["held"]:
-        assert f"operating point: {op['rate_msg_s']:,.0f} msg/s" in operating_lines(s)[0]
+        assert f"operating point: {op['rate_msg_s']:,.0f} msg/s" in operating_lines(Summary.from_json(s))[0]
     adv = kafkatune("advise", str(tuned), "--json")
     assert adv.returncode == 0, adv.stderr[-3000:]
     assert json.loads(adv.stdout)["operating_point"] == op

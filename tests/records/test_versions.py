@@ -13,7 +13,7 @@ import pytest
 from core.errors import UserError
 from records.profile import read_profile
 from records.run import read_result
-from records.summary import read_summary
+from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
 from tests.helpers import FIXTURES, kafkatune, trial_doc
 
@@ -38,7 +38,7 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
 
 
 def version(rec: Any) -> int:
-    return int(rec.schema_version if isinstance(rec, TrialRecord) else rec["schema_version"])
+    return int(rec.schema_version if isinstance(rec, TrialRecord | Summary) else rec["schema_version"])
 
 
 def test_a_trial_record_reads_typed_keeps_what_it_knows_and_names_what_it_lacks(tmp_path: Path) -> None:
@@ -65,3 +65,35 @@ def test_the_cli_refuses_a_newer_study_and_says_why(tmp_path: Path) -> None:
     (study / "summary.json").write_text(json.dumps({**summary, "schema_version": 2}))
     p = kafkatune("study", "show", str(study))
     assert p.returncode == 2 and "schema_version 2 was written by a newer kafkatune" in p.stderr, p.stderr
+
+
+def _subset(written: Any, read: Any, where: str = "") -> list[str]:
+    """Where `read` (a typed record's JSON) differs from `written` on what `written` has: what the record lost."""
+    if isinstance(written, dict) and isinstance(read, dict):
+        return [x for k, v in written.items() for x in _subset(v, read.get(k, "<missing>"), f"{where}.{k}")]
+    if isinstance(written, list) and isinstance(read, list) and len(written) == len(read):
+        return [x for i, (v, r) in enumerate(zip(written, read, strict=True)) for x in _subset(v, r, f"{where}[{i}]")]
+    return [] if written == read else [f"{where}: {written!r} read as {read!r}"]
+
+
+def test_a_summary_reads_typed_and_keeps_everything_the_current_sweep_writes(tmp_path: Path) -> None:
+    """read_summary gives the typed Summary: a recorded sweep's summary.json (this schema) reads back to the same
+    document, nested confirmation, operating point and intervals included; an older study's reads with what it
+    has, its single-run ratio to the defaults as an interval without bounds; a summary without its study's name is
+    refused naming the field."""
+    recorded = FIXTURES / "recorded" / "shaped-tuned"
+    s = read_summary(recorded)
+    assert s is not None and s.confirmation is not None and s.operating_point is not None
+    assert _subset(json.loads((recorded / "summary.json").read_text()), s.to_json()) == []
+    assert s.confirmation.headline() == s.confirmation.arm(None) and s.best is not None
+    assert s.operating_point.fit is not None and s.operating_point.tries[0].trial_id == "hold-000"
+    old = read_summary(FIXTURES / "study-demo")
+    assert old is not None and old.best_vs_defaults is not None and old.confirmation is None
+    assert (old.best_vs_defaults.low, old.best_vs_defaults.n) == (None, 2) and old.best_vs_defaults.estimate > 1
+    assert old.best is not None and old.best.source == "confirmation" and old.best.config
+    (tmp_path / "summary.json").write_text(json.dumps({"objective": "sustainable_mb_s"}))
+    with pytest.raises(UserError, match=r"summary.json: lacks study"):
+        read_summary(tmp_path)
+    (tmp_path / "summary.json").write_text(json.dumps({"study": "s", "confirmation": {"candidates": [[]]}}))
+    with pytest.raises(UserError, match=r"confirmation.candidates\[0\]: expected an object, found list"):
+        read_summary(tmp_path)

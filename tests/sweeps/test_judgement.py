@@ -15,6 +15,7 @@ from loadgen.result import build
 from loadgen.runner import RawRun
 from loadgen.sustainable import Slo, judge_run
 from loadgen.workload import parse_workload
+from records.summary import Summary
 from records.trial import TrialRecord
 from sweeps import confirm, space, timing
 from tests.helpers import trial_record
@@ -99,11 +100,12 @@ def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
             {"rate_msg_s": 6072.0, "held": True, "why": ""},
         ],
     }
-    got = operating_lines({"operating_point": op})
+    got = operating_lines(Summary.from_json({"study": "s", "operating_point": op}))
     assert got[0].startswith("operating point: 6,072 msg/s (6.20 MB/s received) held p99 end-to-end 71.5 ms in one")
     assert "judged against 70% of the SLO (hold.headroom)" in got[1]
     assert "6,800 msg/s: p99 end-to-end 117.0 ms > 100 ms" in got[2]
-    missed = operating_lines({"operating_point": {**op, "held": False, "rate_msg_s": None, "tries": op["tries"][:1]}})
+    missed_op = {**op, "held": False, "rate_msg_s": None, "tries": op["tries"][:1]}
+    missed = operating_lines(Summary.from_json({"study": "s", "operating_point": missed_op}))
     assert missed[0].startswith("operating point: no fixed rate held in 1 run(s)")
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from advisor import verdict
 from brokerconf import catalogue
+from records.summary import Summary
 from sweeps import confirm, storage, written
 from sweeps.simulate import Design, spec_for
 
@@ -157,7 +158,8 @@ def test_the_verdict_and_the_advice_read_the_configuration_as_written() -> None:
     assert w is not None
     conf = {"candidates": [], "chosen": "producer#0", "written": w, "not_ablated": []}
     keep = [e for e in effects if e["beyond_noise"]]
-    s = {"confirmation": conf, "recommended": keep, "no_measurable_effect": [e for e in effects if e not in keep]}
+    none = [e for e in effects if e not in keep]
+    s = Summary.from_json({"study": "s", "confirmation": conf, "recommended": keep, "no_measurable_effect": none})
     text = "\n".join(verdict.written_lines(s))
     assert "as written (what the recommended files hold)" in text and "without batch.size, linger.ms" in text, text
     assert "Kafka's defaults; difference" in text and "not ahead beyond noise" in text, text

@@ -34,13 +34,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
 from cluster.target import Placement
 from core.units import MB
 from loadgen import recorder, runner
+from loadgen.knee import fit_knee
 from loadgen.runner import RawRun
 from loadgen.sustainable import Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
 from loadgen.workload import Workload
@@ -282,6 +283,9 @@ def conclude(found: Sustainable, sr: Searcher) -> Sustainable:
             else f"no step held: the sustainable rate is below {low:,.0f} msg/s "
             f"({low * found.message_bytes / MB:.2f} MB/s), the lowest tried"
         )
+        knee = fit_knee([asdict(x) for x in sr.steps], sr.s.max_step_s // 2)
+        if knee is not None and (why := knee.not_load()):  # stepping lower is no way out: say so, with the fit
+            found.note += f"; {why}, and a lower rate will not hold it either"
         return found
     found.rate_msg_s, found.mb_s = best.rate_msg_s, best.mb_s
     _, hi = sr._bounds()

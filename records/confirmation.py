@@ -88,7 +88,7 @@ class Written:
 @dataclass(frozen=True)
 class Fit:
     """log p99 = a + b·log rate over `n` search steps between `low` and `high` msg/s; `sigma`: a long step's spread
-    about it (log), from `n_spread` steps (sweeps.hold.Knee computes with it)."""
+    about it (log), from `n_spread` steps (loadgen.knee.Knee computes with it)."""
 
     a: float
     b: float

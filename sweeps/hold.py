@@ -5,7 +5,7 @@ A sustainable rate is where the p99 reaches the SLO: an operator who runs there 
 the rate is picked from the p99 measured against the rate, with the spread measured between runs:
 
     fit     every step of the chosen configuration's confirmation searches (loadgen.search) that was judged on its
-            latency: log p99 = a + b·log rate, least squares weighted by each step's judged seconds (`fit_knee`).
+            latency: log p99 = a + b·log rate, least squares weighted by each step's judged seconds (loadgen.knee).
             The spread σ is the residuals' weighted standard deviation over the long steps (at least half the
             search's max_step_s: the ones near the knee, as long as an operator's check), so it is the
             between-run spread of a p99 over that length, not the within-run one.
@@ -25,65 +25,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from loadgen import tail
-from records.confirmation import Fit
+from loadgen.knee import Knee, fit_knee
 from records.study import TRIALS
 from records.trial import read_trial
 from sweeps import storage
 from sweeps.confirm import Phases
-
-# Below this slope of log p99 on log rate the tail is not load: it grows slower than the square root of the rate (a
-# queue near its limit grows far faster; measured slopes on the shaped testbed are above 1.5).
-LOAD_SLOPE = 0.5
-
-
-@dataclass(frozen=True)
-class Knee(Fit):
-    """The fit as summary.json keeps it (records.confirmation.Fit), and what the operating point computes with it."""
-
-    def p99(self, rate: float) -> float:
-        return math.exp(self.a + self.b * math.log(rate))
-
-    def rate_for(self, p99_ms: float, z: float) -> float | None:
-        """The highest rate whose p99 is within `p99_ms` `z` spreads above the fit; None when the p99 does not grow
-        with the rate (b < LOAD_SLOPE)."""
-        if self.b < LOAD_SLOPE:
-            return None
-        return math.exp((math.log(p99_ms) - self.a - z * self.sigma) / self.b)
-
-
-def _points(steps: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, int]]:
-    """(rate, p99 e2e, judged seconds) of the steps judged on their latency (not on keeping the schedule up)."""
-    out = []
-    for st in steps:
-        p, why = st.get("p99_e2e_ms"), str(st.get("why") or "")
-        if p and p > 0 and st.get("rate_msg_s") and (st.get("held") or why.startswith("p99")):
-            out.append((float(st["rate_msg_s"]), float(p), len(st.get("judged_s") or []) or 1))
-    return out
-
-
-def fit_knee(steps: Sequence[Mapping[str, Any]], long_s: int) -> Knee | None:
-    """The fit of `steps` (loadgen.sustainable Step dicts, several searches' together); None with fewer than 3
-    points or a single rate. The spread comes from steps of at least `long_s` judged seconds (all, if fewer than 2)."""
-    pts = _points(steps)
-    if len(pts) < 3 or len({r for r, _, _ in pts}) < 2:
-        return None
-    xs, ys, ws = ([math.log(r) for r, _, _ in pts], [math.log(p) for _, p, _ in pts], [float(w) for *_, w in pts])
-    sw = sum(ws)
-    mx, my = sum(w * x for w, x in zip(ws, xs, strict=True)) / sw, sum(w * y for w, y in zip(ws, ys, strict=True)) / sw
-    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs, strict=True))
-    b = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
-    a = my - b * mx
-    res = [(w, y - a - b * x) for w, x, y in zip(ws, xs, ys, strict=True)]
-    long = [(w, r) for (w, r), (_, _, n) in zip(res, pts, strict=True) if n >= long_s]
-    spread = long if len(long) >= 2 else res
-    sigma = math.sqrt(sum(w * r * r for w, r in spread) / sum(w for w, _ in spread))
-    rates = [r for r, _, _ in pts]
-    return Knee(a, b, sigma, len(pts), len(spread), min(rates), max(rates))
 
 
 def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
@@ -149,14 +100,7 @@ def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | N
         return min(rates), None, ""
     rate = knee.rate_for(spec.slo.p99_e2e_ms or math.inf, spec.hold.z)
     if rate is None:
-        return (
-            None,
-            knee,
-            (
-                f"the p99 does not grow with the rate (slope {knee.b:.2f} of log p99 on log rate over "
-                f"{knee.n} steps, {knee.low:,.0f}-{knee.high:,.0f} msg/s): the tail is not load"
-            ),
-        )
+        return None, knee, knee.not_load() or "no rate is predicted to hold"
     return min(rate, min(rates)), knee, ""
 
 

@@ -17,10 +17,11 @@ import yaml
 
 from advisor.analysis import analyze
 from advisor.verdict import operating_lines
+from loadgen.knee import LOAD_SLOPE, fit_knee
 from records.analysis import load_table, rows
 from records.summary import Summary
 from reports.properties import parse
-from sweeps.hold import LOAD_SLOPE, chosen_steps, fit_knee
+from sweeps.hold import chosen_steps
 from sweeps.settings import Hold
 from testbed import dist, netns
 from testbed.lifecycle import Testbed

@@ -133,6 +133,17 @@ def test_no_rate_that_held_gives_no_answer_and_says_how_low_it_went() -> None:
     assert [round(st.rate_msg_s) for st in sr.steps] == [round(700 / 1.25**i) for i in range(4)]
 
 
+def test_a_search_without_an_answer_says_when_the_tail_is_not_load() -> None:
+    """No rate held: when the steps' p99 does not grow with the rate, the answer says the tail is not load and that
+    a lower rate will not hold either (loadgen.knee); when it grows steeply, the search only ran out of steps."""
+    s = Search(warmup_s=2, min_step_s=2, max_step_s=3, max_steps=4)
+    flat = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), simulate(lambda rate, sec: 500.0, s))
+    assert flat.rate_msg_s is None and "slope 0.00 of log p99 on log rate over 4 steps" in flat.note, flat.note
+    assert flat.note.endswith("the tail is not load, and a lower rate will not hold it either"), flat.note
+    steep = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), simulate(knee(100.0), s))
+    assert steep.rate_msg_s is None and "no step held" in steep.note and "not load" not in steep.note, steep.note
+
+
 def test_a_second_is_judged_only_once_every_worker_reported_it() -> None:
     w = parse_workload({"name": "s", "producerRate": 1, "producersPerTopic": 2, "warmupDurationMinutes": 0})
     sr = Searcher(w, 100_000.0, Search(warmup_s=0, min_step_s=2, max_step_s=3), Slo(), say=lambda m: None)

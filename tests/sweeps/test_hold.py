@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from advisor.verdict import operating_lines
+from loadgen.knee import LOAD_SLOPE, fit_knee
 from loadgen.tail import CAUSES
 from records.summary import Summary
-from sweeps.hold import LOAD_SLOPE, fit_knee, refused, tail_causes
+from sweeps.hold import refused, tail_causes
 from tests.helpers import trial_doc
 
 

@@ -15,10 +15,11 @@ from typing import Any
 import optuna
 import pytest
 
+from loadgen.knee import fit_knee
 from reports import study as report
 from reports.properties import parse
 from sweeps import confirm, hold, storage
-from sweeps.hold import chosen_steps, fit_knee
+from sweeps.hold import chosen_steps
 from sweeps.spec import load_spec
 from tests.helpers import FIXTURES
 

@@ -1,0 +1,149 @@
+"""Is the recommended configuration, applied alone, as good as the study said? The demo's study, then what it wrote.
+
+On a private shaped testbed (`make demo`'s shape: 25 MB/s links, 1-KB records, acks=all, 6 partitions, SLO p99
+end-to-end ≤ 100 ms), warmed until the brokers' JIT is quiet:
+
+1. the demo's sweep (examples/demo-sweep.yaml) and its report, which writes recommended/producer.properties;
+2. a second sweep on the same cluster that applies that file alone, as the cluster's `current` configuration (the
+   file read as a user's client configuration, sweeps.current), and measures it against Kafka's defaults in fresh
+   randomized blocks, `--repeats` independent searches each, with the demo's search settings. Its one search stage
+   tries Kafka's batch.size (a third arm the same as the defaults: a control whose ratio to them must include 1).
+
+It prints and writes (benchmarks/results/written_alone.json): the study's headline (the written configuration's
+rate, interval and ratio to the defaults) beside the file applied alone (its rate, interval, ratio to the defaults
+measured in the same blocks), the difference between the headline's runs and the applied file's (Welch, 95 %) and
+whether it is within noise (its interval includes 0), and the control's ratio.
+
+    .venv/bin/python benchmarks/written_alone.py [--repeats 4] [--nic-mbps 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from _common import REPO, log, result_file, sweep, testbed
+
+from core import stats
+from records.confirmation import Arm
+from records.summary import Summary
+
+DEFAULTS = "baseline:kafka-defaults"
+CURRENT = "baseline:current"
+
+
+def second_spec(demo: Path, recommended: Path, repeats: int, out: Path) -> Path:
+    """The demo's spec with its search replaced: `current` is the recommended producer file, measured against
+    Kafka's defaults (and a stage that tries Kafka's batch.size) in `repeats` randomized blocks; no ablation."""
+    doc: dict[str, Any] = yaml.safe_load(demo.read_text())
+    doc.update(
+        name="written-alone",
+        stages=[{"name": "control", "params": {"batch.size": {"choices": [16384]}}, "trials": 1}],
+        baselines=["kafka-defaults", "current"],
+        current={"producer": str(recommended)},
+        confirm={"top": 1, "repeats": repeats},
+        ablate={"repeats": 0},
+    )
+    out.write_text(yaml.safe_dump(doc))
+    return out
+
+
+def runs(arm: Arm) -> list[float]:
+    return [x for x in arm.repeats if x is not None]
+
+
+def figures(first: Summary, second: Summary) -> dict[str, Any]:
+    """The headline of the study beside the file applied alone, from both summaries."""
+    assert first.confirmation is not None and second.confirmation is not None, "a sweep without a confirmation"
+    written = first.confirmation.written
+    if written is not None:
+        headline = next(a for a in written.arms if a.label == written.headline)
+    else:  # nothing dropped by the ablation: the confirmation's chosen arm is what the files hold
+        headline = next(a for a in first.confirmation.candidates if a.label == first.confirmation.chosen)
+    arms = {a.label: a for a in second.confirmation.candidates}
+    alone, dflt = runs(arms[CURRENT]), runs(arms[DEFAULTS])
+    control = next((runs(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS)), [])
+    diff = stats.difference(runs(headline), alone)
+    out: dict[str, Any] = {
+        "headline": {
+            "label": headline.label,
+            "config": dict(headline.config),
+            "mb_s": runs(headline),
+            "interval": stats.mean_interval(runs(headline)).as_dict(),
+            "vs_defaults": first.best_vs_defaults.as_dict() if first.best_vs_defaults else None,
+        },
+        "applied_alone": {
+            "config": dict(arms[CURRENT].config),
+            "mb_s": alone,
+            "interval": stats.mean_interval(alone).as_dict(),
+            "defaults_mb_s": dflt,
+            "defaults_interval": stats.mean_interval(dflt).as_dict(),
+            "vs_defaults": _dict(stats.ratio(alone, dflt)),
+        },
+        "headline_minus_alone": diff.as_dict(),
+        "within_noise": diff.has_interval and not diff.excludes(0.0),
+    }
+    if len(control) >= 2:
+        out["control_vs_defaults"] = _dict(stats.ratio(control, dflt))
+    return out
+
+
+def _dict(iv: stats.Interval | None) -> dict[str, Any] | None:
+    return iv.as_dict() if iv else None
+
+
+def say(f: dict[str, Any]) -> None:
+    h, a = f["headline"], f["applied_alone"]
+    iv = stats.Interval(**h["interval"])
+    print(f"study headline ({h['label']}, {h['config']}): {iv.text('{:.2f}', 'MB/s')}")
+    if h["vs_defaults"]:
+        print(f"  / Kafka's defaults in the study: {stats.Interval(**h['vs_defaults']).text('{:.2f}', '×')}")
+    print(f"applied alone ({a['config']}): {stats.Interval(**a['interval']).text('{:.2f}', 'MB/s')}")
+    print(f"  Kafka's defaults in the same blocks: {stats.Interval(**a['defaults_interval']).text('{:.2f}', 'MB/s')}")
+    if a["vs_defaults"]:
+        print(f"  / Kafka's defaults: {stats.Interval(**a['vs_defaults']).text('{:.2f}', '×')}")
+    d = stats.Interval(**f["headline_minus_alone"])
+    verdict = "within noise" if f["within_noise"] else "NOT within noise"
+    print(f"headline - applied alone: {d.text('{:+.2f}', 'MB/s')}: {verdict}")
+    if f.get("control_vs_defaults"):
+        print(f"control (Kafka's batch.size) / defaults: {stats.Interval(**f['control_vs_defaults']).text()}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=4, help="Searches per arm in the second sweep (≥ 4).")
+    ap.add_argument("--nic-mbps", type=float, default=25)
+    ap.add_argument("--spec", type=Path, default=REPO / "examples" / "demo-sweep.yaml")
+    ap.add_argument("--warm-up", type=float, default=240)
+    a = ap.parse_args()
+    t0 = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="kt-written-alone-"))
+    with testbed(work / "tb", network="shaped", nic_mb_s=a.nic_mbps, subnet="198.18.3", warm_up_s=a.warm_up) as tb:
+        s1, study, wall1 = sweep(tb, a.spec, work / "runs")
+        log(f"the study took {wall1:.0f} s; its report writes recommended/")
+        rep = subprocess.run([sys.executable, "-m", "kafkatune", "report", str(study)], cwd=REPO, check=False)
+        if rep.returncode != 0:
+            sys.exit(f"report failed with exit code {rep.returncode}")
+        recommended = study / "recommended" / "producer.properties"
+        if not recommended.is_file():  # nothing recommended for the producer: the defaults, applied alone
+            recommended.parent.mkdir(exist_ok=True)
+            recommended.write_text("")
+        log(f"recommended/producer.properties: {recommended.read_text().strip() or '(empty)'}")
+        spec2 = second_spec(a.spec, recommended, a.repeats, work / "written-alone.yaml")
+        s2, _, wall2 = sweep(tb, spec2, work / "runs")
+    f = figures(Summary.from_json(s1), Summary.from_json(s2))
+    f["recommended_file"] = recommended.read_text()
+    f["wall_s"] = {"study": round(wall1), "applied_alone": round(wall2), "total": round(time.monotonic() - t0)}
+    say(f)
+    path = result_file("written_alone", {"args": vars(a) | {"spec": str(a.spec.relative_to(REPO))}, **f})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

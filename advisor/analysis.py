@@ -14,6 +14,7 @@ from typing import Any
 from advisor import ceiling, diagnose, limit
 from records import analysis as tables
 from records.study import Study, open_study
+from records.trialrow import TrialRow
 from spark import analyze as job
 from spark.session import session
 
@@ -23,16 +24,17 @@ Progress = Callable[[str], None]
 def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
     """A trial row's ceiling_mb_s, fraction_of_ceiling, bound and bound_reason: for a sustainable-rate trial, the
     limit its search's steps show (advisor.limit), else what its run's figures show (advisor.diagnose)."""
+    t = TrialRow.of(row)
     c = ceiling.from_profile(study.profile, rf=study.rf)
-    d = diagnose.binding(dict(row), study.profile)
+    d = diagnose.binding(t, study.profile)
     # a bench run's folder is its only trial, whatever it was named when analysed
-    run = study.trial_dirs[0] if study.kind == "bench" else study.trial(str(row.get("trial_id")))
-    if row.get("objective") == "sustainable_mb_s" and run is not None:
+    run = study.trial_dirs[0] if study.kind == "bench" else study.trial(t.trial_id)
+    if t.objective == "sustainable_mb_s" and run is not None:
         nic = ((study.profile or {}).get("network") or {}).get("nic_mb_s_measured")
         d = limit.of_trial(run, nic) or d  # a search's limit, read from its steps (advisor.limit)
     return {
         "ceiling_mb_s": c.mb_s if c else None,
-        "fraction_of_ceiling": row["mb_s"] / c.mb_s if c and row.get("mb_s") is not None else None,
+        "fraction_of_ceiling": t.mb_s / c.mb_s if c and t.mb_s is not None else None,
         "bound": d.bound,
         "bound_reason": d.reason,
     }

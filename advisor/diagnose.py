@@ -11,12 +11,14 @@ decides a bound on its own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from advisor import links
 from advisor.trials import num
 from loadgen import clientside
+from records.trialrow import TrialRow
 
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
 IDLE_LOW = 0.20  # Kafka's own guidance: idle below 20-30 % means the pool is saturated
@@ -68,15 +70,15 @@ class Diagnosis:
     reason: str
 
 
-def flush_every(broker: dict[str, Any] | None) -> float | None:
+def flush_every(broker: Mapping[str, Any] | None) -> float | None:
     """log.flush.interval.messages as a number, when every broker agrees on it."""
     return num((broker or {}).get("log.flush.interval.messages"))
 
 
-def flush_settings(row: dict[str, Any]) -> dict[str, str]:
+def flush_settings(row: TrialRow) -> dict[str, str]:
     """The settings that force flushes, where they are set below their defaults: the topic's overrides
     (flush.messages, flush.ms) win over the brokers' (log.flush.interval.*)."""
-    topic, broker = row.get("topic_config") or {}, row.get("broker") or row.get("params") or {}
+    topic, broker = row.topic_config or {}, row.broker or row.params or {}
     out = {}
     scopes = (
         ("topic", topic, ("flush.messages", "flush.ms")),
@@ -90,23 +92,23 @@ def flush_settings(row: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def time_split(row: dict[str, Any]) -> list[tuple[str, float]]:
+def time_split(row: TrialRow) -> list[tuple[str, float]]:
     """A produce request's measured time, ms per request, largest part first."""
-    parts = [(k, num(row.get(k))) for k in TIME_PARTS]
+    parts = [(k, num(getattr(row, k))) for k in TIME_PARTS]
     return sorted(((k, v) for k, v in parts if v is not None), key=lambda kv: -kv[1])
 
 
-def where_time_goes(row: dict[str, Any]) -> str:
+def where_time_goes(row: TrialRow) -> str:
     split = time_split(row)
-    total = num(row.get("produce_total_ms"))
+    total = num(row.produce_total_ms)
     if not split or not total:
         return ""
     k, v = split[0]
     return f"a produce request takes {total:.1f} ms, most of it ({v:.1f} ms) {TIME_PARTS[k]}"
 
 
-def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
-    b_in, b_out = num(row.get("broker_in_max_mb_s")), num(row.get("broker_out_max_mb_s"))
+def _network(row: TrialRow, nic: float | None) -> Diagnosis | None:
+    b_in, b_out = num(row.broker_in_max_mb_s), num(row.broker_out_max_mb_s)
     if nic and b_in is not None and b_in >= SATURATED * nic:
         return Diagnosis(
             "network_in", f"busiest broker receives {b_in:.1f} MB/s = {b_in / nic:.0%} of its {nic:g} MB/s link"
@@ -118,32 +120,32 @@ def _network(row: dict[str, Any], nic: float | None) -> Diagnosis | None:
     return None
 
 
-def _degraded_link(row: dict[str, Any]) -> Diagnosis | None:
+def _degraded_link(row: TrialRow) -> Diagnosis | None:
     why = links.degraded(row)
     return Diagnosis("degraded_link", why) if why else None
 
 
-def flush_time_share(row: dict[str, Any], brokers: int = 3) -> float | None:
+def flush_time_share(row: TrialRow, brokers: int = 3) -> float | None:
     """The share of each broker's time spent flushing the log over the window (measured), when known."""
-    fpr, ms, rps = (num(row.get(k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
+    fpr, ms, rps = (num(getattr(row, k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
     if fpr is None or ms is None or rps is None:
         return None
     return fpr * rps * ms / 1000 / max(1, brokers)
 
 
-def forced_flush(row: dict[str, Any], brokers: int = 3) -> bool:
+def forced_flush(row: TrialRow, brokers: int = 3) -> bool:
     """Flushes for every other produce request or more, taking a material share of the brokers' time."""
-    fpr, share = num(row.get("log_flushes_per_request")), flush_time_share(row, brokers)
+    fpr, share = num(row.log_flushes_per_request), flush_time_share(row, brokers)
     return fpr is not None and fpr >= FLUSH_PER_REQUEST and (share is None or share >= FLUSH_TIME_SHARE)
 
 
-def _flush(row: dict[str, Any], brokers: int) -> Diagnosis | None:
+def _flush(row: TrialRow, brokers: int) -> Diagnosis | None:
     if not forced_flush(row, brokers):
         return None
-    fpr = num(row.get("log_flushes_per_request")) or 0.0
+    fpr = num(row.log_flushes_per_request) or 0.0
     ms, rps, share = (
-        num(row.get("log_flush_ms")),
-        num(row.get("produce_requests_per_s")),
+        num(row.log_flush_ms),
+        num(row.produce_requests_per_s),
         flush_time_share(row, brokers),
     )
     each = f", {ms:.2f} ms each" if ms is not None else ""
@@ -154,10 +156,10 @@ def _flush(row: dict[str, Any], brokers: int) -> Diagnosis | None:
     return Diagnosis("forced_flush", why)
 
 
-def _pools(row: dict[str, Any]) -> Diagnosis | None:
-    rh, npi = num(row.get("request_handler_idle")), num(row.get("network_processor_idle"))
+def _pools(row: TrialRow) -> Diagnosis | None:
+    rh, npi = num(row.request_handler_idle), num(row.network_processor_idle)
     if rh is not None and rh < IDLE_LOW:
-        q = num(row.get("produce_queue_ms"))
+        q = num(row.produce_queue_ms)
         wait = f"; a produce request waits {q:.1f} ms for one" if q is not None else ""
         why = f"request handler pool {rh:.0%} idle over the window (num.io.threads){wait}"
         return Diagnosis("request_handlers", why)
@@ -166,12 +168,12 @@ def _pools(row: dict[str, Any]) -> Diagnosis | None:
     return None
 
 
-def _replication(row: dict[str, Any]) -> Diagnosis | None:
+def _replication(row: TrialRow) -> Diagnosis | None:
     """Followers that fell out of the ISR or left partitions under-replicated during the window (measured)."""
-    shrinks, ur = num(row.get("isr_shrinks")) or 0, num(row.get("under_replicated_seconds")) or 0
+    shrinks, ur = num(row.isr_shrinks) or 0, num(row.under_replicated_seconds) or 0
     if not shrinks and not ur:
         return None
-    ratio, lag = num(row.get("replication_ratio")), num(row.get("replica_lag_max"))
+    ratio, lag = num(row.replication_ratio), num(row.replica_lag_max)
     rep = f"; followers copied {ratio:.2f}× the produced bytes" if ratio is not None else ""
     rep += f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag is not None else ""
     return Diagnosis(
@@ -179,19 +181,19 @@ def _replication(row: dict[str, Any]) -> Diagnosis | None:
     )
 
 
-def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
+def _consumers(row: TrialRow, brokers: int) -> Diagnosis | None:
     """Consumers behind the producers (the backlog grew over the window), or a cluster whose partitions do not
     give every consumer, or every broker, a share of the work."""
-    pub, con = num(row.get("publish_mb_s")), num(row.get("client_consume_mb_s"))
-    idle = int(num(row.get("consumers_idle")) or 0)
-    p = row.get("params") or {}
+    pub, con = num(row.publish_mb_s), num(row.client_consume_mb_s)
+    idle = int(num(row.consumers_idle) or 0)
+    p = row.params or {}
     parts, cons = num(p.get("partitions")), num(p.get("consumers"))
     behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
     lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
     if idle and cons:
         why = f"{idle} of {cons:.0f} consumers received nothing: {parts or 1:.0f} partition(s) for {cons:.0f} consumers"
         return Diagnosis("partitions", why + (f"; {lag}" if lag else ""))
-    share = num(row.get("leader_share"))
+    share = num(row.leader_share)
     if share is not None and parts is not None and parts < brokers and share >= LEADER_HEAVY / brokers:
         why = (
             f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
@@ -199,30 +201,28 @@ def _consumers(row: dict[str, Any], brokers: int) -> Diagnosis | None:
         )
         return Diagnosis("partitions", why)
     if behind:
-        loop = num(row.get("consumer_loop_cpu_max"))
+        loop = num(row.consumer_loop_cpu_max)
         cpu = f"; their busiest loop used {loop:.0%} of a core" if loop is not None else ""
         return Diagnosis("consumer", lag + cpu)
     return None
 
 
-def _never_waited(row: dict[str, Any]) -> str | None:
+def _never_waited(row: TrialRow) -> str | None:
     """At the maximum rate, a producer the cluster never pushed back on made all the load there was: its buffer
     (almost) never filled and its records did not queue beyond the linger. Then the client was the limit,
     whatever share of a core its loop got on a shared machine. None when that is not what was measured."""
-    if row.get("rate_mode") != "max-rate":
+    if row.rate_mode != "max-rate":
         return None
-    full, secs = num(row.get("buffer_full_events")) or 0.0, num(row.get("measure_seconds")) or 0.0
-    return clientside.never_waited(
-        full, secs, num(row.get("client_queue_ms")), num((row.get("params") or {}).get("linger.ms"))
-    )
+    full, secs = num(row.buffer_full_events) or 0.0, num(row.measure_seconds) or 0.0
+    return clientside.never_waited(full, secs, num(row.client_queue_ms), num((row.params or {}).get("linger.ms")))
 
 
-def _clients(row: dict[str, Any]) -> Diagnosis | None:
+def _clients(row: TrialRow) -> Diagnosis | None:
     """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
-    bpr, full = num(row.get("bytes_per_request")), row.get("buffer_full_events") or 0
+    bpr, full = num(row.bytes_per_request), row.buffer_full_events or 0
     if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
-        recs, rps = num(row.get("records_per_request")), num(row.get("produce_requests_per_s"))
-        bb, size = num(row.get("batch_bytes")), (row.get("params") or {}).get("batch.size")
+        recs, rps = num(row.records_per_request), num(row.produce_requests_per_s)
+        bb, size = num(row.batch_bytes), (row.params or {}).get("batch.size")
         batches = ""
         if bb is not None:
             batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
@@ -231,7 +231,7 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
             f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
             f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate" + batches,
         )
-    loop, cpu = num(row.get("client_loop_cpu_max")), num(row.get("machine_cpu_percent"))
+    loop, cpu = num(row.client_loop_cpu_max), num(row.machine_cpu_percent)
     never = _never_waited(row)
     if loop is not None and loop >= LOOP_HOT:
         also = f"; at the maximum rate the producer never waited for the cluster: {never}" if never else ""
@@ -245,40 +245,40 @@ def _clients(row: dict[str, Any]) -> Diagnosis | None:
             "client", f"at the maximum rate the producer never waited for the cluster: {never}{share}{machine}"
         )
     if cpu is not None and cpu >= MACHINE_HOT:
-        bc = num(row.get("broker_cpu"))
+        bc = num(row.broker_cpu)
         brokers = f"; the brokers' JVMs {bc:.0%} of it each" if bc is not None else ""
         return Diagnosis("cpu", f"the machine's CPU at {cpu:.0f} % (clients and brokers share it){brokers}")
     return None
 
 
-def _unsaturated(row: dict[str, Any]) -> str:
-    if row.get("rate_mode") == "fixed-rate":
+def _unsaturated(row: TrialRow) -> str:
+    if row.rate_mode == "fixed-rate":
         return "the rate was the workload's fixed rate, held without saturating anything"
     return "the rate is set by round trips (acks=all waits for the ISR)"
 
 
-def binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
+def binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
     """What bound the trial's run. A sweep's sustainable-rate trial's evidence is its max-rate probe's (the run
     that pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate.
     A bench run's is its search run's, said so with the rate it held."""
     d = _binding(row, profile)
-    probe = num(row.get("throughput_mb_s"))
-    if row.get("objective") != "sustainable_mb_s" or row.get("state") != "complete":
+    probe = num(row.throughput_mb_s)
+    if row.objective != "sustainable_mb_s" or row.state != "complete":
         return d
-    if row.get("stage") == "bench":  # a bench run's record is its search run: steered steps, no max-rate window
-        return Diagnosis(d.bound, f"over its search's steps (it held {num(row.get('mb_s')) or 0:.2f} MB/s): {d.reason}")
+    if row.stage == "bench":  # a bench run's record is its search run: steered steps, no max-rate window
+        return Diagnosis(d.bound, f"over its search's steps (it held {num(row.mb_s) or 0:.2f} MB/s): {d.reason}")
     if probe is not None:
         return Diagnosis(d.bound, f"at its max-rate probe ({probe:.2f} MB/s): {d.reason}")
     return d
 
 
-def _binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
+def _binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
     net = (profile or {}).get("network") or {}
     disk = (profile or {}).get("disk") or {}
     nic, disk_mb_s = num(net.get("nic_mb_s_measured")), num(disk.get("write_mb_s_measured"))
-    if row.get("state") != "complete" or row.get("mb_s") is None:
-        return Diagnosis("none", f"no measurement: {row.get('fail_reason') or row.get('state')}")
-    if row.get("rate_mode") == "omb-import":  # records.omb.imported_result: OMB keeps no evidence to read
+    if row.state != "complete" or row.mb_s is None:
+        return Diagnosis("none", f"no measurement: {row.fail_reason or row.state}")
+    if row.rate_mode == "omb-import":  # records.omb.imported_result: OMB keeps no evidence to read
         return Diagnosis(
             "unknown",
             "an imported OpenMessaging Benchmark result: it carries no broker metrics or client statistics, so no "
@@ -286,7 +286,7 @@ def _binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
         )
     brokers = len((profile or {}).get("brokers") or []) or 3
     found = _network(row, nic) or _degraded_link(row) or _flush(row, brokers)
-    b_in = num(row.get("broker_in_max_mb_s"))
+    b_in = num(row.broker_in_max_mb_s)
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
         found = Diagnosis("disk", why)
@@ -296,13 +296,13 @@ def _binding(row: dict[str, Any], profile: dict[str, Any] | None) -> Diagnosis:
     parts = []
     if nic and b_in is not None:
         parts.append(f"links at {b_in / nic:.0%}")
-    rh = num(row.get("request_handler_idle"))
+    rh = num(row.request_handler_idle)
     if rh is not None:
         parts.append(f"request handlers {rh:.0%} idle")
     time = where_time_goes(row)
     pushed = (
-        f"; the producer's buffer filled {row['buffer_full_events']} times: back-pressure from the cluster"
-        if row.get("buffer_full_events")
+        f"; the producer's buffer filled {row.buffer_full_events} times: back-pressure from the cluster"
+        if row.buffer_full_events
         else ""
     )
     return Diagnosis(

@@ -4,24 +4,25 @@ rules (brokerconf.catalogue): the actions the advisor's rules and live advice re
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from advisor import diagnose
 from advisor.trials import num
 from brokerconf import catalogue
+from records.trialrow import TrialRow
 
 
-def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, str]:
+def binding_fix(bound: str, t: TrialRow, brokers: int = 3) -> dict[str, str]:
     """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
     doubles, Kafka's largest legal step; small batches: small_batch_fix; round trips: inflight_fix)."""
-    p = t.get("params") or {}
+    p = t.params or {}
     if bound == "replication":
         return replication_fix(p, brokers)
     if bound in ("partitions", "consumer"):
         return consumer_fix(bound, p, brokers)
     if bound == "client":
-        hot_consumer = (num(t.get("consumer_loop_cpu_max")) or 0) >= diagnose.LOOP_HOT
+        hot_consumer = (num(t.consumer_loop_cpu_max) or 0) >= diagnose.LOOP_HOT
         key = "consumers" if hot_consumer else "producers"
         return {key: str(2 * int(num(p.get(key)) or 1))}
     if bound in ("request_handlers", "network_threads"):
@@ -41,13 +42,13 @@ def binding_fix(bound: str, t: dict[str, Any], brokers: int = 3) -> dict[str, st
     return {}
 
 
-def current(p: dict[str, Any], key: str) -> int:
+def current(p: Mapping[str, Any], key: str) -> int:
     """The integer value of catalogue key `key` in params `p`, else Kafka's default (0 when it has none)."""
     v, default = num(p.get(key)), catalogue.get(key).default
     return int(v) if v is not None else (default if isinstance(default, int) else 0)
 
 
-def inflight_fix(p: dict[str, Any]) -> dict[str, str]:
+def inflight_fix(p: Mapping[str, Any]) -> dict[str, str]:
     """max.in.flight.requests.per.connection back to Kafka's default (5, the most the idempotent producer allows)
     when the configuration caps it lower; nothing otherwise."""
     key = "max.in.flight.requests.per.connection"
@@ -55,7 +56,7 @@ def inflight_fix(p: dict[str, Any]) -> dict[str, str]:
     return {key: str(default)} if isinstance(default, int) and current(p, key) < default else {}
 
 
-def small_batch_fix(p: dict[str, Any]) -> dict[str, str]:
+def small_batch_fix(p: Mapping[str, Any]) -> dict[str, str]:
     """Batches of at least 128 KiB and a linger of at least 5 ms; when the configuration already has both, its
     batches do not fill within the linger, so the linger doubles (up to 100 ms). Only keys that change are
     returned: a fix that repeats the current configuration would move nothing."""
@@ -81,7 +82,7 @@ def _fetchers_above(cur: int, brokers: int) -> int:
     return nxt
 
 
-def replication_fix(p: dict[str, Any], brokers: int) -> dict[str, str]:
+def replication_fix(p: Mapping[str, Any], brokers: int) -> dict[str, str]:
     """More fetcher threads than now (never fewer, never a multiple of the brokers), and replica fetches of at
     least two producer batches, with the response limit raised when the fetch would no longer fit in it
     (catalogue.RULES: replica.fetch.response.max.bytes ≥ replica.fetch.max.bytes)."""
@@ -97,7 +98,7 @@ def replication_fix(p: dict[str, Any], brokers: int) -> dict[str, str]:
     return out
 
 
-def consumer_fix(bound: str, p: dict[str, Any], brokers: int) -> dict[str, str]:
+def consumer_fix(bound: str, p: Mapping[str, Any], brokers: int) -> dict[str, str]:
     """Partitions for every consumer and broker (a multiple of the brokers, so leaders stay balanced), then
     twice the consumers, up to the partitions."""
 
@@ -114,39 +115,39 @@ def consumer_fix(bound: str, p: dict[str, Any], brokers: int) -> dict[str, str]:
     return out
 
 
-def behind(t: dict[str, Any]) -> tuple[float, float] | None:
+def behind(t: TrialRow) -> tuple[float, float] | None:
     """(produced, consumed) MB/s of a trial whose consumers fell behind: as the load generator counted them
     (acknowledged vs received), else as the brokers did (bytes in vs bytes out to consumers)."""
     for a, b in (("publish_mb_s", "client_consume_mb_s"), ("produce_mb_s", "consume_mb_s")):
-        pub, con = num(t.get(a)), num(t.get(b))
+        pub, con = num(getattr(t, a)), num(getattr(t, b))
         if pub and con is not None:
             return (pub, con) if con < diagnose.CONSUMER_BEHIND * pub else None
     return None
 
 
-def slo_budget_ms(t: dict[str, Any], slo_ms: float | None, wait_ms: float) -> float | None:
+def slo_budget_ms(t: TrialRow, slo_ms: float | None, wait_ms: float) -> float | None:
     """What a wait of `wait_ms` (a linger, a fetch wait) may take so the run's p99 end-to-end meets `slo_ms`: half
     of what the SLO leaves after the rest of the record's p99 time (the p99 less that wait), so the run-to-run
     spread has room. None without an SLO or a measured p99; 0 when the rest alone breaks the SLO."""
-    p99 = num(t.get("e2e_p99_ms"))
+    p99 = num(t.e2e_p99_ms)
     if slo_ms is None or p99 is None:
         return None
     return max(0.0, (slo_ms - max(0.0, p99 - wait_ms)) / 2)
 
 
-def linger_fix(t: dict[str, Any], slo_ms: float | None) -> dict[str, str]:
+def linger_fix(t: TrialRow, slo_ms: float | None) -> dict[str, str]:
     """A linger sized to the SLO's budget (slo_budget_ms), below the current one; a tenth of it without an SLO."""
-    linger = num((t.get("params") or {}).get("linger.ms")) or 0.0
+    linger = num((t.params or {}).get("linger.ms")) or 0.0
     budget = slo_budget_ms(t, slo_ms, linger)
     return {"linger.ms": str(int(min(linger - 1, budget if budget is not None else linger / 10)))}
 
 
-def fetch_fix(t: dict[str, Any], slo_ms: float | None, brokers: int) -> dict[str, str]:
+def fetch_fix(t: TrialRow, slo_ms: float | None, brokers: int) -> dict[str, str]:
     """A consumer whose records wait before its handler: a fetch.min.bytes above 1 makes the broker hold each
     fetch until that much arrived or fetch.wait.max.ms passed, so it goes back to 1 (Kafka's default) and the
     wait is capped at the SLO's budget; with fetches already answered at once the wait is the consumer's own
     (its loop, its share of partitions): more consumers."""
-    p = t.get("params") or {}
+    p = t.params or {}
     if (num(p.get("fetch.min.bytes")) or 1) > 1:
         wait = num(p.get("fetch.wait.max.ms"))
         wait = 500.0 if wait is None else wait  # Kafka's default fetch.wait.max.ms
@@ -158,13 +159,13 @@ def fetch_fix(t: dict[str, Any], slo_ms: float | None, brokers: int) -> dict[str
     return consumer_fix("consumer", p, brokers)
 
 
-def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | None = None) -> dict[str, str]:
+def latency_fix(part: str, t: TrialRow, brokers: int = 3, slo_ms: float | None = None) -> dict[str, str]:
     """The setting that moves the latency part `part` (advisor.latency.LATENCY_PARTS) down, with a legal value;
     the waits a client is configured to make are sized to the budget the SLO (`slo_ms`, p99 end-to-end) leaves."""
-    p = t.get("params") or {}
+    p = t.params or {}
     if part == "client_queue_ms":
         linger = num(p.get("linger.ms"))
-        queue = num(t.get("client_queue_ms")) or 0
+        queue = num(t.client_queue_ms) or 0
         if linger is not None and linger >= 1 and queue <= 2 * linger + diagnose.QUEUE_SLACK_MS:  # the linger's wait
             return linger_fix(t, slo_ms)
         return {"producer rate": "lower: records queue behind a full batch pipeline (the sustainable rate)"}
@@ -181,15 +182,15 @@ def latency_fix(part: str, t: dict[str, Any], brokers: int = 3, slo_ms: float | 
     return {}
 
 
-def round_trips_advice(no_effect: Collection[str], best: dict[str, Any]) -> str:
+def round_trips_advice(no_effect: Collection[str], best: TrialRow) -> str:
     """The advice when nothing saturates, leaving out the levers the study's ablations found without effect
     (`no_effect`); a producer capped below Kafka's in-flight default is named first (inflight_fix)."""
-    params = best.get("params") or {}
+    params = best.params or {}
     capped = inflight_fix(params)
     if capped:
         key = next(iter(capped))
         now = params.get(key)
-        inflight = num(best.get("client_inflight"))
+        inflight = num(best.client_inflight)
         seen = f" (the producer had {inflight:.1f} in flight, median)" if inflight is not None else ""
         return (
             f"No resource is saturated: the rate is set by round trips, and {key}={now} lets each broker "

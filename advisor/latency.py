@@ -4,8 +4,6 @@ network, the consumer's side), which fixed-rate runs broke the SLO, and the rule
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from advisor import diagnose
@@ -14,7 +12,8 @@ from advisor.fixes import latency_fix
 from advisor.recommendation import Recommendation
 from advisor.trials import complete, num
 from loadgen.sustainable import Slo
-from records.analysis import rows
+from records.analysis import trial_rows
+from records.trialrow import TrialRow
 
 # Where a record's latency goes, in the order it happens, and the setting that moves each part (fixes in
 # advisor.fixes.latency_fix). Producer side from its own statistics, broker side from the produce request's
@@ -27,29 +26,29 @@ LATENCY_PARTS = {
 }
 
 
-def latency_split(row: dict[str, Any]) -> list[tuple[str, float]]:
+def latency_split(row: TrialRow) -> list[tuple[str, float]]:
     """A record's median latency by part (LATENCY_PARTS), ms, largest first; parts not measured are left out."""
-    parts = {k: num(row.get(k)) for k in ("client_queue_ms", *diagnose.TIME_PARTS)}
-    rtt, broker = num(row.get("client_rtt_ms")), num(row.get("produce_total_ms"))
+    parts = {k: num(getattr(row, k)) for k in ("client_queue_ms", *diagnose.TIME_PARTS)}
+    rtt, broker = num(row.client_rtt_ms), num(row.produce_total_ms)
     if rtt is not None and broker is not None:
         parts["network_ms"] = max(0.0, rtt - broker)
-    e2e, pub = num(row.get("e2e_p50_ms")), num(row.get("publish_p50_ms"))
+    e2e, pub = num(row.e2e_p50_ms), num(row.publish_p50_ms)
     if e2e is not None and pub is not None:
         parts["consumer_ms"] = max(0.0, e2e - pub)
     return sorted(((k, v) for k, v in parts.items() if v is not None), key=lambda kv: -kv[1])
 
 
-def slo_misses(row: dict[str, Any], slo: Slo) -> list[str]:
+def slo_misses(row: TrialRow, slo: Slo) -> list[str]:
     """The SLO's p99s this row's run broke, said with both figures; only a fixed-rate run's latency counts
     (at the maximum rate records wait in a full buffer by design)."""
-    if row.get("rate_mode") != "fixed-rate":
+    if row.rate_mode != "fixed-rate":
         return []
     out = []
     for limit, col, what in (
         (slo.p99_e2e_ms, "e2e_p99_ms", "end-to-end"),
         (slo.p99_publish_ms, "publish_p99_ms", "publish"),
     ):
-        got = num(row.get(col))
+        got = num(getattr(row, col))
         if limit is not None and got is not None and got > limit:
             out.append(f"p99 {what} {got:.1f} ms > the SLO's {limit:g} ms")
     return out
@@ -60,10 +59,10 @@ def rule_latency(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     part. The parts are medians (the split of a typical record), the miss is the p99."""
     slo = ctx.slo
     out = []
-    for t in rows(complete(trials)):
+    for t in trial_rows(complete(trials)):
         # a sustainable-rate trial's record is its search, whose steps above the sustainable rate miss the SLO by
         # design; the operating point's runs are the sweep's own search for a rate that holds it
-        if t.get("sustainable_mb_s") is not None or str(t.get("stage") or "").startswith("hold"):
+        if t.sustainable_mb_s is not None or str(t.stage or "").startswith("hold"):
             continue
         misses = slo_misses(t, slo)
         split = latency_split(t) if misses else []
@@ -71,7 +70,7 @@ def rule_latency(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             continue
         part, ms = split[0]
         total = sum(v for _, v in split)
-        ev = [f"{t['trial_id']}: {'; '.join(misses)}"] + [
+        ev = [f"{t.trial_id}: {'; '.join(misses)}"] + [
             f"{v:.1f} ms ({v / total:.0%}) {LATENCY_PARTS[k]}" for k, v in split if total and v >= 0.05
         ]
         out.append(
@@ -81,7 +80,7 @@ def rule_latency(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
                 f"{LATENCY_PARTS[part]}",
                 action=latency_fix(part, t, ctx.brokers, slo.p99_e2e_ms),
                 evidence=ev,
-                trials=[t["trial_id"]],
+                trials=[t.trial_id],
                 severity="high",
             )
         )

@@ -10,9 +10,9 @@ host (a saturated network queues on every link) name none.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from advisor.trials import num
+from records.trialrow import TrialRow
 
 # a link resending this share of its data segments drops packets: between what a broker's links resend when it
 # drops packets and what tail-loss probes on a busy machine count as retransmissions (docs/measurement.md,
@@ -37,20 +37,20 @@ def pair_words(pair: str) -> str:
     return " and ".join(host_words(h) for h in pair.split("/"))
 
 
-def carried(row: dict[str, Any]) -> dict[str, int]:
+def carried(row: TrialRow) -> dict[str, int]:
     """The links ("b1/b2") that carried LINK_MIN_SEGS data segments or more, with their segments."""
-    return {k: int(s) for k, s in (row.get("link_data_segs") or {}).items() if s and s >= LINK_MIN_SEGS}
+    return {k: int(s) for k, s in (row.link_data_segs or {}).items() if s and s >= LINK_MIN_SEGS}
 
 
-def loss_pct(row: dict[str, Any]) -> dict[str, float]:
+def loss_pct(row: TrialRow) -> dict[str, float]:
     """Per carrying link: the share of its data segments TCP resent, %."""
-    ret = row.get("link_retrans") or {}
+    ret = row.link_retrans or {}
     return {k: 100 * (ret.get(k) or 0) / s for k, s in carried(row).items()}
 
 
-def rtt_ms(row: dict[str, Any]) -> dict[str, float]:
+def rtt_ms(row: TrialRow) -> dict[str, float]:
     """Per carrying link with a round trip read: its median smoothed RTT, ms."""
-    rtt = row.get("link_rtt_ms") or {}
+    rtt = row.link_rtt_ms or {}
     return {k: float(rtt[k]) for k in carried(row) if rtt.get(k) is not None}
 
 
@@ -106,11 +106,11 @@ def _slow(rtt: dict[str, float]) -> str | None:
     return f"{host_words(host)}'s link is slow: TCP round trips on each of its links ({each}){rest}"
 
 
-def degraded(row: dict[str, Any]) -> str | None:
+def degraded(row: TrialRow) -> str | None:
     """Why links are degraded, packet loss and delay each naming its host when its flagged links share one; None
     when every link is clean."""
     parts = [f for f in (_lossy(loss_pct(row)), _slow(rtt_ms(row))) if f]
     if not parts:
         return None
-    lag = num(row.get("replica_lag_max"))
+    lag = num(row.replica_lag_max)
     return "; ".join(parts) + (f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag else "")

@@ -24,6 +24,7 @@ from brokerconf.catalogue import READ_BACK_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
 from core.units import MB
+from records.trialrow import TrialRow
 from spark.series import EVIDENCE, evidence
 
 Progress = Callable[[str], None]
@@ -76,20 +77,21 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
 def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> list[Recommendation]:
     """Rules over a few seconds of live broker metrics (idle fractions, under-replicated partitions)."""
     recs: list[Recommendation] = []
-    d = diagnose.binding({**row, "state": "complete", "mb_s": row.get("produce_mb_s") or 0.0}, profile)
+    t = TrialRow.of({**row, "state": "complete", "mb_s": row.get("produce_mb_s") or 0.0})
+    d = diagnose.binding(t, profile)
     ev = [
         f"over {row.get('seconds', 0)} s: produce {fmt(row.get('produce_mb_s'))}, busiest broker in "
         f"{fmt(row.get('broker_in_max_mb_s'))}, "
         f"request handlers {fmt((row.get('request_handler_idle') or 0) * 100, ' %')} idle, "
         f"network processors {fmt((row.get('network_processor_idle') or 0) * 100, ' %')} idle"
     ]
-    if time_spent := diagnose.where_time_goes(row):
+    if time_spent := diagnose.where_time_goes(t):
         ev.append(time_spent)
     if d.bound in ("request_handlers", "network_threads", "disk", "network_in", "network_out", "forced_flush"):
         key = {"request_handlers": "num.io.threads", "network_threads": "num.network.threads"}.get(d.bound)
         action = {key: "×2 (a dynamic config; change in ×2 steps)"} if key else {}
         if d.bound == "forced_flush":
-            action = binding_fix("forced_flush", row) or {"flush.messages": "delete the topics' overrides"}
+            action = binding_fix("forced_flush", t) or {"flush.messages": "delete the topics' overrides"}
         recs.append(
             Recommendation(
                 "live-binding",

@@ -89,15 +89,15 @@ def _study_basis(
     reps = eligible[eligible["trial_id"].isin(set(confirmed))]
     best = representative(reps, reps["trial_id"]) if not reps.empty else best_trial(eligible)
     assert best is not None
-    rate = mean_interval([float(x) for x in reps["mb_s"]]) if not reps.empty else mean_interval([best["mb_s"]])
-    ceiling = best.get("ceiling_mb_s")
-    best = {**best, "mb_s": rate.estimate, "fraction_of_ceiling": rate.estimate / ceiling if ceiling else None}
+    rate = mean_interval([float(x) for x in reps["mb_s"]]) if not reps.empty else mean_interval([best.rate])
+    ceiling = best.ceiling_mb_s
+    fraction = rate.estimate / ceiling if ceiling else None
     # per-client rates at the plan's message size: the basis when it ran at that size, else the best trial there
     sizes = eligible["message_bytes"].fillna(0).astype(int)
     same = eligible[sizes == message_bytes]
-    unit = best if int(best.get("message_bytes") or 0) == message_bytes or same.empty else best_trial(same)
+    unit = best if int(best.message_bytes or 0) == message_bytes or same.empty else best_trial(same)
     assert unit is not None
-    p = unit.get("params") or {}
+    p = unit.params
 
     def count(key: str) -> int:
         try:
@@ -105,31 +105,32 @@ def _study_basis(
         except ValueError:
             return 1
 
-    at = int(unit.get("message_bytes") or 0)
+    at = int(unit.message_bytes or 0)
     if at != message_bytes:
         assumptions.append(
             f"per-producer, per-consumer and per-partition rates were measured at {at or 'unknown'}-B messages "
-            f"({unit['trial_id']}), not at the plan's {message_bytes} B: per-record costs make them differ; "
+            f"({unit.trial_id}), not at the plan's {message_bytes} B: per-record costs make them differ; "
             f"run the study at {message_bytes} B to measure them"
         )
+    unit_mb_s = rate.estimate if unit is best else unit.rate
     return {
-        "trial": best["trial_id"],
-        "mb_s": best["mb_s"],
+        "trial": best.trial_id,
+        "mb_s": rate.estimate,
         "mb_s_interval": rate.as_dict(),
-        "trials": list(reps["trial_id"]) if not reps.empty else [best["trial_id"]],
-        "ceiling_mb_s": best.get("ceiling_mb_s"),
-        "efficiency": min(1.0, best["fraction_of_ceiling"]) if best.get("fraction_of_ceiling") else None,
+        "trials": list(reps["trial_id"]) if not reps.empty else [best.trial_id],
+        "ceiling_mb_s": ceiling,
+        "efficiency": min(1.0, fraction) if fraction else None,
         "excluded_client_bound": excluded,
-        "unit_trial": unit["trial_id"],
-        "unit_mb_s": unit["mb_s"],
+        "unit_trial": unit.trial_id,
+        "unit_mb_s": unit_mb_s,
         "unit_message_bytes": at,
         "producers": count("producers"),
         "consumers": count("consumers"),
         "partitions": count("partitions"),
-        "per_producer_mb_s": unit["mb_s"] / count("producers"),
-        "per_consumer_mb_s": unit["mb_s"] / count("consumers"),
-        "per_partition_mb_s": unit["mb_s"] / count("partitions"),
-        "bound": best.get("bound"),
+        "per_producer_mb_s": unit_mb_s / count("producers"),
+        "per_consumer_mb_s": unit_mb_s / count("consumers"),
+        "per_partition_mb_s": unit_mb_s / count("partitions"),
+        "bound": best.bound,
     }
 
 

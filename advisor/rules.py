@@ -8,7 +8,6 @@ did not make say so instead of guessing.
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
 import pandas as pd
 
@@ -22,7 +21,8 @@ from advisor.setup import rule_controller, rule_durability, rule_recompression
 from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial, num
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
-from records.analysis import rows
+from records.analysis import trial_rows
+from records.trialrow import TrialRow
 
 DEFAULT_FETCHERS = 1
 E2E_EXPLODES_MS = 1000.0  # end-to-end p99 above a second at max rate: records queue in the producer buffer
@@ -42,28 +42,28 @@ def rule_best_config(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
     if not best or len(trials) < 2:
         return []
     if dflt:
-        changed = {k: v for k, v in best["params"].items() if dflt["params"].get(k) != v}
+        changed = {k: v for k, v in best.params.items() if dflt.params.get(k) != v}
     else:  # no defaults trial: what it set against Kafka's defaults (client settings of the workload included)
         known = catalogue.defaults()
-        changed = {k: v for k, v in best["params"].items() if k in known and str(known[k]) != str(v)}
+        changed = {k: v for k, v in best.params.items() if k in known and str(known[k]) != str(v)}
     ev = [
-        f"{best['trial_id']}: {fmt(best['mb_s'])}"
-        + (f" ({best['fraction_of_ceiling']:.0%} of the ceiling)" if best.get("fraction_of_ceiling") else "")
+        f"{best.trial_id}: {fmt(best.mb_s)}"
+        + (f" ({best.fraction_of_ceiling:.0%} of the ceiling)" if best.fraction_of_ceiling else "")
     ]
     gain = None
     if dflt:
-        ev.append(f"Kafka defaults ({dflt['trial_id']}): {fmt(dflt['mb_s'])}")
-        gain = best["mb_s"] - dflt["mb_s"]
+        ev.append(f"Kafka defaults ({dflt.trial_id}): {fmt(dflt.mb_s)}")
+        gain = best.rate - dflt.rate
     return [
         Recommendation(
             "best-config",
             f"Apply the best measured configuration ({len(changed)} key(s) differ from Kafka's defaults)",
             action=changed,
             evidence=ev,
-            trials=[best["trial_id"]] + ([dflt["trial_id"]] if dflt else []),
+            trials=[best.trial_id] + ([dflt.trial_id] if dflt else []),
             expected_gain_mb_s=gain,
             # without Kafka's defaults measured there is nothing to compare it with: information only
-            severity=("high" if gain and gain > 0.2 * dflt["mb_s"] else "medium") if dflt else "info",
+            severity=("high" if gain and gain > 0.2 * dflt.rate else "medium") if dflt else "info",
         )
     ]
 
@@ -72,10 +72,10 @@ def rule_binding(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """What the study's run (trials.chosen_trial, the one its headline reads) was bound by, and what moves that
     limit."""
     best = chosen_trial(trials, ctx.sweep) or no_rate_trial(trials)
-    if not best or not best.get("bound"):
+    if not best or not best.bound:
         return []
-    b, why = best["bound"], best.get("bound_reason") or ""
-    frac = best.get("fraction_of_ceiling")
+    b, why = best.bound, best.bound_reason or ""
+    frac = best.fraction_of_ceiling
     at = f" at {frac:.0%} of the ceiling" if frac else ""
     advice: str = {
         "network_in": "The network binds: more throughput needs more brokers or faster NICs (`kafkatune plan`)",
@@ -94,7 +94,7 @@ def rule_binding(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
         "consumer": "The consumers fall behind: more consumers (and partitions for them)",
         "client": "The load generator was the limit: add producer processes or client hosts",
         "none": round_trips_advice(ctx.no_effect, best)
-        if best.get("rate_mode") != "fixed-rate" or best.get("objective") == "sustainable_mb_s"
+        if best.rate_mode != "fixed-rate" or best.objective == "sustainable_mb_s"
         else "No resource is saturated at this fixed rate: a max-rate or sustainable-rate run finds the limit",
         "unknown": "Nothing can be named without evidence: run the workload with `kafkatune bench` (broker metrics "
         "and client statistics are recorded) for a diagnosis",
@@ -105,8 +105,8 @@ def rule_binding(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             "binding-resource",
             advice,
             action=action,
-            evidence=[f"{best['trial_id']}{at}: bound by {b}: {why}"],
-            trials=[best["trial_id"]],
+            evidence=[f"{best.trial_id}{at}: bound by {b}: {why}"],
+            trials=[best.trial_id],
             # what limits the cluster is the answer a diagnosis owes, a link included (its fix is hardware, and
             # it outranks advice about how to run below it); only "unknown" names nothing
             severity="info" if b == "unknown" else "medium",
@@ -160,18 +160,18 @@ def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommenda
 def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     n = ctx.brokers
 
-    def fetchers(t: dict[str, Any]) -> float:
-        return num((t.get("params") or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
+    def fetchers(t: TrialRow) -> float:
+        return num((t.params or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
 
-    def multiple(t: dict[str, Any]) -> bool:
+    def multiple(t: TrialRow) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
 
-    flagged = [(t, int(fetchers(t))) for t in rows(trials) if multiple(t)]
+    flagged = [(t, int(fetchers(t))) for t in trial_rows(trials) if multiple(t)]
     if not flagged:
         return []
-    done = rows(complete(trials))
-    mult = [t["mb_s"] for t in done if multiple(t)]
-    other = [t["mb_s"] for t in done if not multiple(t)]
+    done = trial_rows(complete(trials))
+    mult = [t.rate for t in done if multiple(t)]
+    other = [t.rate for t in done if not multiple(t)]
     values = sorted({f for _, f in flagged})
     ev = [
         f"num.replica.fetchers={', '.join(map(str, values))} is a multiple of the broker count {n}: fetcher "
@@ -192,7 +192,7 @@ def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommenda
             f"Avoid num.replica.fetchers that are multiples of the broker count ({n}): use e.g. {suggest}",
             action={"num.replica.fetchers": str(suggest)},
             evidence=ev,
-            trials=[t["trial_id"] for t, _ in flagged][:6],
+            trials=[t.trial_id for t, _ in flagged][:6],
             expected_gain_mb_s=gain,
             severity="medium",
         )
@@ -203,28 +203,28 @@ def rule_replication(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
     """Followers not keeping up: replicate rate below (r−1)× produce, or under-replicated seconds."""
     rf = ctx.rf
     lagging = []
-    for t in rows(complete(trials)):
-        ratio = t.get("replication_ratio")
-        ur = t.get("under_replicated_seconds") or 0
-        acks = (t.get("params") or {}).get("acks", "all")
-        if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0 or (t.get("isr_shrinks") or 0) > 0:
+    for t in trial_rows(complete(trials)):
+        ratio = t.replication_ratio
+        ur = t.under_replicated_seconds or 0
+        acks = (t.params or {}).get("acks", "all")
+        if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0 or (t.isr_shrinks or 0) > 0:
             lagging.append((t, ratio, ur, acks))
     if not lagging:
         return []
     ev = [
-        f"{t['trial_id']} (acks={a}): replicate/produce = {fmt(r, '')} (expected {rf - 1}), "
+        f"{t.trial_id} (acks={a}): replicate/produce = {fmt(r, '')} (expected {rf - 1}), "
         f"{ur} s with under-replicated partitions"
         for t, r, ur, a in lagging[:6]
     ]
     worst = min(lagging, key=lambda x: x[1] if x[1] is not None else 0.0)[0]
-    action = replication_fix(worst["params"], ctx.brokers)
+    action = replication_fix(worst.params, ctx.brokers)
     return [
         Recommendation(
             "replication-lag",
             f"Followers fell behind in {len(lagging)} trial(s) (ISR stalls): raise replica fetch sizes and fetchers",
             action=action,
             evidence=ev,
-            trials=[t["trial_id"] for t, *_ in lagging][:6],
+            trials=[t.trial_id for t, *_ in lagging][:6],
             severity="high" if any(a in ("all", "-1") for *_, a in lagging) else "medium",
         )
     ]
@@ -232,23 +232,23 @@ def rule_replication(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
 
 def rule_consumers(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Trials whose consumers fell behind what the producers had acknowledged."""
-    lag = [(t, b) for t in rows(complete(trials)) if (b := behind(t))]
+    lag = [(t, b) for t in trial_rows(complete(trials)) if (b := behind(t))]
     if not lag:
         return []
     t, (pub, con) = max(lag, key=lambda x: x[1][0] - x[1][1])
-    bound = "partitions" if t.get("bound") == "partitions" else "consumer"
+    bound = "partitions" if t.bound == "partitions" else "consumer"
     return [
         Recommendation(
             "consumer-lag",
             f"Consumers fell behind in {len(lag)} trial(s): "
             + ("more partitions, one for each consumer" if bound == "partitions" else "more consumers"),
-            action=consumer_fix(bound, t["params"], ctx.brokers),
+            action=consumer_fix(bound, t.params, ctx.brokers),
             evidence=[
-                f"{x['trial_id']}: consumed {c:.2f} MB/s of {p:.2f} MB/s produced"
-                + (f" ({x['bound_reason']})" if x.get("bound") in ("consumer", "partitions") else "")
+                f"{x.trial_id}: consumed {c:.2f} MB/s of {p:.2f} MB/s produced"
+                + (f" ({x.bound_reason})" if x.bound in ("consumer", "partitions") else "")
                 for x, (p, c) in lag[:5]
             ],
-            trials=[x["trial_id"] for x, _ in lag][:6],
+            trials=[x.trial_id for x, _ in lag][:6],
             expected_gain_mb_s=pub - con,
             severity="medium",
         )
@@ -259,34 +259,34 @@ def rule_producer_buffer(trials: pd.DataFrame, ctx: Context) -> list[Recommendat
     """Max-rate runs whose records waited seconds in a full producer buffer: the rate to run at instead is the
     operating point of a sustainable-rate sweep, else 80 % of the best max rate (an assumption, said)."""
 
-    def max_rate(t: dict[str, Any]) -> float:  # the rate the latency belongs to: the max-rate run's, not a search's
-        return float(t.get("throughput_mb_s") or t["mb_s"])
+    def max_rate(t: TrialRow) -> float:  # the rate the latency belongs to: the max-rate run's, not a search's
+        return float(t.throughput_mb_s or t.rate)
 
     full = [
         t
-        for t in rows(complete(trials))
-        if (t.get("buffer_full_events") or 0) > 0 and (t.get("e2e_p99_ms") or 0) > E2E_EXPLODES_MS
+        for t in trial_rows(complete(trials))
+        if (t.buffer_full_events or 0) > 0 and (t.e2e_p99_ms or 0) > E2E_EXPLODES_MS
     ]
     if not full:
         return []
-    worst = max(full, key=lambda t: t["e2e_p99_ms"])
-    calm = [t for t in rows(complete(trials)) if not t.get("buffer_full_events") and t.get("e2e_p99_ms")]
+    worst = max(full, key=lambda t: t.e2e_p99_ms or 0.0)
+    calm = [t for t in trial_rows(complete(trials)) if not t.buffer_full_events and t.e2e_p99_ms]
     ev = [
-        f"{t['trial_id']}: producer buffer full {t['buffer_full_events']} times, "
-        f"e2e p99 {t['e2e_p99_ms'] / 1000:.1f} s at {max_rate(t):.2f} MB/s (the maximum rate)"
-        for t in sorted(full, key=lambda t: -t["e2e_p99_ms"])[:4]
+        f"{t.trial_id}: producer buffer full {t.buffer_full_events} times, "
+        f"e2e p99 {(t.e2e_p99_ms or 0.0) / 1000:.1f} s at {max_rate(t):.2f} MB/s (the maximum rate)"
+        for t in sorted(full, key=lambda t: -(t.e2e_p99_ms or 0.0))[:4]
     ]
     if calm:
-        c = min(calm, key=lambda t: t["e2e_p99_ms"])
-        rate = c.get("sustainable_mb_s") or c["mb_s"]
-        ev.append(f"without a full buffer ({c['trial_id']}): e2e p99 {c['e2e_p99_ms']:.0f} ms at {rate:.2f} MB/s")
+        c = min(calm, key=lambda t: t.e2e_p99_ms or 0.0)
+        rate = c.sustainable_mb_s or c.mb_s
+        ev.append(f"without a full buffer ({c.trial_id}): e2e p99 {c.e2e_p99_ms:.0f} ms at {rate:.2f} MB/s")
     op = ctx.sweep.operating_point if ctx.sweep else None
     if op and op.held and op.rate_msg_s is not None and op.mb_s is not None:
         held = next((x.trial_id for x in op.tries if x.held), None) or "the operating point"
         action = {"target rate": f"{op.rate_msg_s:,.0f} msg/s ({op.mb_s:.2f} MB/s): held the SLO ({held})"}
     else:
         best = best_trial(trials) or max(full, key=max_rate)
-        action = {"target rate": f"≤ {0.8 * max_rate(best):.1f} MB/s (80 % of {best['trial_id']}'s maximum rate)"}
+        action = {"target rate": f"≤ {0.8 * max_rate(best):.1f} MB/s (80 % of {best.trial_id}'s maximum rate)"}
     return [
         Recommendation(
             "producer-buffer-saturation",
@@ -294,8 +294,8 @@ def rule_producer_buffer(trials: pd.DataFrame, ctx: Context) -> list[Recommendat
             "docs/reference.md §1): run below it, at a rate measured to hold the SLO, or cap buffer.memory",
             action=action,
             evidence=ev,
-            trials=[t["trial_id"] for t in full][:6],
-            severity="high" if worst["e2e_p99_ms"] > 10 * E2E_EXPLODES_MS else "medium",
+            trials=[t.trial_id for t in full][:6],
+            severity="high" if (worst.e2e_p99_ms or 0.0) > 10 * E2E_EXPLODES_MS else "medium",
         )
     ]
 
@@ -304,20 +304,20 @@ def rule_fsync(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     """Trials whose brokers flushed the log for every other produce request or more, the fsyncs taking a material
     share of their time (measured: LogFlushStats against the produce requests), with the settings that forced
     it, and the cost against trials without."""
-    done = rows(complete(trials))
+    done = trial_rows(complete(trials))
     flushed = [t for t in done if diagnose.forced_flush(t, ctx.brokers)]
     if not flushed:
         return []
-    unflushed = [t for t in done if t.get("log_flushes_per_request") is not None and t not in flushed]
+    unflushed = [t for t in done if t.log_flushes_per_request is not None and t not in flushed]
     ev = [
-        f"{t['trial_id']}: {t['log_flushes_per_request']:.2f} log flushes per produce request "
+        f"{t.trial_id}: {t.log_flushes_per_request:.2f} log flushes per produce request "
         f"({', '.join(f'{k}={v}' for k, v in diagnose.flush_settings(t).items()) or 'no flush setting read back'}): "
-        f"{t['mb_s']:.2f} MB/s"
+        f"{t.mb_s:.2f} MB/s"
         for t in flushed[:4]
     ]
     gain = None
     if unflushed:
-        a, b = statistics.mean(t["mb_s"] for t in flushed), statistics.mean(t["mb_s"] for t in unflushed)
+        a, b = statistics.mean(t.rate for t in flushed), statistics.mean(t.rate for t in unflushed)
         ev.append(f"mean with forced flushes {a:.2f} MB/s vs {b:.2f} MB/s without ({len(unflushed)} trials)")
         gain = b - a
     return [
@@ -327,7 +327,7 @@ def rule_fsync(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             "from replication: leave the flush settings at their defaults",
             action=binding_fix("forced_flush", flushed[0]),
             evidence=ev,
-            trials=[t["trial_id"] for t in flushed][:6],
+            trials=[t.trial_id for t in flushed][:6],
             expected_gain_mb_s=gain,
             severity="high",
         )
@@ -337,8 +337,8 @@ def rule_fsync(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
 def rule_compression(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     odd = [
         t
-        for t in rows(complete(trials))
-        if t.get("produce_mb_s") and t.get("publish_mb_s") and t["produce_mb_s"] < 0.2 * t["publish_mb_s"]
+        for t in trial_rows(complete(trials))
+        if t.produce_mb_s and t.publish_mb_s and t.produce_mb_s < 0.2 * t.publish_mb_s
     ]
     if not odd:
         return []
@@ -348,10 +348,10 @@ def rule_compression(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
             "Compressed trials moved ≤ 20 % of their payload bytes over the wire: their MB/s depend on how "
             "compressible the test payload is; measure with your own data before adopting compression",
             evidence=[
-                f"{t['trial_id']}: payload {t['publish_mb_s']:.2f} MB/s, broker bytes in {t['produce_mb_s']:.2f} MB/s"
+                f"{t.trial_id}: payload {t.publish_mb_s:.2f} MB/s, broker bytes in {t.produce_mb_s:.2f} MB/s"
                 for t in odd[:4]
             ],
-            trials=[t["trial_id"] for t in odd][:6],
+            trials=[t.trial_id for t in odd][:6],
             severity="medium",
         )
     ]

@@ -13,27 +13,26 @@ is for, did the brokers do work the producer did not ask for, and did the cluste
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from advisor.context import Context
 from advisor.recommendation import Recommendation
 from advisor.trials import complete, num
-from records.analysis import rows
+from records.analysis import trial_rows
+from records.trialrow import TrialRow
 
 PRODUCER_CODEC = "none"  # the producer's compression.type when unset
 
 
-def min_isr(t: dict[str, Any]) -> tuple[float | None, str]:
+def min_isr(t: TrialRow) -> tuple[float | None, str]:
     """The min.insync.replicas a trial's topic ran with, and where it came from (the topic's override wins)."""
-    topic = (t.get("topic_config") or {}).get("min.insync.replicas")
+    topic = (t.topic_config or {}).get("min.insync.replicas")
     if topic is not None:
         return num(topic), "topic"
-    return num((t.get("params") or {}).get("min.insync.replicas")), "broker"
+    return num((t.params or {}).get("min.insync.replicas")), "broker"
 
 
-def durability_problem(t: dict[str, Any], rf: int) -> str | None:
+def durability_problem(t: TrialRow, rf: int) -> str | None:
     """What is wrong with a trial's min.insync.replicas at replication factor `rf`, or None."""
     m, scope = min_isr(t)
     if m is None or rf < 2:
@@ -51,7 +50,7 @@ def durability_problem(t: dict[str, Any], rf: int) -> str | None:
 
 def rule_durability(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
     rf = ctx.rf
-    found = [(t, why) for t in rows(trials) if (why := durability_problem(t, rf))]  # failed runs too: the setup
+    found = [(t, why) for t in trial_rows(trials) if (why := durability_problem(t, rf))]  # failed runs too: the setup
     if not found:
         return []
     t0 = found[0][0]
@@ -62,29 +61,29 @@ def rule_durability(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             f"{len(found)} trial(s) ran with a min.insync.replicas that does not fit RF {rf}: use {rf - 1} "
             "(one broker may fail, every acknowledged write is on two)",
             action={"min.insync.replicas": f"{rf - 1} ({scope} config)"},
-            evidence=[f"{t['trial_id']}: {why}" for t, why in found[:4]],
-            trials=[t["trial_id"] for t, _ in found][:6],
+            evidence=[f"{t.trial_id}: {why}" for t, why in found[:4]],
+            trials=[t.trial_id for t, _ in found][:6],
             severity="high",
         )
     ]
 
 
-def recompressed(t: dict[str, Any]) -> tuple[str, str] | None:
+def recompressed(t: TrialRow) -> tuple[str, str] | None:
     """(topic codec, producer codec) when the brokers recompress what the producer sent, else None."""
-    topic = (t.get("topic_config") or {}).get("compression.type")
-    producer = str((t.get("params") or {}).get("compression.type") or PRODUCER_CODEC)
+    topic = (t.topic_config or {}).get("compression.type")
+    producer = str((t.params or {}).get("compression.type") or PRODUCER_CODEC)
     if topic is None or topic in ("producer", producer):
         return None
     return str(topic), producer
 
 
 def rule_recompression(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
-    found = [(t, pair) for t in rows(complete(trials)) if (pair := recompressed(t))]
+    found = [(t, pair) for t in trial_rows(complete(trials)) if (pair := recompressed(t))]
     if not found:
         return []
 
-    def cpu(t: dict[str, Any]) -> str:
-        c = num(t.get("broker_cpu"))
+    def cpu(t: TrialRow) -> str:
+        c = num(t.broker_cpu)
         return f"; the brokers' JVMs used {c:.0%} of the machine each" if c is not None else ""
 
     return [
@@ -94,18 +93,17 @@ def rule_recompression(trials: pd.DataFrame, ctx: Context) -> list[Recommendatio
             "each batch. Set the topic's compression.type to `producer` and choose the codec in the producer",
             action={"compression.type": "producer (topic config)"},
             evidence=[
-                f"{t['trial_id']}: topic compression.type={a}, producer compression.type={b}, {t['mb_s']:.2f} MB/s"
-                + cpu(t)
+                f"{t.trial_id}: topic compression.type={a}, producer compression.type={b}, {t.mb_s:.2f} MB/s" + cpu(t)
                 for t, (a, b) in found[:4]
             ],
-            trials=[t["trial_id"] for t, _ in found][:6],
+            trials=[t.trial_id for t, _ in found][:6],
             severity="medium",
         )
     ]
 
 
 def rule_controller(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
-    found = [t for t in rows(complete(trials)) if (t.get("controller_bad_seconds") or 0) > 0]
+    found = [t for t in trial_rows(complete(trials)) if (t.controller_bad_seconds or 0) > 0]
     if not found:
         return []
     return [
@@ -114,11 +112,11 @@ def rule_controller(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             f"{len(found)} trial(s) were measured while the cluster did not have exactly one active controller: "
             "their figures are not of a healthy cluster; find why the quorum moved (controller logs) and re-run them",
             evidence=[
-                f"{t['trial_id']}: {t['controller_bad_seconds']:.0f} of {num(t.get('measure_seconds')) or 0:.0f} "
+                f"{t.trial_id}: {t.controller_bad_seconds:.0f} of {num(t.measure_seconds) or 0:.0f} "
                 "measured seconds with ActiveControllerCount summed over the brokers ≠ 1"
                 for t in found[:4]
             ],
-            trials=[t["trial_id"] for t in found][:6],
+            trials=[t.trial_id for t in found][:6],
             severity="medium",
         )
     ]

@@ -25,6 +25,7 @@ from records.analysis import load_table, read_analysis_summary
 from records.confirmation import Arm
 from records.study import Study, open_study, read_spec
 from records.summary import Summary, read_summary
+from records.trialrow import TrialRow
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class StudyAdvice:
     sweep: Summary | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
     recommendations: list[Recommendation]
     effects: list[Effect]
-    best: dict[str, Any] | None
-    defaults: dict[str, Any] | None
+    best: TrialRow | None  # the run the study is diagnosed by (advisor.trials.chosen_trial)
+    defaults: TrialRow | None
     ceiling_mb_s: float | None
 
 
@@ -81,11 +82,11 @@ def _first(col: pd.Series) -> float | None:
     return float(vals.iloc[0]) if len(vals) else None
 
 
-def key_gains(best: dict[str, Any], found: list[Effect]) -> dict[str, tuple[float, str]]:
+def key_gains(best: TrialRow, found: list[Effect]) -> dict[str, tuple[float, str]]:
     """Per key of the best configuration: its own measured effect, where its stage swept it (MB/s, and how)."""
     out = {}
     for e in found:
-        if e.delta > 0 and str(best["params"].get(e.param)) == str(e.best["value"]):
+        if e.delta > 0 and str(best.params.get(e.param)) == str(e.best["value"]):
             out[e.param] = (e.delta, f"{e.param}={e.best['value']} vs the worst value in its stage")
     return out
 
@@ -146,7 +147,7 @@ def durability(trials: pd.DataFrame) -> list[str]:
 
 
 def plans(
-    trials: pd.DataFrame, study: Study, best: dict[str, Any] | None, sweep: Summary | None = None
+    trials: pd.DataFrame, study: Study, best: TrialRow | None, sweep: Summary | None = None
 ) -> list[planner.Plan]:
     """Capacity plans for 70 % of the best measured rate, then 2× and 10× that, on the study's cluster shape;
     on the confirmed configuration's repeats when the sweep confirmed one."""
@@ -154,7 +155,7 @@ def plans(
     confirmed = chosen.trial_ids if chosen else ()
     if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
         return []
-    safe = best["mb_s"] * 0.7
+    safe = best.rate * 0.7
     out = []
     for mult in (1, 2, 10):
         try:

@@ -7,8 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from records.analysis import row
+from records.analysis import trial_row
 from records.summary import Summary
+from records.trialrow import TrialRow
 
 
 def num(v: Any) -> float | None:
@@ -31,12 +32,12 @@ def strict_mask(trials: pd.DataFrame) -> pd.Series:
     return trials["params"].map(lambda p: (p or {}).get("acks", "all") in ("all", "-1")).astype(bool)
 
 
-def strict(t: dict[str, Any]) -> bool:
+def strict(t: TrialRow) -> bool:
     """Whether one trial ran with acks=all (synchronous replication)."""
-    return (t.get("params") or {}).get("acks", "all") in ("all", "-1")
+    return (t.params or {}).get("acks", "all") in ("all", "-1")
 
 
-def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
+def best_trial(trials: pd.DataFrame) -> TrialRow | None:
     """The best trial: the best confirmation run if there is one, else the best complete acks=all trial."""
     done = complete(trials)
     if done.empty:
@@ -44,10 +45,10 @@ def best_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     conf = done[done["stage"].astype(str).str.startswith("confirm") & done["baseline"].isna()]
     sync = done[strict_mask(done)]
     pool = conf if not conf.empty else sync if not sync.empty else done
-    return row(pool.nlargest(1, "mb_s").iloc[0])
+    return trial_row(pool.nlargest(1, "mb_s").iloc[0])
 
 
-def chosen_trial(trials: pd.DataFrame, sweep: Summary | None) -> dict[str, Any] | None:
+def chosen_trial(trials: pd.DataFrame, sweep: Summary | None) -> TrialRow | None:
     """The run a study is diagnosed by, one for the headline and every rule: the median repeat (`representative`)
     of the configuration as written when the sweep measured it (sweeps.written), else of the confirmation's choice,
     else the best trial."""
@@ -55,12 +56,12 @@ def chosen_trial(trials: pd.DataFrame, sweep: Summary | None) -> dict[str, Any] 
     return (representative(trials, list(chosen.trial_ids)) if chosen else None) or best_trial(trials)
 
 
-def latest(trials: pd.DataFrame) -> dict[str, Any] | None:
+def latest(trials: pd.DataFrame) -> TrialRow | None:
     """The trial that started last of a non-empty table."""
-    return row(trials.assign(_t=trials["started_ns"].fillna(0)).nlargest(1, "_t").iloc[0].drop("_t"))
+    return trial_row(trials.assign(_t=trials["started_ns"].fillna(0)).nlargest(1, "_t").iloc[0].drop("_t"))
 
 
-def no_rate_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
+def no_rate_trial(trials: pd.DataFrame) -> TrialRow | None:
     """The latest trial that ran to its end without a rate to show (a search where no rate held), when it carries
     a diagnosis: a study that found no rate still owes one (advisor.limit)."""
     if trials.empty or "bound" not in trials:
@@ -69,16 +70,16 @@ def no_rate_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
     return None if left.empty else latest(left)
 
 
-def defaults_trial(trials: pd.DataFrame) -> dict[str, Any] | None:
+def defaults_trial(trials: pd.DataFrame) -> TrialRow | None:
     """The latest complete measurement of Kafka's defaults (the confirmation-phase re-run when there is one)."""
     done = complete(trials)
     ds = done[done["baseline"] == "kafka-defaults"] if not done.empty else done
     return None if ds.empty else latest(ds)
 
 
-def representative(trials: pd.DataFrame, trial_ids: Iterable[str]) -> dict[str, Any] | None:
+def representative(trials: pd.DataFrame, trial_ids: Iterable[str]) -> TrialRow | None:
     """Of a configuration's repeats (`trial_ids`), the complete one with the median figure: the one its charts
     and diagnosis show (the best single repeat would be the lucky one)."""
     done = complete(trials)
     reps = done[done["trial_id"].isin(set(trial_ids))].sort_values("mb_s") if not done.empty else done
-    return None if reps.empty else row(reps.iloc[(len(reps) - 1) // 2])
+    return None if reps.empty else trial_row(reps.iloc[(len(reps) - 1) // 2])

@@ -29,6 +29,7 @@ from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
 from records.run import RunRecord
 from records.study import link_maps
+from records.trialrow import TrialRow
 
 
 def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: Path | None) -> list[Fault]:
@@ -66,7 +67,7 @@ def _measure(
 
 def _degraded(links: list[dict[str, Any]] | None) -> str | None:
     """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
-    return links_judge.degraded(link_maps(links)) if links else None
+    return links_judge.degraded(TrialRow.of(link_maps(links))) if links else None
 
 
 def _show(rec: RunRecord, d: Path, as_json: bool) -> None:

@@ -20,7 +20,7 @@ from advisor.recommendation import Recommendation
 from core import fmt
 from core.fmt import num
 from loadgen import tail
-from records.analysis import rows
+from records.analysis import trial_rows
 
 
 def testbed_status(st: dict[str, Any]) -> None:
@@ -142,11 +142,11 @@ def recommendations(recs: list[Recommendation], limit: int | None = None) -> Non
 
 def analysis(trials: pd.DataFrame, tables: Path) -> None:
     click.echo(f"{'trial':<36} {'MB/s':>8} {'% ceil':>7} {'prod':>7} {'repl':>7} {'cons':>7}  bound")
-    for r in rows(trials):
+    for r in trial_rows(trials):
         click.echo(
-            f"{r['trial_id'][:36]:<36} {num(r['mb_s'], missing='-'):>8} "
-            f"{num(r['fraction_of_ceiling'], '{:.0%}', '-'):>7} {num(r['produce_mb_s'], missing='-'):>7} "
-            f"{num(r['replicate_mb_s'], missing='-'):>7} {num(r['consume_mb_s'], missing='-'):>7}  {r['bound']}"
+            f"{r.trial_id[:36]:<36} {num(r.mb_s, missing='-'):>8} "
+            f"{num(r.fraction_of_ceiling, '{:.0%}', '-'):>7} {num(r.produce_mb_s, missing='-'):>7} "
+            f"{num(r.replicate_mb_s, missing='-'):>7} {num(r.consume_mb_s, missing='-'):>7}  {r.bound}"
         )
     click.echo(f"tables: {tables}/")
 

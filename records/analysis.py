@@ -1,6 +1,6 @@
 """The analysis of a study: Parquet tables and a summary in `runs/<study>/analysis/`.
 
-    trials.parquet      one row per trial (TRIAL_FIELDS)
+    trials.parquet      one row per trial (records.trialrow.TrialRow)
     params.parquet      per stage, per swept parameter, per value (or quantile bin)
     importance.parquet  per stage, per parameter: Optuna's PED-ANOVA importance
     pareto.parquet      the non-dominated trials over the study's objectives
@@ -22,100 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import files
-from records.study import LATENCY
+from records.trialrow import TrialRow, spark_schema
 
 SCHEMA_VERSION = 1
 ANALYSIS = "analysis"
 SUMMARY = "summary.json"
 TABLES = ("trials", "params", "importance", "pareto", "series")
 
-TRIAL_FIELDS: list[tuple[str, str]] = [
-    ("trial_id", "string"),
-    ("stage", "string"),
-    ("number", "long"),
-    ("baseline", "string"),
-    ("state", "string"),
-    ("fail_reason", "string"),
-    ("started_ns", "long"),
-    ("params", "map<string,string>"),
-    ("config", "map<string,string>"),
-    ("broker", "map<string,string>"),
-    ("message_bytes", "long"),
-    ("mb_s", "double"),  # the study's objective: objective says which
-    ("objective", "string"),
-    ("throughput_mb_s", "double"),
-    ("sustainable_mb_s", "double"),
-    ("windows_mb_s", "array<double>"),
-    ("window_cv", "double"),
-    ("publish_mb_s", "double"),
-    ("produce_mb_s", "double"),
-    ("replicate_mb_s", "double"),
-    ("consume_mb_s", "double"),
-    ("replication_ratio", "double"),
-    ("ceiling_mb_s", "double"),
-    ("fraction_of_ceiling", "double"),
-    ("bound", "string"),
-    ("bound_reason", "string"),
-    ("broker_in_max_mb_s", "double"),
-    ("broker_out_max_mb_s", "double"),
-    ("request_handler_idle", "double"),
-    ("request_handler_idle_min", "double"),
-    ("network_processor_idle", "double"),
-    ("under_replicated_seconds", "long"),
-    ("replica_lag_max", "double"),  # the furthest follower behind its leader, messages (ReplicaFetcherManager MaxLag)
-    ("controller_bad_seconds", "long"),  # measured seconds without exactly one active controller
-    # per pair of shaped-testbed hosts ("b1/b2"): TCP data segments sent and retransmitted over the run, and the
-    # median over its readings of the pair's smoothed round trip (testbed.links)
-    ("link_data_segs", "map<string,long>"),
-    ("link_retrans", "map<string,long>"),
-    ("link_rtt_ms", "map<string,double>"),
-    ("broker_cpu", "double"),
-    ("leader_share", "double"),  # the busiest broker's share of the produce bytes (1/N when balanced)
-    # the brokers' counters over the measure window (spark.series.evidence)
-    ("produce_requests_per_s", "double"),
-    ("records_per_request", "double"),
-    ("bytes_per_request", "double"),
-    ("log_flushes_per_request", "double"),
-    ("log_flush_ms", "double"),
-    ("isr_shrinks", "double"),
-    ("isr_expands", "double"),
-    # a produce request's time split, ms per request (cluster.metrics.PRODUCE_TIMES)
-    ("produce_queue_ms", "double"),
-    ("produce_local_ms", "double"),
-    ("produce_remote_ms", "double"),
-    ("produce_response_queue_ms", "double"),
-    ("produce_response_send_ms", "double"),
-    ("produce_total_ms", "double"),
-    # a follower's fetch: queued for a request handler, and in all (ms per fetch; cluster.metrics.FOLLOWER_TIMES)
-    ("follower_fetch_queue_ms", "double"),
-    ("follower_fetch_total_ms", "double"),
-    ("client_loop_cpu_max", "double"),
-    # the producers' own statistics (librdkafka's; drivers.api.CLIENT_STATS), medians over the measured seconds
-    ("client_queue_ms", "double"),
-    ("client_rtt_ms", "double"),
-    ("client_inflight", "double"),
-    ("batch_bytes", "double"),
-    ("batch_records", "double"),
-    ("rate_mode", "string"),  # "max-rate" | "fixed-rate": latency means something only at a fixed rate
-    ("consumer_loop_cpu_max", "double"),
-    # the consumers as the load generator saw them: MB/s received, and how many received nothing
-    ("client_consume_mb_s", "double"),
-    ("consumers_idle", "long"),
-    ("topic_config", "map<string,string>"),
-    ("measure_seconds", "long"),
-    ("second_mean_mb_s", "double"),
-    ("second_std_mb_s", "double"),
-    ("second_cv", "double"),
-    ("second_min_mb_s", "double"),
-    ("second_max_mb_s", "double"),
-    ("worst_second_publish_p99_ms", "double"),
-    ("buffer_full_events", "long"),
-    ("machine_cpu_percent", "double"),
-    ("client_bound", "boolean"),
-    ("lost", "long"),
-    ("warnings", "array<string>"),
-    *[(c, "double") for c in LATENCY],
-]
+TRIAL_FIELDS: list[tuple[str, str]] = spark_schema()  # the columns of trials.parquet: records.trialrow.TrialRow
 IMPORTANCE_FIELDS = "stage string, param string, importance double, evaluator string, n_trials long"
 
 
@@ -151,6 +65,16 @@ def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     if df.empty:
         return []
     return [{str(k): (None if _missing(v) else v) for k, v in r.items()} for r in df.to_dict("records")]
+
+
+def trial_rows(df: pd.DataFrame) -> list[TrialRow]:
+    """The rows of a trials table (or a part of one), typed."""
+    return [TrialRow.of(r) for r in rows(df)]
+
+
+def trial_row(s: pd.Series | None) -> TrialRow | None:
+    """One row of a trials table, typed."""
+    return None if s is None else TrialRow.of({str(k): v for k, v in s.to_dict().items()})
 
 
 def row(s: pd.Series | None) -> dict[str, Any] | None:

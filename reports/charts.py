@@ -21,6 +21,7 @@ from advisor.noise import Effect
 from advisor.trials import complete, strict_mask
 from core.fmt import si
 from records.analysis import rows
+from records.trialrow import TrialRow
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -128,10 +129,8 @@ def param_effects(found: list[Effect], trials: pd.DataFrame) -> list[Chart]:
     return out
 
 
-def rates_vs_ceiling(
-    base: dict[str, Any] | None, best: dict[str, Any] | None, ceiling: float | None, rf: int
-) -> Chart | None:
-    shown = [(n, t) for n, t in (("Kafka defaults", base), ("best", best)) if t and t.get("produce_mb_s") is not None]
+def rates_vs_ceiling(base: TrialRow | None, best: TrialRow | None, ceiling: float | None, rf: int) -> Chart | None:
+    shown = [(n, t) for n, t in (("Kafka defaults", base), ("best", best)) if t and t.produce_mb_s is not None]
     if not shown:
         return None
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -139,7 +138,7 @@ def rates_vs_ceiling(
     w = 0.8 / len(shown)
     for i, (name, t) in enumerate(shown):
         xs = [k + i * w for k in range(len(kinds))]
-        ax.bar(xs, [t.get(c) or 0 for c, _ in kinds], width=w, color=COLORS[i], label=f"{name} ({t['trial_id']})")
+        ax.bar(xs, [getattr(t, c) or 0 for c, _ in kinds], width=w, color=COLORS[i], label=f"{name} ({t.trial_id})")
     ax.set_xticks([k + w * (len(shown) - 1) / 2 for k in range(len(kinds))], [lab for _, lab in kinds])
     if ceiling:
         ax.hlines(ceiling, -0.4, 0.4 + w, colors="#d62728", linestyles="--", label=f"ceiling {ceiling:.1f} MB/s")
@@ -148,10 +147,11 @@ def rates_vs_ceiling(
     ax.set_ylabel("MB/s (broker JMX, all brokers)")
     ax.legend(fontsize=7)
     b = shown[-1][1]
-    ratio = (b["replicate_mb_s"] / b["produce_mb_s"]) if b.get("produce_mb_s") else None
-    take = f"{shown[-1][0]}: produce {_mb(b['produce_mb_s'])}"
+    produce = b.produce_mb_s or 0.0  # shown only with a produce rate
+    ratio = (b.replicate_mb_s or 0.0) / produce if produce else None
+    take = f"{shown[-1][0]}: produce {_mb(produce)}"
     if ceiling:
-        take += f" ({b['produce_mb_s'] / ceiling:.0%} of the ceiling)"
+        take += f" ({produce / ceiling:.0%} of the ceiling)"
     if ratio is not None:
         take += f", replication {ratio:.2f}× produce (RF {rf} means {rf - 1}×)"
     # no ratio of two single runs here: the tuned/defaults ratio, with its interval, is the verdict's (headline)
@@ -245,10 +245,10 @@ def importance(table: pd.DataFrame) -> Chart | None:
     )
 
 
-def stability(series: pd.DataFrame, trial: dict[str, Any] | None) -> Chart | None:
+def stability(series: pd.DataFrame, trial: TrialRow | None) -> Chart | None:
     if not trial or series.empty:
         return None
-    s = series[series["trial_id"] == trial["trial_id"]].sort_values("second")
+    s = series[series["trial_id"] == trial.trial_id].sort_values("second")
     if s.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 2.8))
@@ -264,12 +264,12 @@ def stability(series: pd.DataFrame, trial: dict[str, Any] | None) -> Chart | Non
     ax.set_xlabel("second")
     ax.set_ylabel("MB/s")
     ax.legend(fontsize=7)
-    cv = trial.get("second_cv")
+    cv = trial.second_cv
     take = (
-        f"{trial['trial_id']}: {_mb(trial.get('second_mean_mb_s'))} per second in the measured phase, "
-        f"min {_mb(trial.get('second_min_mb_s'))}, max {_mb(trial.get('second_max_mb_s'))}"
+        f"{trial.trial_id}: {_mb(trial.second_mean_mb_s)} per second in the measured phase, "
+        f"min {_mb(trial.second_min_mb_s)}, max {_mb(trial.second_max_mb_s)}"
         + (f", coefficient of variation {cv:.1%}." if cv is not None else ".")
     )
     return Chart(
-        "stability", f"Per-second stability of the best trial ({trial['trial_id']})", _svg(fig, "stability"), take
+        "stability", f"Per-second stability of the best trial ({trial.trial_id})", _svg(fig, "stability"), take
     )

@@ -15,6 +15,7 @@ from typing import Any
 from brokerconf.catalogue import CATALOGUE
 from brokerconf.properties import parse_text
 from records.confirmation import KeyEffect
+from records.trialrow import TrialRow
 
 FILES = {
     "producer": "producer.properties",
@@ -41,7 +42,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def changes(
-    best: Mapping[str, Any],
+    best: TrialRow,
     baseline_params: Mapping[str, Any],
     swept: set[str],
     effects: Mapping[str, tuple[float, str]],
@@ -51,9 +52,9 @@ def changes(
     out = []
     for key in sorted(swept):
         p = CATALOGUE.get(key)
-        if p is None or key not in best["params"]:
+        if p is None or key not in best.params:
             continue
-        new = str(best["params"][key])
+        new = str(best.params[key])
         old = baseline_params.get(key, p.default)
         if _same(old, new) or new in ("None", ""):
             continue
@@ -68,7 +69,7 @@ def changes(
                     else "part of the best configuration"
                 ),
             )
-        out.append(Change(key, p.scope, None if old is None else str(old), new, gain, note, best["trial_id"]))
+        out.append(Change(key, p.scope, None if old is None else str(old), new, gain, note, best.trial_id))
     return out
 
 

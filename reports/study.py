@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from advisor import study as advice
 from advisor import verdict
 from advisor.recommendation import Recommendation
@@ -21,12 +23,13 @@ from core import secrets
 from core.files import write_bytes
 from core.fmt import num
 from loadgen import tail
-from records.analysis import load_table, rows
+from records.analysis import load_table, trial_rows
 from records.confirmation import Confirmation
 from records.run import tail_budget
 from records.study import TRIALS, latency_quantiles, secret_bearing_documents
 from records.summary import Best, Summary
 from records.trial import SEARCH_RUN
+from records.trialrow import TrialRow
 from reports import charts, properties
 from reports.page import Page, charts_html, md_section
 
@@ -52,7 +55,7 @@ def build(
     header = (
         f"kafkatune recommendation for study {study.name}: keys whose ablation lost throughput beyond noise"
         if confirmed
-        else f"kafkatune recommendation for study {study.name}, from trial {best['trial_id'] if best else '-'}"
+        else f"kafkatune recommendation for study {study.name}, from trial {best.trial_id if best else '-'}"
     )
     files = properties.render(changes, header)
     out = (out_dir or study.root / "report").resolve()
@@ -123,10 +126,10 @@ def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:
     best, base = a.best, a.defaults
     if not best:
         return []
-    whole = best["mb_s"] - base["mb_s"] if base else None
+    whole = best.rate - base.rate if base else None
     return properties.changes(
         best,
-        base["params"] if base else {},
+        base.params if base else {},
         advice.swept_keys(a.study, a.params),
         advice.key_gains(best, a.effects),
         whole,
@@ -142,11 +145,11 @@ def _charts(a: advice.StudyAdvice) -> list[charts.Chart]:
     op = a.sweep.operating_point if a.sweep else None
     held = next((t for t in op.tries if t.held), None) if op else None
     if held:
-        shown.append(("operating point", {"trial_id": held.trial_id, "rate_mode": "fixed-rate"}))
+        shown.append(("operating point", TrialRow(trial_id=held.trial_id or "", rate_mode="fixed-rate")))
     quantiles = {
-        f"{label} ({trial['trial_id']}, {RUN_KIND.get(str(trial.get('rate_mode')), 'one run')})": q
+        f"{label} ({trial.trial_id}, {RUN_KIND.get(str(trial.rate_mode), 'one run')})": q
         for label, trial in shown
-        if trial and (q := latency_quantiles(a.study, trial["trial_id"]))
+        if trial and (q := latency_quantiles(a.study, trial.trial_id))
     }
     found = [
         charts.history(a.trials, a.ceiling_mb_s),
@@ -197,13 +200,13 @@ def _headline(c: dict[str, Any]) -> list[str]:
                 + "; ".join(binding.evidence)
             )
     elif best:
-        s = f"Best: **{best['mb_s']:.2f} MB/s** ({best['trial_id']})"
+        s = f"Best: **{best.rate:.2f} MB/s** ({best.trial_id})"
         if ceiling:
-            s += f", {best['mb_s'] / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
+            s += f", {best.rate / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
         if base:
-            s += f", {best['mb_s'] / base['mb_s']:.2f}× Kafka's defaults ({base['mb_s']:.2f} MB/s, {base['trial_id']})"
+            s += f", {best.rate / base.rate:.2f}× Kafka's defaults ({base.rate:.2f} MB/s, {base.trial_id})"
         lines.append(s + ".")
-        lines.append(f"Bound by **{best.get('bound')}**: {best.get('bound_reason')}.")
+        lines.append(f"Bound by **{best.bound}**: {best.bound_reason}.")
     if c["study"].synthetic:
         lines.append("**This study is synthetic (generated), not a measurement.**")
     return lines
@@ -305,17 +308,17 @@ def _plans_md(plans: list[Any]) -> list[str]:
     return L + [f"- assumption: {a}" for a in plans[0].assumptions]
 
 
-def _trials_md(trials: Any) -> list[str]:
+def _trials_md(trials: pd.DataFrame) -> list[str]:
     """Every trial as a table row: its rate, share of the ceiling, broker rates, p99 and binding resource."""
     L = [
         "| trial | stage | MB/s | % ceiling | produce | replicate | consume | p99 e2e ms | bound |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for t in rows(trials):
+    for t in trial_rows(trials):
         L.append(
-            f"| {t['trial_id']} | {t['stage']} | {num(t['mb_s'])} | {num(t['fraction_of_ceiling'], '{:.0%}')} | "
-            f"{num(t['produce_mb_s'])} | {num(t['replicate_mb_s'])} | {num(t['consume_mb_s'])} | "
-            f"{num(t['e2e_p99_ms'], '{:,.1f}')} | "
-            f"{t['bound']} |"
+            f"| {t.trial_id} | {t.stage} | {num(t.mb_s)} | {num(t.fraction_of_ceiling, '{:.0%}')} | "
+            f"{num(t.produce_mb_s)} | {num(t.replicate_mb_s)} | {num(t.consume_mb_s)} | "
+            f"{num(t.e2e_p99_ms, '{:,.1f}')} | "
+            f"{t.bound} |"
         )
     return L

@@ -30,6 +30,7 @@ from advisor.setup import rule_controller, rule_durability, rule_recompression
 from brokerconf import catalogue
 from records.analysis import TRIAL_FIELDS
 from records.summary import Summary
+from records.trialrow import TrialRow
 
 PROFILE = {"brokers": [{"id": 1}, {"id": 2}, {"id": 3}], "network": {"nic_mb_s_measured": 100.0}}
 STUDY = Context(brokers=3, rf=3)
@@ -42,12 +43,17 @@ def trial(tid: str = "t1", **kw: Any) -> dict[str, Any]:
     return row
 
 
+def row(tid: str = "t1", **kw: Any) -> TrialRow:
+    """trial(), typed: what the diagnosis and the fixes read."""
+    return TrialRow.of(trial(tid, **kw))
+
+
 def frame(*ts: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(list(ts))
 
 
 def bound(**kw: Any) -> diagnose.Diagnosis:
-    return diagnose.binding(trial(**kw), PROFILE)
+    return diagnose.binding(row(**kw), PROFILE)
 
 
 # ---- bounds ---------------------------------------------------------------------------------------------
@@ -71,23 +77,23 @@ def test_a_link_at_its_measured_rate_is_network_bound_either_way() -> None:
 
 def test_a_disk_at_its_measured_rate_binds() -> None:
     prof = {**PROFILE, "network": {"nic_mb_s_measured": 1000.0}, "disk": {"write_mb_s_measured": 60.0}}
-    d = diagnose.binding(trial(broker_in_max_mb_s=58.0), prof)
+    d = diagnose.binding(row(broker_in_max_mb_s=58.0), prof)
     assert d.bound == "disk" and "60 MB/s" in d.reason
 
 
 def test_starved_request_handlers_and_network_threads_are_named_from_their_idle_time() -> None:
     d = bound(request_handler_idle=0.05, produce_queue_ms=12.0)
     assert d.bound == "request_handlers" and "waits 12.0 ms" in d.reason
-    assert binding_fix("request_handlers", trial(params={"num.io.threads": "4"})) == {"num.io.threads": "8"}
+    assert binding_fix("request_handlers", row(params={"num.io.threads": "4"})) == {"num.io.threads": "8"}
     assert bound(request_handler_idle=0.6, network_processor_idle=0.1).bound == "network_threads"
-    assert binding_fix("network_threads", trial(params={})) == {"num.network.threads": "6"}  # default 3, doubled
+    assert binding_fix("network_threads", row(params={})) == {"num.network.threads": "6"}  # default 3, doubled
 
 
 def test_a_client_loop_at_a_full_core_is_client_bound_and_a_full_buffer_alone_is_not() -> None:
     assert bound(client_loop_cpu_max=0.97).bound == "client"
-    assert binding_fix("client", trial(client_loop_cpu_max=0.97, params={"producers": "2"})) == {"producers": "4"}
+    assert binding_fix("client", row(client_loop_cpu_max=0.97, params={"producers": "2"})) == {"producers": "4"}
     hot_consumer = trial(client_loop_cpu_max=0.95, consumer_loop_cpu_max=0.95, params={"consumers": "3"})
-    assert binding_fix("client", hot_consumer) == {"consumers": "6"}
+    assert binding_fix("client", TrialRow.of(hot_consumer)) == {"consumers": "6"}
     # back-pressure: the buffer filled, requests were large, no loop was hot
     d = bound(buffer_full_events=900, bytes_per_request=200_000.0, client_loop_cpu_max=0.4)
     assert d.bound == "none" and "back-pressure" in d.reason
@@ -224,7 +230,7 @@ def test_compression_rule_flags_trials_whose_wire_bytes_are_a_fraction_of_the_pa
 
 def test_recommend_puts_the_binding_fix_of_the_best_trial_first() -> None:
     t = trial(request_handler_idle=0.05, produce_queue_ms=9.0, params={"acks": "all", "num.io.threads": "2"})
-    t.update(diagnose.binding(t, PROFILE).__dict__)
+    t.update(diagnose.binding(TrialRow.of(t), PROFILE).__dict__)
     (first, *_) = recommend(frame(t), pd.DataFrame(), STUDY)
     assert first.rule == "binding-resource" and first.action == {"num.io.threads": "4"}
 
@@ -233,7 +239,7 @@ def test_the_best_measured_configuration_never_reapplies_what_a_rule_names_as_it
     """The better of two runs had num.io.threads=1 and was bound by its request handlers: applying it would re-apply
     the limit, so that key leaves the best-config action (said in its evidence); the binding fix stays."""
     t = trial(request_handler_idle=0.05, produce_queue_ms=9.0, params={"acks": "all", "num.io.threads": "1"})
-    t.update(diagnose.binding(t, PROFILE).__dict__)
+    t.update(diagnose.binding(TrialRow.of(t), PROFILE).__dict__)
     dflt = trial("d", mb_s=8.0, baseline="kafka-defaults", params={"acks": "all", "num.io.threads": "8"})
     recs = {r.rule: r for r in recommend(frame(t, dflt), pd.DataFrame(), STUDY)}
     assert recs["binding-resource"].action == {"num.io.threads": "2"}
@@ -357,7 +363,7 @@ def test_recommend_runs_every_study_rule() -> None:
         trial("quorum", controller_bad_seconds=3, measure_seconds=9),
     ]
     for t in ts:
-        t.update(bound=diagnose.binding(t, PROFILE).bound)
+        t.update(bound=diagnose.binding(TrialRow.of(t), PROFILE).bound)
     got = {r.rule for r in recommend(frame(*ts), pd.DataFrame(), STUDY)}
     want = {
         "binding-resource",
@@ -465,42 +471,42 @@ def test_a_clients_configured_wait_is_sized_to_the_budget_the_slo_leaves() -> No
 def test_a_small_batch_fix_never_repeats_the_configuration() -> None:
     """Batches that stay small with batch.size and linger.ms already at the rule's values: the linger doubles
     (the batches do not fill within it); only keys that change are written."""
-    assert binding_fix("small_batches", trial(params={"batch.size": "1024", "linger.ms": "0"})) == {
+    assert binding_fix("small_batches", row(params={"batch.size": "1024", "linger.ms": "0"})) == {
         "batch.size": "131072",
         "linger.ms": "5",
     }
-    assert binding_fix("small_batches", trial(params={"batch.size": "262144", "linger.ms": "0"})) == {"linger.ms": "5"}
+    assert binding_fix("small_batches", row(params={"batch.size": "262144", "linger.ms": "0"})) == {"linger.ms": "5"}
     big = {"batch.size": "262144", "linger.ms": "20"}
-    assert binding_fix("small_batches", trial(params=big)) == {"linger.ms": "40"}
-    assert binding_fix("small_batches", trial(params={"batch.size": "16384"})) == {"batch.size": "131072"}
+    assert binding_fix("small_batches", row(params=big)) == {"linger.ms": "40"}
+    assert binding_fix("small_batches", row(params={"batch.size": "16384"})) == {"batch.size": "131072"}
 
 
 def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it() -> None:
     """What a fix writes must be applicable as it stands: within the catalogue's rules (buffer.memory holds a
     batch), a topic override removed rather than set to a broker's value, a broker flush setting back to
     Kafka's."""
-    small = binding_fix("small_batches", trial(params={"batch.size": "1024", "buffer.memory": "65536"}))
+    small = binding_fix("small_batches", row(params={"batch.size": "1024", "buffer.memory": "65536"}))
     assert int(small["buffer.memory"]) >= int(small["batch.size"]) >= 131072
     assert not catalogue.broken_rules({k: int(v) for k, v in small.items()})
     flushed = trial(topic_config={"flush.messages": "1"}, broker={"log.flush.interval.ms": "10"})
-    fix = binding_fix("forced_flush", flushed)
+    fix = binding_fix("forced_flush", TrialRow.of(flushed))
     assert fix["flush.messages"] == "(delete the topic override)"
     assert catalogue.get("log.flush.interval.ms").default is None  # Kafka leaves it unset: said so, no value made up
     assert fix["log.flush.interval.ms"] == "(unset: Kafka's default)"
     lagging = trial(params={"num.replica.fetchers": "3"})
-    assert binding_fix("replication", lagging) == replication_fix({"num.replica.fetchers": "3"}, 3)
-    assert binding_fix("partitions", trial(params={})) == consumer_fix("partitions", {}, 3)
-    assert binding_fix("unknown-bound", trial()) == {}
+    assert binding_fix("replication", TrialRow.of(lagging)) == replication_fix({"num.replica.fetchers": "3"}, 3)
+    assert binding_fix("partitions", row(params={})) == consumer_fix("partitions", {}, 3)
+    assert binding_fix("unknown-bound", row()) == {}
 
 
 def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() -> None:
-    assert "a larger batch.size and linger.ms" in round_trips_advice(set(), {})
-    got = round_trips_advice({"batch.size"}, {})
+    assert "a larger batch.size and linger.ms" in round_trips_advice(set(), TrialRow())
+    got = round_trips_advice({"batch.size"}, TrialRow())
     assert "a larger linger.ms" in got and "batch.size: measured without effect here" in got
     assert "a larger batch.size" not in got
     # a producer capped below Kafka's 5 requests in flight is named, with the fix that moves it
     capped = trial(params={"max.in.flight.requests.per.connection": "2"}, client_inflight=1.8)
-    said = round_trips_advice(set(), capped)
+    said = round_trips_advice(set(), TrialRow.of(capped))
     assert "max.in.flight.requests.per.connection=2" in said and "1.8 in flight" in said and "raise it to 5" in said
-    assert binding_fix("none", capped) == {"max.in.flight.requests.per.connection": "5"}
-    assert binding_fix("none", trial(params={"max.in.flight.requests.per.connection": "5"})) == {}
+    assert binding_fix("none", TrialRow.of(capped)) == {"max.in.flight.requests.per.connection": "5"}
+    assert binding_fix("none", row(params={"max.in.flight.requests.per.connection": "5"})) == {}

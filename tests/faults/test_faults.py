@@ -295,54 +295,60 @@ def _links(pct: dict[str, float], segs: int = 10_000) -> dict[str, Any]:
     }
 
 
-def test_the_host_most_lossy_or_all_slow_links_share_is_named_and_clean_links_name_nothing() -> None:
+def _binding(row: dict[str, Any]) -> Any:
+    """The diagnosis of a trials-table row made here, without a profile: what the links alone say."""
     from advisor.diagnose import binding
+    from records.trialrow import TrialRow
 
+    return binding(TrialRow.of(row), None)
+
+
+def test_the_host_most_lossy_or_all_slow_links_share_is_named_and_clean_links_name_nothing() -> None:
     base = {"state": "complete", "mb_s": 2.0, "rate_mode": "fixed-rate", "replica_lag_max": 1200.0}
     lossy = {"b1/b2": 4.1, "b2/b3": 5.3, "b2/c1": 3.9, "b1/b3": 0.02, "b1/c1": 0.0, "b3/c2": 0.05}
-    d = binding({**base, **_links(lossy)}, None)
+    d = _binding({**base, **_links(lossy)})
     assert d.bound == "degraded_link" and d.reason.startswith("broker 2's link drops packets"), d
     assert "broker 2 and broker 3 5.3 %" in d.reason and "every other link ≤ 0.1 %" in d.reason
     assert "1,200 messages behind" in d.reason
     # one lossy pair: which end drops cannot be told, the pair is named
-    one = binding({**base, **_links({"b1/b3": 2.0, "b1/b2": 0.0, "b2/b3": 0.0})}, None)
+    one = _binding({**base, **_links({"b1/b3": 2.0, "b1/b2": 0.0, "b2/b3": 0.0})})
     assert one.bound == "degraded_link" and one.reason.startswith("the link between broker 1 and broker 3 drops")
     # a stray lossy link without the host (what CI met: broker 3's delayed link to c1 resent 1.1 %) does not hide
     # the host every other lossy link shares
     stray = {"b1/b2": 1.248, "b1/b3": 0.111, "b2/b3": 1.582, "b1/c2": 0.371, "b1/c1": 0.43, "b2/c2": 3.148}
-    d = binding({**base, **_links({**stray, "b3/c1": 1.103, "b2/c1": 3.819, "b3/c2": 0.3})}, None)
+    d = _binding({**base, **_links({**stray, "b3/c1": 1.103, "b2/c1": 3.819, "b3/c2": 0.3})})
     assert d.reason.startswith("broker 2's link drops packets: TCP resent a share of the data segments on each"), d
     assert "every other link ≤ 1.1 %" in d.reason
     # two lossy links on one host and two without it: too scattered to name a host
-    assert binding({**base, **_links({"b1/b2": 2.0, "b2/b3": 2.0, "b1/c1": 2.0, "b3/c2": 2.0})}, None).bound == "none"
+    assert _binding({**base, **_links({"b1/b2": 2.0, "b2/b3": 2.0, "b1/c1": 2.0, "b3/c2": 2.0})}).bound == "none"
     # resends on links that share no host (tail-loss probes on a busy machine): no link is named
     scattered = {"b1/b2": 0.9, "b3/c1": 1.1, "b2/b3": 0.1, "b1/c1": 0.2}
-    assert binding({**base, **_links(scattered)}, None).bound == "none"
+    assert _binding({**base, **_links(scattered)}).bound == "none"
     # clean links, or too few segments to say: no link is named
-    assert binding({**base, **_links({"b1/b2": 0.1, "b2/b3": 0.2})}, None).bound != "degraded_link"
-    assert binding({**base, **_links({"b1/b2": 9.0, "b2/b3": 9.0}, segs=100)}, None).bound != "degraded_link"
+    assert _binding({**base, **_links({"b1/b2": 0.1, "b2/b3": 0.2})}).bound != "degraded_link"
+    assert _binding({**base, **_links({"b1/b2": 9.0, "b2/b3": 9.0}, segs=100)}).bound != "degraded_link"
     # no loss, but every round trip through broker 3's link 40 ms longer
     rtt = {"b1/b3": 41.2, "b2/b3": 40.8, "b3/c1": 41.0, "b1/b2": 0.4, "b1/c1": 0.3}
-    slow = binding({**base, **_links(dict.fromkeys(rtt, 0.0)), "link_rtt_ms": rtt}, None)
+    slow = _binding({**base, **_links(dict.fromkeys(rtt, 0.0)), "link_rtt_ms": rtt})
     assert slow.bound == "degraded_link" and slow.reason.startswith("broker 3's link is slow"), slow
     assert "every other link ≤ 0.4 ms" in slow.reason
     # a loaded network queues on every link: no host shared by all the slow ones, no delay is named; nor when the
     # links without the host are nearly as slow
     queued = {"b1/b2": 30.0, "b1/b3": 25.0, "b2/b3": 28.0}
-    assert binding({**base, **_links(dict.fromkeys(queued, 0.0)), "link_rtt_ms": queued}, None).bound == "none"
+    assert _binding({**base, **_links(dict.fromkeys(queued, 0.0)), "link_rtt_ms": queued}).bound == "none"
     near = {**rtt, "b1/b2": 20.0}
-    assert binding({**base, **_links(dict.fromkeys(near, 0.0)), "link_rtt_ms": near}, None).bound == "none"
+    assert _binding({**base, **_links(dict.fromkeys(near, 0.0)), "link_rtt_ms": near}).bound == "none"
     # what CI measured with 5 % loss on broker 2 and 20 ms on broker 3: the lossy link to c2 resent enough to take
     # 10.7 ms a round trip; it does not hide the host every other slow link shares
     ci_rtt = {"b1/b2": 3.699, "b2/b3": 56.879, "b1/b3": 55.191, "b1/c2": 5.416, "b2/c1": 7.816, "b2/c2": 10.682}
     ci_rtt |= {"b1/c1": 5.808, "b3/c1": 53.248, "b3/c2": 56.767}
     ci_loss = {"b1/b2": 1.203, "b2/b3": 1.389, "b1/b3": 0.156, "b1/c2": 0.404, "b2/c1": 2.006, "b2/c2": 3.007}
     ci_loss |= {"b1/c1": 0.368, "b3/c1": 0.26, "b3/c2": 0.308}
-    d = binding({**base, **_links(ci_loss), "link_rtt_ms": ci_rtt}, None)
+    d = _binding({**base, **_links(ci_loss), "link_rtt_ms": ci_rtt})
     assert d.reason.startswith("broker 2's link drops packets") and "; broker 3's link is slow" in d.reason, d
     assert "broker 2 and client host c2 10.7 ms" not in d.reason.split("broker 3's link is slow")[1], d
     # both at once, on two hosts: each is named
     both = {**_links({**dict.fromkeys(rtt, 0.0), "b1/b2": 3.0, "b2/c1": 4.0}), "link_rtt_ms": {**rtt, "b2/c1": 0.5}}
     both["link_data_segs"]["b2/c1"] = 10_000
-    d = binding({**base, **both}, None)
+    d = _binding({**base, **both})
     assert d.reason.startswith("broker 2's link drops packets") and "; broker 3's link is slow" in d.reason, d

@@ -20,6 +20,7 @@ from typing import Any
 from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
 from advisor.trials import num
 from core.units import MB
+from loadgen.sustainable import Step
 from records import run as runs
 from records import trial as trials
 
@@ -99,9 +100,9 @@ def _links(host: Rows, judged: set[int]) -> tuple[float | None, str, float | Non
     return means[busiest], f"{link} {way}", bursts
 
 
-def evidence(step: Mapping[str, Any], run: runs.Seconds, nic: float | None) -> StepEvidence:
-    """`step` (a loadgen.sustainable.Step as recorded) from the per-second rows of its judged seconds."""
-    judged = set(step.get("judged_s") or ())
+def evidence(step: Step, run: runs.Seconds, nic: float | None) -> StepEvidence:
+    """`step` from the per-second rows of its judged seconds."""
+    judged = set(step.judged_s)
     brokers, samples = run.brokers, run.samples
     bs = [r for r in brokers if r.get("second") in judged]
     producers = [r for r in samples if r.get("second") in judged and r.get("role") == "producer"]
@@ -117,11 +118,11 @@ def evidence(step: Mapping[str, Any], run: runs.Seconds, nic: float | None) -> S
     if link is None and nic and bs:  # no shaped link: the busiest broker's bytes in over the measured link rate
         per = [((num(r.get("bytes_in_per_s")) or 0.0) + (num(r.get("replication_bytes_in_per_s")) or 0.0)) for r in bs]
         link, link_name = max(per) / MB / nic, "in"
-    sent, got = num(step.get("sent")), num(step.get("received"))
+    sent, got = step.sent, step.received
     return StepEvidence(
-        rate_msg_s=float(step.get("rate_msg_s") or 0.0),
-        p99_e2e_ms=num(step.get("p99_e2e_ms")),
-        held=bool(step.get("held")),
+        rate_msg_s=float(step.rate_msg_s),
+        p99_e2e_ms=step.p99_e2e_ms,
+        held=step.held,
         parts_ms=parts,
         handler_idle=least("request_handler_idle"),
         network_idle=least("network_processor_idle"),
@@ -131,7 +132,7 @@ def evidence(step: Mapping[str, Any], run: runs.Seconds, nic: float | None) -> S
         client_queue_ms=_worst([num(r.get("queue_p99_ms")) for r in producers]),
         rtt_ms=_worst([num(r.get("rtt_p99_ms")) for r in producers]),
         behind_ms=_worst([num(r.get("delay_max_ms")) for r in producers]),
-        received=got / sent if sent and got is not None else None,
+        received=got / sent if sent else None,
         cpu=_mean([num(r.get("cpu_busy")) for r in run.host if r.get("second") in judged]),
     )
 
@@ -221,21 +222,21 @@ def lowest(e: StepEvidence, why: str = "no step held") -> Diagnosis:
     return Diagnosis("unknown", f"{at}: the records carry no broker or client figures to name a cause")
 
 
-def from_steps(steps: Rows, run: runs.Seconds, nic: float | None) -> Diagnosis | None:
+def from_steps(steps: Sequence[Step], run: runs.Seconds, nic: float | None) -> Diagnosis | None:
     """The limit of a search run from its recorded steps; None when it has no steps, or no missed step above the
     highest that held (the search stopped at its cap: nothing above it was tried)."""
     if not steps:
         return None
-    missed_at = {s["rate_msg_s"] for s in steps if not s.get("held")}
-    held = [s for s in steps if s.get("held") and s["rate_msg_s"] not in missed_at]  # held, never missed again
+    missed_at = {s.rate_msg_s for s in steps if not s.held}
+    held = [s for s in steps if s.held and s.rate_msg_s not in missed_at]  # held, never missed again
     if not held:
-        why = "no rate held again when measured again" if any(s.get("held") for s in steps) else "no step held"
-        return lowest(evidence(min(steps, key=lambda s: s["rate_msg_s"]), run, nic), why)
-    top = max(held, key=lambda s: s["rate_msg_s"])
-    above = [s for s in steps if not s.get("held") and s["rate_msg_s"] > top["rate_msg_s"]]
+        why = "no rate held again when measured again" if any(s.held for s in steps) else "no step held"
+        return lowest(evidence(min(steps, key=lambda s: s.rate_msg_s), run, nic), why)
+    top = max(held, key=lambda s: s.rate_msg_s)
+    above = [s for s in steps if not s.held and s.rate_msg_s > top.rate_msg_s]
     if not above:
         return None
-    missed = min(above, key=lambda s: s["rate_msg_s"])
+    missed = min(above, key=lambda s: s.rate_msg_s)
     return compare(evidence(top, run, nic), evidence(missed, run, nic))
 
 
@@ -251,4 +252,4 @@ def of_trial(trial_dir: Path, nic: float | None) -> Diagnosis | None:
         return None
     if not steps or not runs.has_result(run):
         return None
-    return from_steps(steps, runs.seconds(run), nic)
+    return from_steps([Step.of(s) for s in steps], runs.seconds(run), nic)

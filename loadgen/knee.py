@@ -8,10 +8,10 @@ search (loadgen.search, when no rate held twice) and the operating point (sweeps
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from loadgen.sustainable import Step
 from records.confirmation import Fit
 
 # Below this slope of log p99 on log rate the tail is not load: it grows slower than the square root of the rate (a
@@ -43,18 +43,18 @@ class Knee(Fit):
         )
 
 
-def _points(steps: Sequence[Mapping[str, Any]]) -> list[tuple[float, float, int]]:
+def _points(steps: Sequence[Step]) -> list[tuple[float, float, int]]:
     """(rate, p99 e2e, judged seconds) of the steps judged on their latency (not on keeping the schedule up)."""
     out = []
     for st in steps:
-        p, why = st.get("p99_e2e_ms"), str(st.get("why") or "")
-        if p and p > 0 and st.get("rate_msg_s") and (st.get("held") or why.startswith("p99")):
-            out.append((float(st["rate_msg_s"]), float(p), len(st.get("judged_s") or []) or 1))
+        p = st.p99_e2e_ms
+        if p and p > 0 and st.rate_msg_s and (st.held or st.why.startswith("p99")):
+            out.append((float(st.rate_msg_s), float(p), len(st.judged_s) or 1))
     return out
 
 
-def fit_knee(steps: Sequence[Mapping[str, Any]], long_s: int) -> Knee | None:
-    """The fit of `steps` (loadgen.sustainable Step dicts, several searches' together); None with fewer than 3
+def fit_knee(steps: Sequence[Step], long_s: int) -> Knee | None:
+    """The fit of `steps` (several searches' together); None with fewer than 3
     points or a single rate. The spread comes from steps of at least `long_s` judged seconds (all, if fewer than 2)."""
     pts = _points(steps)
     if len(pts) < 3 or len({r for r, _, _ in pts}) < 2:

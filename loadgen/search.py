@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
@@ -283,7 +283,7 @@ def conclude(found: Sustainable, sr: Searcher) -> Sustainable:
             else f"no step held: the sustainable rate is below {low:,.0f} msg/s "
             f"({low * found.message_bytes / MB:.2f} MB/s), the lowest tried"
         )
-        knee = fit_knee([asdict(x) for x in sr.steps], sr.s.max_step_s // 2)
+        knee = fit_knee(sr.steps, sr.s.max_step_s // 2)
         if knee is not None and (why := knee.not_load()):  # stepping lower is no way out: say so, with the fit
             found.note += f"; {why}, and a lower rate will not hold it either"
         return found

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as checked_dataclass
 
+from core.typed import from_json
 from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
@@ -109,6 +110,11 @@ class Step:
     phase: str = ""  # bracket, bisect or confirm (loadgen.search)
     early: bool = False  # decided before max_step_s, its figures being clear
     tail: dict[str, Any] | None = None  # its seconds over the SLO and their causes (loadgen.tail.compact)
+
+    @classmethod
+    def of(cls, recorded: Mapping[str, Any]) -> Step:
+        """A step as a record keeps it (`Sustainable.as_dict`'s steps: trial.json, result.json)."""
+        return from_json(cls, recorded, "search step")
 
 
 @dataclass

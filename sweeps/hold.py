@@ -31,6 +31,7 @@ from typing import Any
 
 from loadgen import tail
 from loadgen.knee import Knee, fit_knee
+from loadgen.sustainable import Step
 from records.study import TRIALS
 from records.trial import read_trial
 from sweeps import storage
@@ -41,16 +42,16 @@ def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
     """The tail budgets of every step these trials' searches judged, missed or held, added up (loadgen.tail.combine):
     why no rate held is in the seconds of the rates that were tried."""
     searches = [_steps(run_dir, tid) for tid in trial_ids]
-    parts = [st["tail"] for steps in searches for st in steps if st.get("tail")]
+    parts = [st.tail for steps in searches for st in steps if st.tail]
     return tail.combine(parts, runs=sum(1 for steps in searches if steps))
 
 
-def _steps(run_dir: Path, trial_id: str) -> list[dict[str, Any]]:
+def _steps(run_dir: Path, trial_id: str) -> list[Step]:
     rec = read_trial(run_dir / TRIALS / trial_id)
-    return [dict(st) for st in rec.steps] if rec is not None else []
+    return [Step.of(st) for st in rec.steps] if rec is not None else []
 
 
-def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[dict[str, Any]]:
+def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[Step]:
     """Every search step of these trials (their records' `measured.sustainable.steps`)."""
     return [st for tid in trial_ids for st in _steps(run_dir, tid)]
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from advisor import limit
+from loadgen.sustainable import Step
 from records.run import Seconds
 from tests.advisor.test_recorded_diagnosis import RECORDED
 from tests.helpers import FIXTURES
 
 
-def _step(rate: float, seconds: range, held: bool, p99: float) -> dict[str, Any]:
+def _step(rate: float, seconds: range, held: bool, p99: float) -> Step:
     sent = int(rate * len(seconds))
-    return {"rate_msg_s": rate, "judged_s": list(seconds), "held": held, "p99_e2e_ms": p99, "sent": sent} | {
-        "received": sent
-    }
+    return Step(rate, seconds.start, list(seconds), sent=sent, received=sent, p99_e2e_ms=p99, held=held)
 
 
 def _broker(second: int, queue_ms: float = 0.1, remote_ms: float = 2.0, idle: float = 0.8) -> list[dict[str, Any]]:

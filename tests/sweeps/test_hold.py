@@ -12,26 +12,32 @@ import pytest
 
 from advisor.verdict import operating_lines
 from loadgen.knee import LOAD_SLOPE, fit_knee
+from loadgen.sustainable import Step
 from loadgen.tail import CAUSES
 from records.summary import Summary
 from sweeps.hold import refused, tail_causes
 from tests.helpers import trial_doc
 
 
-def steps(law: dict[str, float], rates: list[float], seconds: int = 30, sigma: float = 0.0, seed: int = 1) -> list:
-    """Search steps at `rates` whose p99 is a·rate^b (ms) times exp(N(0, sigma))."""
+def steps(
+    law: dict[str, float], rates: list[float], seconds: int = 30, sigma: float = 0.0, seed: int = 1
+) -> list[Step]:
+    """Search steps at `rates` whose p99 is a·rate^b (ms) times exp(N(0, sigma)), as a record keeps them."""
     rng = random.Random(seed)
     out = []
     for r in rates:
         p = law["a"] * r ** law["b"] * math.exp(rng.gauss(0, sigma))
         out.append(
-            {
-                "rate_msg_s": r,
-                "p99_e2e_ms": p,
-                "held": p <= 100,
-                "judged_s": list(range(seconds)),
-                "why": "" if p <= 100 else f"p99 end-to-end {p:.1f} ms > 100 ms",
-            }
+            Step.of(
+                {
+                    "rate_msg_s": r,
+                    "p99_e2e_ms": p,
+                    "held": p <= 100,
+                    "judged_s": list(range(seconds)),
+                    "why": "" if p <= 100 else f"p99 end-to-end {p:.1f} ms > 100 ms",
+                    "start_s": 0,
+                }
+            )
         )
     return out
 
@@ -53,7 +59,7 @@ def test_the_spread_comes_from_the_long_steps() -> None:
     law = {"a": 100 / 10_000**2.0, "b": 2.0}
     long = steps(law, [8000, 9000, 9500, 10_000], seconds=30, sigma=0.1, seed=5)
     short = steps(law, [5000, 14_000], seconds=5, sigma=0.0)  # decided early: far from the knee
-    short[0]["p99_e2e_ms"] *= 2.0  # a short step's p99 is mostly chance
+    short[0].p99_e2e_ms = 2.0 * (short[0].p99_e2e_ms or 0.0)  # a short step's p99 is mostly chance
     knee = fit_knee([*long, *short], long_s=15)
     assert knee is not None and knee.n == 6 and knee.n_spread == 4
     only_long = fit_knee(long, long_s=15)
@@ -63,8 +69,8 @@ def test_the_spread_comes_from_the_long_steps() -> None:
 def test_steps_not_judged_on_latency_are_left_out_and_too_few_points_fit_nothing() -> None:
     law = {"a": 100 / 10_000**2.0, "b": 2.0}
     pts = steps(law, [8000, 9000, 10_000, 12_000])
-    pts[-1]["why"] = "consumers fell behind (10 of 12,000 received)"  # its p99 says nothing about the rate
-    pts[-1]["held"] = False
+    pts[-1].why = "consumers fell behind (10 of 12,000 received)"  # its p99 says nothing about the rate
+    pts[-1].held = False
     knee = fit_knee(pts, long_s=15)
     assert knee is not None and knee.n == 3 and knee.high == 10_000
     assert fit_knee(pts[:2], long_s=15) is None
@@ -80,7 +86,10 @@ def test_a_tail_that_does_not_grow_with_the_rate_is_refused_with_its_cause(tmp_p
         d.mkdir(parents=True)
         missed = {"seconds": 6, "above_slo": cpu + 1, "unexplained": 1, "primary": {"cpu": cpu}}
         held = {"seconds": 24, "above_slo": link, "unexplained": 0, "primary": {"link": link} if link else {}}
-        tried = [{"rate_msg_s": 6000, "held": False, "tail": missed}, {"rate_msg_s": 5000, "held": True, "tail": held}]
+        tried = [
+            {"rate_msg_s": rate, "held": rate == 5000, "tail": t, "start_s": 0, "judged_s": []}
+            for rate, t in ((6000, missed), (5000, held))
+        ]
         (d / "trial.json").write_text(json.dumps(trial_doc(measured={"sustainable": {"steps": tried}})))
     causes = tail_causes(tmp_path, ["t1", "t2", "t3"])  # t3 has no record: skipped
     assert (

@@ -95,7 +95,7 @@ def max_rate(boot: str, conf: dict[str, str]) -> dict[str, Any]:
             "consumerConfig": conf,
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": boot}, say=lambda m: None)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": boot}).quiet())
     s = result.build(raw)[0]["summary"]
     return {
         "publish_mb_s": s["publish_mb_s"],

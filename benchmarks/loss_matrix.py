@@ -51,9 +51,8 @@ def main() -> None:
             w = parse_workload({"name": f"loss-{i}", **LOAD}).with_faults()
             inj = Injector(tb, [parse(a.fault)], say=lambda m: None)
             try:
-                raw = runner.run(
-                    w, {"bootstrap.servers": st.bootstrap_servers}, on_tick=inj.on_tick, say=lambda m: None
-                )
+                at = runner.RunSettings({"bootstrap.servers": st.bootstrap_servers}, on_tick=inj.on_tick)
+                raw = runner.run(w, at.quiet())
             finally:
                 events = inj.finish()
             s = result.build(raw).result["summary"]

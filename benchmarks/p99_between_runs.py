@@ -38,13 +38,12 @@ def one_run(tb: object, rate: float, seconds: float) -> dict[str, float | None]:
             "producerConfig": {"acks": "all"},
         }
     )
-    raw = runner.run(
-        w,
+    at = runner.RunSettings(
         {"bootstrap.servers": st.bootstrap_servers},
-        placements=tb.client_netns(st),  # type: ignore[attr-defined]
-        metrics_urls={nd.id: nd.metrics_url for nd in st.nodes},
-        say=lambda m: None,
+        tb.client_netns(st),  # type: ignore[attr-defined]
+        {nd.id: nd.metrics_url for nd in st.nodes},
     )
+    raw = runner.run(w, at.quiet())
     s = result.build(raw)[0]["summary"]
     return {"p99_e2e_ms": s["end_to_end_latency_ms"]["p99"], "consume_msg_s": s["consume_msg_s"]}
 

@@ -126,7 +126,7 @@ def kafkatune_run(
             "producerConfig": {**CONFIGS, **(extra or {})},
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": boot}, say=lambda m: None)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": boot}).quiet())
     s = result.build(raw)[0]["summary"]
     if s["warnings"]:
         log(f"  kafkatune x{processes}: {'; '.join(s['warnings'])}")

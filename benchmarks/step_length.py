@@ -45,13 +45,10 @@ def main() -> None:
         }
     )
     log(f"{a.rate:,.0f} msg/s for {secs} s on the testbed ({st.network})")
-    raw = runner.run(
-        w,
-        {"bootstrap.servers": st.bootstrap_servers},
-        placements=tuple(st.client_netns) or (None,),
-        metrics_urls=st.metrics_urls,
-        say=lambda m: None,
+    at = runner.RunSettings(
+        {"bootstrap.servers": st.bootstrap_servers}, tuple(st.client_netns) or (None,), st.metrics_urls
     )
+    raw = runner.run(w, at.quiet())
     hists: dict[int, list[bytes | None]] = {}
     for t in raw.ticks:
         if t.role == "consumer" and 5 <= t.second < 5 + secs:

@@ -65,13 +65,14 @@ def baseline(nic: float, seconds: float, warm_up_s: float) -> dict[str, object]:
                 "producerConfig": JAVA_DEFAULTS,
             }
         )
-        raw = runner.run(
-            w,
-            {"bootstrap.servers": tb.state().bootstrap_servers},
-            placements=tb.client_netns(tb.state()),
-            metrics_urls={nd.id: nd.metrics_url for nd in tb.state().nodes},
+        st = tb.state()
+        at = runner.RunSettings(
+            {"bootstrap.servers": st.bootstrap_servers},
+            tb.client_netns(st),
+            {nd.id: nd.metrics_url for nd in st.nodes},
             say=log,
         )
+        raw = runner.run(w, at)
         s = result.build(raw)[0]["summary"]
         return {
             "nic_mb_s_configured": nic,

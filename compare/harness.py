@@ -96,7 +96,7 @@ def workload(t: SystemTarget, name: str, size: int, **kw: Any) -> Workload:
 
 
 def harness_run(t: SystemTarget, w: Workload, out: Path) -> tuple[runner.RawRun, dict[str, Any]]:
-    raw = runner.run(w, t.common, placements=t.client_netns, say=lambda m: None)
+    raw = runner.run(w, runner.RunSettings(t.common, t.client_netns).quiet())
     rec = res.build(raw, None, {"client": t.system.driver, "system": t.name})
     write_run(out, rec)
     return raw, rec.result

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import confluent_kafka
 
@@ -92,16 +91,16 @@ def measure(
     found, grown, probe = None, None, None
     net = _shaped(t)
     sampler = links.Sampler(net).start() if net is not None else None
-    kw: dict[str, Any] = {"placements": t.placements, "metrics_urls": t.metrics_urls, "on_tick": on_tick, "say": say}
+    at = runner.RunSettings(common, t.placements, t.metrics_urls, on_tick, say)
     try:
         if w.discovers_rate:
-            probe, searched, found = search.discover(w, common, slo or Slo(), how or Search(), **kw)
+            probe, searched, found = search.discover(w, at, slo or Slo(), how or Search())
             raw = searched or probe
         elif scale_out:
             cap = scaleout.cores_for_workers(t.placements)
-            raw, grown = scaleout.run(w, common, cap=cap, keep_topics=keep_topics, **kw)
+            raw, grown = scaleout.run(w, at, cap=cap, keep_topics=keep_topics)
         else:
-            raw = runner.run(w, common, keep_topics=keep_topics, **kw)
+            raw = runner.run(w, at, keep_topics=keep_topics)
     finally:  # what each link carried, resent, and how long its round trips took (testbed.links)
         seen = sampler.stop() if sampler is not None else None
     client = {

@@ -10,9 +10,11 @@ run's topics deleted.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +42,35 @@ def _topic_names(w: Workload) -> list[str]:
     return [f"kt-{w.slug}-{tag}-{i}" for i in range(w.topics)]
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """Where a run's load goes and who hears of it, the same for every run of one measurement (a probe and its
+    search, the runs of a scale-out, a warm-up): the system `common` points at (bootstrap.servers and the clients'
+    shared settings), the hosts its workers are placed on (round robin; None: this process's host), the brokers'
+    exporters sampled every second (None: none sampled), what sees each tick, and where progress lines go."""
+
+    common: Mapping[str, str]
+    placements: Sequence[Placement] = (None,)
+    metrics_urls: Mapping[int, str] | None = None
+    on_tick: View | None = None
+    say: Callable[[str], None] = print
+
+    def quiet(self) -> RunSettings:
+        """The same settings without progress lines (a sweep's trial says its own)."""
+        return dataclasses.replace(self, say=lambda m: None)
+
+
 def run(
     w: Workload,
-    common: Mapping[str, str],
+    at: RunSettings,
     *,
-    placements: Sequence[Placement] = (None,),
-    metrics_urls: Mapping[int, str] | None = None,
-    on_tick: View | None = None,
-    say: Callable[[str], None] = print,
     keep_topics: bool = False,
     schedule: Sequence[tuple[int, float]] = (),
     stop_when: Callable[[RawRun], bool] | None = None,
     drain: bool = True,
     steer: Steer | None = None,
 ) -> RawRun:
-    """One run of `w` against the system `common` points at; workers placed round robin over `placements`.
+    """One run of `w` against the system and on the hosts `at` names.
 
     `schedule`: publish at these rates instead of `w`'s, each (whole second from t0, msg/s for the whole
     workload) from that second on; `stop_when`: asked after every tick, True ends the producers early; `steer`:
@@ -66,18 +82,18 @@ def run(
         raise ValueError("schedule: rates above 0, the first step at second 0")
     if steer is not None and not schedule:
         raise ValueError("a steered run starts from a schedule")
-    drv = api.load_driver(w.driver)(common)
+    drv = api.load_driver(w.driver)(at.common)
     drv.validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
     topics = _topic_names(w)
     specs = [api.TopicSpec(t, w.partitionsPerTopic, w.replicationFactor, w.str_map("topicConfig")) for t in topics]
     drv.create_topics(specs, validate_only=True)
-    r = _Run(w, drv, dict(common), topics, hosts(placements), metrics_urls, say)
+    r = _Run(w, drv, dict(at.common), topics, hosts(at.placements), at.metrics_urls, at.say)
     r.raw.schedule = tuple((int(s), float(v)) for s, v in schedule)
     try:
         drv.create_topics(specs)
         r.created = True
-        say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
-        return r.measure(on_tick, stop_when, drain, steer)
+        at.say(f"created {len(topics)} topic(s) × {w.partitionsPerTopic} partitions: {', '.join(topics)}")
+        return r.measure(at.on_tick, stop_when, drain, steer)
     finally:
         r.clean_up(keep_topics)
 

@@ -104,10 +104,11 @@ def _step(raw: runner.RawRun, why: list[str]) -> dict[str, Any]:
     }
 
 
-def run(w: Workload, common: dict[str, str], *, cap: int, say: Say, **kw: Any) -> tuple[runner.RawRun, ScaleOut]:
-    """`runner.run(w, common, **kw)`, again with twice the producer processes while a send loop was hot (max-rate
-    runs only; at most `cap` processes per topic). Returns the last run and what scaling out did."""
-    raw = runner.run(w, common, say=say, **kw)
+def run(w: Workload, at: runner.RunSettings, *, cap: int, keep_topics: bool = False) -> tuple[runner.RawRun, ScaleOut]:
+    """`runner.run(w, at)`, again with twice the producer processes while a send loop was hot (max-rate runs only;
+    at most `cap` processes per topic). Returns the last run and what scaling out did."""
+    say = at.say
+    raw = runner.run(w, at, keep_topics=keep_topics)
     out = ScaleOut(cap)
     if w.fixed_rate or w.discovers_rate or w.builds_backlog:
         return raw, out
@@ -117,7 +118,7 @@ def run(w: Workload, common: dict[str, str], *, cap: int, say: Say, **kw: Any) -
         n = w.producersPerTopic * 2
         say(f"scaling out to {n} producer processes per topic: {out.steps[-1]['why']}")
         w = w.model_copy(update={"producersPerTopic": n})
-        raw = runner.run(w, common, say=say, **kw)
+        raw = runner.run(w, at, keep_topics=keep_topics)
         hot = _limited(raw)
         out.steps.append(_step(raw, hot))
     if hot:

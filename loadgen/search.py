@@ -33,16 +33,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
-from cluster.target import Placement
 from core.units import MB
 from loadgen import recorder, runner
 from loadgen.knee import fit_knee
-from loadgen.runner import RawRun
+from loadgen.runner import RawRun, RunSettings
 from loadgen.sustainable import Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
 from loadgen.workload import Workload
 
@@ -240,32 +239,12 @@ def _step_words(st: Step, i: int) -> str:
     return f"step {i} ({st.phase}) {st.rate_msg_s:,.0f} msg/s, {how}: {st.mb_s:.2f} MB/s, {p99}, {verdict}"
 
 
-def search_run(
-    w: Workload,
-    common: Mapping[str, str],
-    probe_msg_s: float,
-    search: Search,
-    slo: Slo,
-    *,
-    placements: Sequence[Placement] = (None,),
-    metrics_urls: Mapping[int, str] | None = None,
-    on_tick: runner.View | None = None,
-    say: Callable[[str], None] = print,
-) -> tuple[RawRun, Searcher]:
+def search_run(w: Workload, at: RunSettings, probe_msg_s: float, search: Search, slo: Slo) -> tuple[RawRun, Searcher]:
     """One steered run searching under the upper bound `probe_msg_s`: the run and the search's state."""
-    remote = any(p is not None and not isinstance(p, str) for p in placements)  # str: a namespace of this machine
-    sr = Searcher(w, probe_msg_s, search, slo, say, LEAD_S if remote else LOCAL_LEAD_S)
+    remote = any(p is not None and not isinstance(p, str) for p in at.placements)  # str: a namespace of this host
+    sr = Searcher(w, probe_msg_s, search, slo, at.say, LEAD_S if remote else LOCAL_LEAD_S)
     rw = timed_workload(w, sr.first, search.warmup_s, search.longest_run_s(MAX_SETTLE_S + sr.lead_s + 1))
-    raw = runner.run(
-        rw,
-        common,
-        placements=placements,
-        metrics_urls=metrics_urls,
-        on_tick=on_tick,
-        say=say,
-        schedule=[(0, sr.first)],
-        steer=sr,
-    )
+    raw = runner.run(rw, at, schedule=[(0, sr.first)], steer=sr)
     return raw, sr
 
 
@@ -299,30 +278,19 @@ def conclude(found: Sustainable, sr: Searcher) -> Sustainable:
     return found
 
 
-def discover(
-    w: Workload,
-    common: Mapping[str, str],
-    slo: Slo,
-    search: Search,
-    *,
-    placements: Sequence[Placement] = (None,),
-    metrics_urls: Mapping[int, str] | None = None,
-    on_tick: runner.View | None = None,
-    say: Callable[[str], None] = print,
-) -> tuple[RawRun, RawRun | None, Sustainable]:
+def discover(w: Workload, at: RunSettings, slo: Slo, search: Search) -> tuple[RawRun, RawRun | None, Sustainable]:
     """Probe, then search: the probe run, the search run (None when the probe acknowledged nothing), the answer."""
     t = time.monotonic()
     pw = timed_workload(w, "max", search.warmup_s, search.probe_s)
-    probe = runner.run(pw, common, placements=placements, metrics_urls=metrics_urls, on_tick=on_tick, say=say)
+    probe = runner.run(pw, at)
     u = probe_rate(probe)
     found = Sustainable(slo, search, w.messageSize, u, u * w.messageSize / MB, probe_s=time.monotonic() - t)
-    say(f"probe at max rate: {u:,.0f} msg/s ({u * w.messageSize / MB:.2f} MB/s); first step at {search.start:g}× that")
+    first = f"first step at {search.start:g}× that"
+    at.say(f"probe at max rate: {u:,.0f} msg/s ({u * w.messageSize / MB:.2f} MB/s); {first}")
     if u <= 0:
         found.note = "the probe acknowledged nothing: no rate to search under"
         return probe, None, found
     t = time.monotonic()
-    raw, sr = search_run(
-        w, common, u, search, slo, placements=placements, metrics_urls=metrics_urls, on_tick=on_tick, say=say
-    )
+    raw, sr = search_run(w, at, u, search, slo)
     found.ramp_s = time.monotonic() - t
     return probe, raw, conclude(found, sr)

@@ -187,15 +187,8 @@ def _warm_shape(
         }
     )
     t0 = time.monotonic()
-    raw = runner.run(
-        w,
-        {**(common or {}), "bootstrap.servers": bootstrap},
-        placements=placements,
-        say=lambda m: None,
-        drain=False,
-        metrics_urls=metrics_urls,
-        stop_when=watch,
-    )
+    where = runner.RunSettings({**(common or {}), "bootstrap.servers": bootstrap}, placements, metrics_urls)
+    raw = runner.run(w, where.quiet(), drain=False, stop_when=watch)
     took = time.monotonic() - t0
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
     summary: dict[str, Any] = result.build(raw)[0]["summary"]

@@ -197,10 +197,13 @@ class _Trial:
 
     def _run(self, w: Workload, on_tick: runner.View | None, **kw: Any) -> RawRun:
         """One run of `w` on the target (loadgen.runner), quietly."""
+        return runner.run(w, self._settings(on_tick), **kw)
+
+    def _settings(self, on_tick: runner.View | None) -> runner.RunSettings:
+        """The target's run settings, quiet: the sweep says its own progress."""
         t = self.target
         common = {"bootstrap.servers": t.bootstrap, **t.common}
-        kw.update(placements=t.placements, metrics_urls=t.metrics_urls, on_tick=on_tick, say=lambda m: None)
-        return runner.run(w, common, **kw)
+        return runner.RunSettings(common, t.placements, t.metrics_urls, on_tick).quiet()
 
     def _build(self, raw: RawRun, found: Sustainable | None = None) -> res.RunRecord:
         """A run's record with its tail budget against the spec's SLO (loadgen.tail); a search's over its steps that
@@ -287,20 +290,10 @@ class _Trial:
 
     def _search(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         """The sustainable rate: a search under the max rate `u` (msg/s) this trial just measured, loadgen.search."""
-        t, s, out = self.target, self.spec, self.outcome
+        s, out = self.spec, self.outcome
         how, slo = s.search.how(), s.slo
         t_search = time.monotonic()
-        raw, sr = search.search_run(
-            self.workload,
-            {"bootstrap.servers": t.bootstrap, **t.common},
-            u,
-            how,
-            slo,
-            placements=t.placements,
-            metrics_urls=t.metrics_urls,
-            on_tick=on_tick,
-            say=lambda m: None,
-        )
+        raw, sr = search.search_run(self.workload, self._settings(on_tick), u, how, slo)
         found = search.conclude(
             Sustainable(slo, how, self.workload.messageSize, u, u * self.workload.messageSize / MB), sr
         )

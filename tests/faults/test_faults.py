@@ -106,7 +106,7 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     # a shutdown lasts 4 s here (Kafka's test leaves the node down): the whole matrix stays within a few minutes
     inj = Injector(testbed, [parse(f"{kind}:{target}@2" + ("+4" if kind.endswith("shutdown") else ""))], say=print)
     try:
-        raw = runner.run(w, _common(testbed, security), on_tick=inj.on_tick, say=print)
+        raw = runner.run(w, runner.RunSettings(_common(testbed, security), on_tick=inj.on_tick))
     finally:
         events = inj.finish()
     s = result.build(raw).result["summary"]

@@ -109,7 +109,7 @@ def _max_rate_100b(
             "producerConfig": {"acks": "all", "linger.ms": 5, **config},
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
     s = result.build(raw).result["summary"]
     assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
     # every message sent is accounted for: acknowledged, dropped unsent at the end, failed or abandoned
@@ -227,7 +227,7 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
             "producerConfig": {"acks": "all"},
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
     res = result.build(raw).result
     s = res["summary"]
     assert s["mode"] == "fixed-rate"
@@ -263,7 +263,8 @@ def test_a_search_steers_the_producers_rate_step_by_step(healthy: TestbedState, 
     slo = sustainable.Slo(p99_e2e_ms=0.001)
     # a probe of 5,000 msg/s: steps of 3,500 msg/s and less, 1,750 a producer (at 14,000 a step, CI's brokers
     # still compiling after a fault test's restart held the producers back and they caught up in the judged seconds)
-    run, sr = search.search_run(w, {"bootstrap.servers": healthy.bootstrap_servers}, 5_000, how, slo, say=said.append)
+    at = runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}, say=said.append)
+    run, sr = search.search_run(w, at, 5_000, how, slo)
     found = search.conclude(sustainable.Sustainable(slo, how, 200, 5_000, 4.0), sr)
     assert [st.rate_msg_s for st in found.steps] == pytest.approx([3_500 / 1.25**i for i in range(3)])
     for st in found.steps:
@@ -295,7 +296,7 @@ def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: Tes
             "producerConfig": {"acks": "all"},
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print, drain=False)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}), drain=False)
     acked = sum(p["acked"] for p in raw.producers.values())
     received = sum(c["received"] for c in raw.consumers.values())
     print(f"acknowledged {acked}, received {received}, phases {raw.phases_s}")
@@ -321,7 +322,7 @@ def test_a_run_whose_consumers_received_nothing_says_where_they_waited(healthy: 
             "consumerConfig": {"fetch.min.bytes": 100_000_000, "fetch.wait.max.ms": 30_000},
         }
     )
-    raw = runner.run(w, {"bootstrap.servers": healthy.bootstrap_servers}, say=print)
+    raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
     acked = sum(p["acked"] for p in raw.producers.values())
     assert acked > 0 and sum(c["received"] for c in raw.consumers.values()) == 0
     assert raw.drain_ended == "idle"  # drainIdleSeconds of quiet, long before drainTimeoutSeconds

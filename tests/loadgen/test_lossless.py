@@ -136,7 +136,8 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
         drainTimeoutSeconds=30,
     )
     try:
-        raw = runner.run(w, {"bootstrap.servers": st.address, "zenoh.mode": "client"}, on_tick=stall.on_tick)
+        at = runner.RunSettings({"bootstrap.servers": st.address, "zenoh.mode": "client"}, on_tick=stall.on_tick)
+        raw = runner.run(w, at)
     finally:
         stall.end()
         sv.down("zenoh", progress=print)

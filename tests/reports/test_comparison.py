@@ -22,10 +22,11 @@ def test_the_recorded_comparison_reads_typed_with_every_table() -> None:
     assert big.error and big.msg_s is None  # Kafka's defaults cannot carry 1 MiB: its row says why
     assert all(r.p50_us and r.p999_us and r.p50_us <= r.p999_us for r in doc.pingpong)
     assert doc.native.iperf3 and doc.native.iperf3.bit_s and doc.native.sockperf and doc.native.sockperf.p50_us
-    assert [r.partitions for r in doc.fixed_rate] == [1, 6] and all(r.e2e_p999_ms for r in doc.fixed_rate)
-    assert [r.rate for r in doc.iot_periodic] == [10, 100]
-    (burst,) = doc.iot_sporadic
-    assert burst.periodic_p90_before_ms is not None and burst.burst_window_s and len(burst.burst_window_s) == 2
+    assert [(r.system, r.partitions) for r in doc.fixed_rate] == [("kafka", 1), ("kafka", 6), ("tcp", None)]
+    assert all(r.e2e_p999_ms for r in doc.fixed_rate)
+    assert [(r.system, r.rate) for r in doc.iot_periodic] == [(s, rate) for s in doc.names for rate in (10, 100)]
+    assert [r.system for r in doc.iot_sporadic] == doc.names
+    assert all(r.periodic_p90_before_ms is not None and len(r.burst_window_s or ()) == 2 for r in doc.iot_sporadic)
 
 
 def test_the_report_has_every_table_and_chart(tmp_path: Path) -> None:

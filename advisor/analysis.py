@@ -13,6 +13,7 @@ from typing import Any
 
 from advisor import ceiling, diagnose, limit
 from records import analysis as tables
+from records.profile import Limits
 from records.study import Study, open_study
 from records.trialrow import TrialRow
 from spark import analyze as job
@@ -30,8 +31,9 @@ def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
     # a bench run's folder is its only trial, whatever it was named when analysed
     run = study.trial_dirs[0] if study.kind == "bench" else study.trial(t.trial_id)
     if t.objective == "sustainable_mb_s" and run is not None:
-        nic = ((study.profile or {}).get("network") or {}).get("nic_mb_s_measured")
-        d = limit.of_trial(run, nic) or d  # a search's limit, read from its steps (advisor.limit)
+        d = (
+            limit.of_trial(run, Limits.of(study.profile).nic_mb_s) or d
+        )  # a search's limit, read from its steps (advisor.limit)
     return {
         "ceiling_mb_s": c.mb_s if c else None,
         "fraction_of_ceiling": t.mb_s / c.mb_s if c and t.mb_s is not None else None,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import UserError
+from records.profile import Limits
 
 RESOURCES = ("network_in", "network_out", "disk", "client_network")
 ACKS = ("0", "1", "all", "-1")
@@ -147,13 +148,8 @@ def from_profile(profile: dict[str, Any] | None, rf: int = 3, consumer_groups: i
     The disk term uses the probe's concurrent per-broker rate (all brokers writing at once), since on the
     testbed the three log dirs share one device.
     """
-    if not profile:
+    lim = Limits.of(profile)
+    if not lim.nic_mb_s:
         return None
-    net = profile.get("network") or {}
-    nic = net.get("nic_mb_s_measured") or None
-    if not nic:
-        return None
-    disk = (profile.get("disk") or {}).get("write_mb_s_measured")
-    brokers = len(profile.get("brokers") or []) or 3
     # Client hosts: the workers' placement decides their share, so they are left to the caller.
-    return p_max(float(nic), brokers=brokers, rf=rf, consumer_groups=consumer_groups, disk_mb_s=disk or None)
+    return p_max(lim.nic_mb_s, brokers=lim.brokers, rf=rf, consumer_groups=consumer_groups, disk_mb_s=lim.disk_mb_s)

@@ -18,6 +18,7 @@ from typing import Any
 from advisor import links
 from advisor.trials import num
 from loadgen import clientside
+from records.profile import Limits
 from records.trialrow import TrialRow
 
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
@@ -273,9 +274,8 @@ def binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
 
 
 def _binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
-    net = (profile or {}).get("network") or {}
-    disk = (profile or {}).get("disk") or {}
-    nic, disk_mb_s = num(net.get("nic_mb_s_measured")), num(disk.get("write_mb_s_measured"))
+    lim = Limits.of(profile)
+    nic, disk_mb_s = lim.nic_mb_s, lim.disk_mb_s
     if row.state != "complete" or row.mb_s is None:
         return Diagnosis("none", f"no measurement: {row.fail_reason or row.state}")
     if row.rate_mode == "omb-import":  # records.omb.imported_result: OMB keeps no evidence to read
@@ -284,7 +284,7 @@ def _binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
             "an imported OpenMessaging Benchmark result: it carries no broker metrics or client statistics, so no "
             "resource can be named (its rate was its workload's producerRate)",
         )
-    brokers = len((profile or {}).get("brokers") or []) or 3
+    brokers = lim.brokers
     found = _network(row, nic) or _degraded_link(row) or _flush(row, brokers)
     b_in = num(row.broker_in_max_mb_s)
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:

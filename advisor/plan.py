@@ -19,6 +19,7 @@ from advisor import diagnose
 from advisor.trials import best_trial, complete, representative, strict_mask
 from core.errors import UserError
 from core.stats import Interval, mean_interval
+from records.profile import Limits
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
 # 6 consumers. Used only when no study is given, and named in the plan's assumptions.
@@ -221,9 +222,8 @@ def _bandwidths(
     nic_mb_s: float | None, disk_mb_s: float | None, profile: dict[str, Any] | None
 ) -> tuple[float, float | None]:
     """The link and disk MB/s per broker: as given, else the profile's measured ones; a UserError without a link."""
-    if profile:
-        nic_mb_s = nic_mb_s or (profile.get("network") or {}).get("nic_mb_s_measured")
-        disk_mb_s = disk_mb_s or (profile.get("disk") or {}).get("write_mb_s_measured")
+    lim = Limits.of(profile)
+    nic_mb_s, disk_mb_s = nic_mb_s or lim.nic_mb_s, disk_mb_s or lim.disk_mb_s
     if not nic_mb_s:
         raise UserError(
             "--nic-mbps is required (MB/s per broker, each direction) unless --from gives a measured profile"

@@ -23,6 +23,7 @@ from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
 from records.analysis import load_table, read_analysis_summary
 from records.confirmation import Arm
+from records.profile import Limits
 from records.study import Study, open_study, read_spec
 from records.summary import Summary, read_summary
 from records.trialrow import TrialRow
@@ -153,7 +154,7 @@ def plans(
     on the confirmed configuration's repeats when the sweep confirmed one."""
     chosen = candidate(sweep, None)
     confirmed = chosen.trial_ids if chosen else ()
-    if not best or not study.profile or not (study.profile.get("network") or {}).get("nic_mb_s_measured"):
+    if not best or not study.profile or not Limits.of(study.profile).nic_mb_s:
         return []
     safe = best.rate * 0.7
     out = []

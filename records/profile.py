@@ -60,6 +60,26 @@ class ClusterProfile:
         return {k: d[k] for k in order}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The measured figures a judgement reads from a profile (the ceiling model, the diagnosis, the capacity plan):
+    the link rate per host and the disk write rate per log dir (MB/s, None when not measured: an unshaped loopback
+    testbed has no link rate), and the broker count (3 when the profile names none)."""
+
+    nic_mb_s: float | None = None
+    disk_mb_s: float | None = None
+    brokers: int = 3
+
+    @classmethod
+    def of(cls, profile: Mapping[str, Any] | None) -> Limits:
+        """A profile as read (read_profile, a run record's copy), any schema version; None: nothing measured."""
+        if not profile:
+            return cls()
+        nic = (profile.get("network") or {}).get("nic_mb_s_measured")
+        disk = (profile.get("disk") or {}).get("write_mb_s_measured")
+        return cls(float(nic) if nic else None, float(disk) if disk else None, len(profile.get("brokers") or ()) or 3)
+
+
 def write_profile(path: Path, profile: ClusterProfile) -> dict[str, Any]:
     """Write the profile; returns it as the JSON the readers get."""
     doc = profile.as_json()

@@ -28,7 +28,7 @@ from core.errors import UserError
 from records import run as runs
 from records import summary as summaries
 from records import trial as trials
-from records.profile import PROFILE, read_profile
+from records.profile import PROFILE, Limits, read_profile
 
 SPEC = "spec.yaml"
 INVENTORY = "inventory.yaml"
@@ -106,7 +106,7 @@ class Study:
     @property
     def brokers(self) -> int:
         """Brokers of the cluster it ran on (3 when the profile does not say)."""
-        return len((self.profile or {}).get("brokers") or []) or 3
+        return Limits.of(self.profile).brokers
 
     def trial(self, trial_id: str) -> Path | None:
         return next((d for d in self.trial_dirs if d.name == trial_id), None)

@@ -4,9 +4,11 @@ its broker metrics when their exporters are known.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +76,27 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
     return recs
 
 
-def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> list[Recommendation]:
+@dataclass(frozen=True)
+class LiveSample:
+    """A few seconds of a live cluster's broker metrics as one row (summarize): what the diagnosis reads of them
+    (`row`, as a trials-table row of a run nobody recorded; `broker`: the configs the brokers run with), how many
+    seconds were sampled, and the most partitions under-replicated in any of them."""
+
+    row: TrialRow
+    seconds: int
+    under_replicated_max: int = 0
+
+
+def live_metric_rules(sample: LiveSample, profile: dict[str, Any] | None) -> list[Recommendation]:
     """Rules over a few seconds of live broker metrics (idle fractions, under-replicated partitions)."""
     recs: list[Recommendation] = []
-    t = TrialRow.of({**row, "state": "complete", "mb_s": row.get("produce_mb_s") or 0.0})
+    row, secs = sample.row, sample.seconds
+    t = dataclasses.replace(row, state="complete", mb_s=row.produce_mb_s or 0.0)
     d = diagnose.binding(t, profile)
     ev = [
-        f"over {row.get('seconds', 0)} s: produce {fmt(row.get('produce_mb_s'))}, busiest broker in "
-        f"{fmt(row.get('broker_in_max_mb_s'))}, "
-        f"request handlers {fmt((row.get('request_handler_idle') or 0) * 100, ' %')} idle, "
-        f"network processors {fmt((row.get('network_processor_idle') or 0) * 100, ' %')} idle"
+        f"over {secs} s: produce {fmt(row.produce_mb_s)}, busiest broker in {fmt(row.broker_in_max_mb_s)}, "
+        f"request handlers {fmt((row.request_handler_idle or 0) * 100, ' %')} idle, "
+        f"network processors {fmt((row.network_processor_idle or 0) * 100, ' %')} idle"
     ]
     if time_spent := diagnose.where_time_goes(t):
         ev.append(time_spent)
@@ -101,12 +114,12 @@ def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> li
                 severity="high",
             )
         )
-    if (row.get("under_replicated_max") or 0) > 0:
+    if sample.under_replicated_max > 0:
         recs.append(
             Recommendation(
                 "live-isr",
-                f"{int(row['under_replicated_max'])} partition(s) under-replicated while sampled: followers are behind"
-                + (f" (up to {lag:,.0f} messages)" if (lag := row.get("replica_lag_max")) is not None else ""),
+                f"{sample.under_replicated_max} partition(s) under-replicated while sampled: followers are behind"
+                + (f" (up to {lag:,.0f} messages)" if (lag := row.replica_lag_max) is not None else ""),
                 action={
                     "replica.fetch.max.bytes": "raise (≥ batch.size)",
                     "num.replica.fetchers": "raise (not a multiple of the broker count)",
@@ -115,13 +128,13 @@ def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> li
                 severity="high",
             )
         )
-    if (bad := row.get("controller_bad_seconds")) is not None:
-        ev.append(f"active controller: exactly one in {row.get('seconds', 0) - bad} of {row.get('seconds', 0)} s")
+    if (bad := row.controller_bad_seconds) is not None:
+        ev.append(f"active controller: exactly one in {secs - bad} of {secs} s")
     if bad:
         recs.append(
             Recommendation(
                 "live-controller",
-                f"For {bad} s of {row.get('seconds', 0)} the brokers' ActiveControllerCount did not add up to one: "
+                f"For {bad} s of {secs} the brokers' ActiveControllerCount did not add up to one: "
                 "the KRaft quorum lost its leader (or had two); the controllers' logs say why",
                 evidence=ev,
                 severity="high",
@@ -132,7 +145,7 @@ def live_metric_rules(row: dict[str, Any], profile: dict[str, Any] | None) -> li
     return recs
 
 
-def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
+def sample(urls: Mapping[int, str], seconds: float) -> LiveSample:
     """`seconds` of broker metrics as one row: produce rate, the busiest broker's in/out, idle fractions."""
     sampler = metrics.BrokerMetricsSampler(urls).start()
     time.sleep(seconds)
@@ -142,7 +155,7 @@ def sample(urls: Mapping[int, str], seconds: float) -> dict[str, Any]:
     return summarize(rows)
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]]) -> LiveSample:
     """Per-broker-second metric rows (cluster.metrics.rates; a run's broker_metrics.parquet) as the one row the
     live rules read: per-second sums and busiest-broker figures averaged over the seconds, worst cases kept."""
     by_t: dict[int, list[dict[str, Any]]] = {}
@@ -158,19 +171,19 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     per_s = list(by_t.values())
     totals = {f"sum_{c}": sum(r.get(c, 0.0) for r in rows) for c in EVIDENCE if any(c in r for r in rows)}
     produce = avg([sum(r.get("bytes_in_per_s", 0) for r in s) / MB for s in per_s])
-    return {
+    row = {
         # the brokers' counters over the sample, as spark.series.evidence reads a trial's window
         **evidence({**totals, "measure_seconds": len(per_s), "produce_mb_s": produce}),
-        "seconds": len(per_s),
         "produce_mb_s": produce,
         "broker_in_max_mb_s": avg([busiest(s, "bytes_in_per_s", "replication_bytes_in_per_s") for s in per_s]),
         "broker_out_max_mb_s": avg([busiest(s, "bytes_out_per_s", "replication_bytes_out_per_s") for s in per_s]),
         "request_handler_idle": avg([r["request_handler_idle"] for r in rows if "request_handler_idle" in r]),
         "network_processor_idle": avg([r["network_processor_idle"] for r in rows if "network_processor_idle" in r]),
-        "under_replicated_max": max((r.get("under_replicated", 0) for r in rows), default=0),
         "replica_lag_max": max((r["replica_max_lag"] for r in rows if "replica_max_lag" in r), default=None),
         "controller_bad_seconds": _controller_bad_seconds(per_s),
     }
+    worst = max((r.get("under_replicated", 0) for r in rows), default=0)
+    return LiveSample(TrialRow.of(row), len(per_s), int(worst))
 
 
 def _controller_bad_seconds(per_s: list[list[dict[str, Any]]]) -> int | None:
@@ -201,8 +214,10 @@ def advise(
         urls, profile = dict(tb.metrics_urls), tb.profile
     if urls:
         progress(f"sampling broker metrics for {seconds:g} s …")
-        broker = next(iter(configs.values()), {})  # what forced flushes name as their cause
-        recs += live_metric_rules({**sample(urls, seconds), "broker": broker}, profile)
+        # what forced flushes name as their cause: one broker's configs (a key read back without a value is unset)
+        broker = {k: v for k, v in next(iter(configs.values()), {}).items() if v is not None}
+        got = sample(urls, seconds)
+        recs += live_metric_rules(dataclasses.replace(got, row=dataclasses.replace(got.row, broker=broker)), profile)
     else:
         progress("no metrics endpoints (--metrics-url): advice from configs only")
     return recs

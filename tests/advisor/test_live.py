@@ -24,34 +24,35 @@ def _seconds() -> list[dict[str, Any]]:
 
 def test_seconds_of_broker_metrics_summarize_to_per_second_sums_and_the_busiest_broker() -> None:
     rows = _seconds()
-    row = summarize(rows)
+    got = summarize(rows)
+    row = got.row
     seconds: dict[int, list[dict]] = {}
     for r in rows:
         seconds.setdefault(round(r["t_ns"] / 1e9), []).append(r)
-    assert row["seconds"] == len(seconds) > 30
+    assert got.seconds == len(seconds) > 30
     produce = statistics.mean(sum(r["bytes_in_per_s"] for r in s) / 1e6 for s in seconds.values())
     busiest = statistics.mean(
         max(r["bytes_in_per_s"] + r["replication_bytes_in_per_s"] for r in s) / 1e6 for s in seconds.values()
     )
-    assert abs(row["produce_mb_s"] - produce) < 1e-9 and abs(row["broker_in_max_mb_s"] - busiest) < 1e-9
+    assert abs((row.produce_mb_s or 0) - produce) < 1e-9 and abs((row.broker_in_max_mb_s or 0) - busiest) < 1e-9
     # one active controller every second, nothing under-replicated: a healthy quorum below its knee
-    assert row["controller_bad_seconds"] == 0 and row["under_replicated_max"] == 0
-    assert 0 < row["request_handler_idle"] <= 1 and row["produce_total_ms"] > 0
+    assert row.controller_bad_seconds == 0 and got.under_replicated_max == 0
+    assert 0 < (row.request_handler_idle or 0) <= 1 and (row.produce_total_ms or 0) > 0
 
 
 def test_a_recorded_run_below_its_knee_is_not_bound_and_says_what_its_links_carried() -> None:
     rows = _seconds()
-    row = summarize(rows)
+    got = summarize(rows)
     profile = json.loads((RECORDED / "profile.json").read_text())
-    (rec,) = [r for r in live_metric_rules({**row, "broker": {}}, profile) if r.rule.startswith("live")]
+    (rec,) = [r for r in live_metric_rules(got, profile) if r.rule.startswith("live")]
     assert rec.rule == "live-ok", rec
-    links = round(100 * row["broker_in_max_mb_s"] / profile["network"]["nic_mb_s_measured"])
+    links = round(100 * (got.row.broker_in_max_mb_s or 0) / profile["network"]["nic_mb_s_measured"])
     assert f"links at {links}%" in rec.title, (links, rec.title)
-    assert f"exactly one in {row['seconds']} of {row['seconds']} s" in rec.evidence[-1]
+    assert f"exactly one in {got.seconds} of {got.seconds} s" in rec.evidence[-1]
     # the same seconds with one broker's controller count at 0: the quorum had no leader, named as such
     broken = summarize([{**r, "active_controllers": 0} if r["broker_id"] == 1 else r for r in rows])
-    assert broken["controller_bad_seconds"] == broken["seconds"]
-    assert any(r.rule == "live-controller" for r in live_metric_rules({**broken, "broker": {}}, profile))
+    assert broken.row.controller_bad_seconds == broken.seconds
+    assert any(r.rule == "live-controller" for r in live_metric_rules(broken, profile))
 
 
 def test_small_replica_fetches_and_per_message_fsync_are_flagged_from_configs_alone() -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 from advisor import diagnose
 from advisor.context import Context
 from advisor.fixes import binding_fix, consumer_fix, replication_fix, round_trips_advice
-from advisor.live import live_config_rules, live_metric_rules
+from advisor.live import LiveSample, live_config_rules, live_metric_rules
 from advisor.noise import effects
 from advisor.rules import (
     recommend,
@@ -400,13 +400,13 @@ def test_live_config_rules_flag_small_replica_fetches_and_forced_flushes() -> No
 
 
 def test_live_metric_rules_name_under_replication_and_say_when_nothing_binds() -> None:
-    isr = live_metric_rules({"seconds": 3, "produce_mb_s": 5.0, "under_replicated_max": 2}, PROFILE)
+    isr = live_metric_rules(LiveSample(TrialRow(produce_mb_s=5.0), 3, under_replicated_max=2), PROFILE)
     assert [r.rule for r in isr] == ["live-isr"] and "2 partition(s)" in isr[0].title
-    calm = live_metric_rules({"seconds": 3, "produce_mb_s": 5.0, "request_handler_idle": 0.9}, PROFILE)
+    calm = live_metric_rules(LiveSample(TrialRow(produce_mb_s=5.0, request_handler_idle=0.9), 3), PROFILE)
     assert [r.rule for r in calm] == ["live-ok"]
-    quorum = live_metric_rules({"seconds": 5, "produce_mb_s": 5.0, "controller_bad_seconds": 2}, PROFILE)
+    quorum = live_metric_rules(LiveSample(TrialRow(produce_mb_s=5.0, controller_bad_seconds=2), 5), PROFILE)
     assert [r.rule for r in quorum] == ["live-controller"] and "For 2 s of 5" in quorum[0].title
-    lag = live_metric_rules({"seconds": 3, "under_replicated_max": 1, "replica_lag_max": 5200.0}, PROFILE)
+    lag = live_metric_rules(LiveSample(TrialRow(replica_lag_max=5200.0), 3, under_replicated_max=1), PROFILE)
     assert "up to 5,200 messages" in lag[0].title
 
 

@@ -130,10 +130,9 @@ def main() -> None:
         rep = subprocess.run([sys.executable, "-m", "kafkatune", "report", str(study)], cwd=REPO, check=False)
         if rep.returncode != 0:
             sys.exit(f"report failed with exit code {rep.returncode}")
-        recommended = study / "recommended" / "producer.properties"
-        if not recommended.is_file():  # nothing recommended for the producer: the defaults, applied alone
-            recommended.parent.mkdir(exist_ok=True)
-            recommended.write_text("")
+        recommended = study / "report" / "recommended" / "producer.properties"  # kafkatune report's default folder
+        if not recommended.is_file():
+            sys.exit(f"the report wrote no {recommended}")
         log(f"recommended/producer.properties: {recommended.read_text().strip() or '(empty)'}")
         spec2 = second_spec(a.spec, recommended, a.repeats, work / "written-alone.yaml")
         s2, _, wall2 = sweep(tb, spec2, work / "runs")

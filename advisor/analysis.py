@@ -31,9 +31,8 @@ def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
     # a bench run's folder is its only trial, whatever it was named when analysed
     run = study.trial_dirs[0] if study.kind == "bench" else study.trial(t.trial_id)
     if t.objective == "sustainable_mb_s" and run is not None:
-        d = (
-            limit.of_trial(run, Limits.of(study.profile).nic_mb_s) or d
-        )  # a search's limit, read from its steps (advisor.limit)
+        # a search's limit, read from its steps (advisor.limit)
+        d = limit.of_trial(run, Limits.of(study.profile).nic_mb_s) or d
     return {
         "ceiling_mb_s": c.mb_s if c else None,
         "fraction_of_ceiling": t.mb_s / c.mb_s if c and t.mb_s is not None else None,

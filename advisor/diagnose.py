@@ -79,7 +79,7 @@ def flush_every(broker: Mapping[str, Any] | None) -> float | None:
 def flush_settings(row: TrialRow) -> dict[str, str]:
     """The settings that force flushes, where they are set below their defaults: the topic's overrides
     (flush.messages, flush.ms) win over the brokers' (log.flush.interval.*)."""
-    topic, broker = row.topic_config or {}, row.broker or row.params or {}
+    topic, broker = row.topic_config or {}, row.broker or row.params
     out = {}
     scopes = (
         ("topic", topic, ("flush.messages", "flush.ms")),
@@ -187,7 +187,7 @@ def _consumers(row: TrialRow, brokers: int) -> Diagnosis | None:
     give every consumer, or every broker, a share of the work."""
     pub, con = num(row.publish_mb_s), num(row.client_consume_mb_s)
     idle = int(num(row.consumers_idle) or 0)
-    p = row.params or {}
+    p = row.params
     parts, cons = num(p.get("partitions")), num(p.get("consumers"))
     behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
     lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
@@ -215,7 +215,7 @@ def _never_waited(row: TrialRow) -> str | None:
     if row.rate_mode != "max-rate":
         return None
     full, secs = num(row.buffer_full_events) or 0.0, num(row.measure_seconds) or 0.0
-    return clientside.never_waited(full, secs, num(row.client_queue_ms), num((row.params or {}).get("linger.ms")))
+    return clientside.never_waited(full, secs, num(row.client_queue_ms), num(row.params.get("linger.ms")))
 
 
 def _clients(row: TrialRow) -> Diagnosis | None:
@@ -223,7 +223,7 @@ def _clients(row: TrialRow) -> Diagnosis | None:
     bpr, full = num(row.bytes_per_request), row.buffer_full_events or 0
     if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
         recs, rps = num(row.records_per_request), num(row.produce_requests_per_s)
-        bb, size = num(row.batch_bytes), (row.params or {}).get("batch.size")
+        bb, size = num(row.batch_bytes), row.params.get("batch.size")
         batches = ""
         if bb is not None:
             batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")

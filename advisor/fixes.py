@@ -16,7 +16,7 @@ from records.trialrow import TrialRow
 def binding_fix(bound: str, t: TrialRow, brokers: int = 3) -> dict[str, str]:
     """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
     doubles, Kafka's largest legal step; small batches: small_batch_fix; round trips: inflight_fix)."""
-    p = t.params or {}
+    p = t.params
     if bound == "replication":
         return replication_fix(p, brokers)
     if bound in ("partitions", "consumer"):
@@ -137,7 +137,7 @@ def slo_budget_ms(t: TrialRow, slo_ms: float | None, wait_ms: float) -> float | 
 
 def linger_fix(t: TrialRow, slo_ms: float | None) -> dict[str, str]:
     """A linger sized to the SLO's budget (slo_budget_ms), below the current one; a tenth of it without an SLO."""
-    linger = num((t.params or {}).get("linger.ms")) or 0.0
+    linger = num(t.params.get("linger.ms")) or 0.0
     budget = slo_budget_ms(t, slo_ms, linger)
     return {"linger.ms": str(int(min(linger - 1, budget if budget is not None else linger / 10)))}
 
@@ -147,7 +147,7 @@ def fetch_fix(t: TrialRow, slo_ms: float | None, brokers: int) -> dict[str, str]
     fetch until that much arrived or fetch.wait.max.ms passed, so it goes back to 1 (Kafka's default) and the
     wait is capped at the SLO's budget; with fetches already answered at once the wait is the consumer's own
     (its loop, its share of partitions): more consumers."""
-    p = t.params or {}
+    p = t.params
     if (num(p.get("fetch.min.bytes")) or 1) > 1:
         wait = num(p.get("fetch.wait.max.ms"))
         wait = 500.0 if wait is None else wait  # Kafka's default fetch.wait.max.ms
@@ -162,7 +162,7 @@ def fetch_fix(t: TrialRow, slo_ms: float | None, brokers: int) -> dict[str, str]
 def latency_fix(part: str, t: TrialRow, brokers: int = 3, slo_ms: float | None = None) -> dict[str, str]:
     """The setting that moves the latency part `part` (advisor.latency.LATENCY_PARTS) down, with a legal value;
     the waits a client is configured to make are sized to the budget the SLO (`slo_ms`, p99 end-to-end) leaves."""
-    p = t.params or {}
+    p = t.params
     if part == "client_queue_ms":
         linger = num(p.get("linger.ms"))
         queue = num(t.client_queue_ms) or 0
@@ -185,7 +185,7 @@ def latency_fix(part: str, t: TrialRow, brokers: int = 3, slo_ms: float | None =
 def round_trips_advice(no_effect: Collection[str], best: TrialRow) -> str:
     """The advice when nothing saturates, leaving out the levers the study's ablations found without effect
     (`no_effect`); a producer capped below Kafka's in-flight default is named first (inflight_fix)."""
-    params = best.params or {}
+    params = best.params
     capped = inflight_fix(params)
     if capped:
         key = next(iter(capped))

@@ -79,8 +79,8 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
 @dataclass(frozen=True)
 class LiveSample:
     """A few seconds of a live cluster's broker metrics as one row (summarize): what the diagnosis reads of them
-    (`row`, as a trials-table row of a run nobody recorded; `broker`: the configs the brokers run with), how many
-    seconds were sampled, and the most partitions under-replicated in any of them."""
+    (`row`, as a trials-table row of a run nobody recorded; its `broker`: the configs the brokers run with), how
+    many seconds were sampled, and the most partitions under-replicated in any of them."""
 
     row: TrialRow
     seconds: int

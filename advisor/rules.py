@@ -161,7 +161,7 @@ def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommenda
     n = ctx.brokers
 
     def fetchers(t: TrialRow) -> float:
-        return num((t.params or {}).get("num.replica.fetchers")) or DEFAULT_FETCHERS
+        return num(t.params.get("num.replica.fetchers")) or DEFAULT_FETCHERS
 
     def multiple(t: TrialRow) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
@@ -206,7 +206,7 @@ def rule_replication(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
     for t in trial_rows(complete(trials)):
         ratio = t.replication_ratio
         ur = t.under_replicated_seconds or 0
-        acks = (t.params or {}).get("acks", "all")
+        acks = t.params.get("acks", "all")
         if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0 or (t.isr_shrinks or 0) > 0:
             lagging.append((t, ratio, ur, acks))
     if not lagging:

@@ -29,7 +29,7 @@ def min_isr(t: TrialRow) -> tuple[float | None, str]:
     topic = (t.topic_config or {}).get("min.insync.replicas")
     if topic is not None:
         return num(topic), "topic"
-    return num((t.params or {}).get("min.insync.replicas")), "broker"
+    return num(t.params.get("min.insync.replicas")), "broker"
 
 
 def durability_problem(t: TrialRow, rf: int) -> str | None:
@@ -71,7 +71,7 @@ def rule_durability(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
 def recompressed(t: TrialRow) -> tuple[str, str] | None:
     """(topic codec, producer codec) when the brokers recompress what the producer sent, else None."""
     topic = (t.topic_config or {}).get("compression.type")
-    producer = str((t.params or {}).get("compression.type") or PRODUCER_CODEC)
+    producer = str(t.params.get("compression.type") or PRODUCER_CODEC)
     if topic is None or topic in ("producer", producer):
         return None
     return str(topic), producer

@@ -34,7 +34,7 @@ def strict_mask(trials: pd.DataFrame) -> pd.Series:
 
 def strict(t: TrialRow) -> bool:
     """Whether one trial ran with acks=all (synchronous replication)."""
-    return (t.params or {}).get("acks", "all") in ("all", "-1")
+    return t.params.get("acks", "all") in ("all", "-1")
 
 
 def best_trial(trials: pd.DataFrame) -> TrialRow | None:

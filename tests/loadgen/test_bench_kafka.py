@@ -237,11 +237,10 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     assert s["acknowledged"] >= 0.95 * 2000 * (w.warmup_seconds + w.test_seconds)
     assert s["publish_delay_ms"]["count"] > 0
     assert s["lost"] == 0 and s["consumed"] == s["acknowledged"]
-    # the drain ends on the consumers' counts (sent 10 times a second after the producers' end), not on their
-    # next whole-second tick: that path cannot end before 1.3 s (the producers end on a tick, the last records
-    # arrive in the next second, whose tick comes 1 s later, then DRAIN_QUIET_S)
+    # every acknowledged record arrived: the drain ended on the consumers' counts (how soon is the machine's, not
+    # the code's: tests/loadgen/test_collect.py checks that counts alone end it, without a tick)
     print("run phases, s:", raw.phases_s)
-    assert raw.phases_s["after_produce_end"] < 1.0, raw.phases_s
+    assert raw.drain_ended == "arrived", (raw.drain_ended, raw.phases_s)
 
 
 def test_a_search_steers_the_producers_rate_step_by_step(healthy: TestbedState, unique: str) -> None:

@@ -32,11 +32,6 @@ def strict_mask(trials: pd.DataFrame) -> pd.Series:
     return trials["params"].map(lambda p: (p or {}).get("acks", "all") in ("all", "-1")).astype(bool)
 
 
-def strict(t: TrialRow) -> bool:
-    """Whether one trial ran with acks=all (synchronous replication)."""
-    return t.params.get("acks", "all") in ("all", "-1")
-
-
 def best_trial(trials: pd.DataFrame) -> TrialRow | None:
     """The best trial: the best confirmation run if there is one, else the best complete acks=all trial."""
     done = complete(trials)

@@ -18,6 +18,8 @@ an SLO earlier):
     link        a shaped link ran at ≥ LINK_PEAK of its rate for a tenth of a second, or dropped packets
     log_flush   a broker's log flushes took ≥ STALL_SHARE of the SLO
     isr         a partition's in-sync replicas shrank or grew
+    quorum      the KRaft quorum's active controller moved, or the brokers did not count exactly one (ISR changes
+                and broker heartbeats go through it, so produce requests waiting on either wait for the election)
 
 Each above-SLO second is counted for every cause present (`seconds`), and once for its primary cause (`primary`, so
 the shares add up to 100 % with `unexplained`): a neighbour whenever it is present (a process that takes the
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from loadgen import recorder
@@ -58,6 +61,7 @@ CAUSES = {
     "link": "a link running full (a tenth of a second at its rate, or drops)",
     "log_flush": "broker log flushes",
     "isr": "in-sync replica changes",
+    "quorum": "the active KRaft controller moving",
 }
 
 
@@ -118,7 +122,26 @@ def _evidence(
         "link": link,
         "log_flush": flush,
         "isr": isr,
+        "quorum": _quorum(broker_rows),
     }
+
+
+def _quorum(broker_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+    """second -> 2.0 where the active controller moved into it (the broker reporting ActiveControllerCount 1
+    changed) or the brokers together did not report exactly one (a 0 or a 2 between scrapes of a move)."""
+    out: dict[int, float] = {}
+    leader: dict[int, int] = {}
+    for r in broker_rows:
+        if r.get("active_controller") == 1.0:
+            leader[int(r["second"])] = int(r["broker_id"])
+        n = r.get("active_controllers")
+        if n is not None and n == n and n != 1.0:
+            out[int(r["second"])] = 2.0
+    seconds = sorted(leader)
+    for prev, cur in pairwise(seconds):
+        if leader[prev] != leader[cur]:
+            out[cur] = 2.0
+    return out
 
 
 def _p99_by_second(raw: RawRun, role: str) -> dict[int, float]:

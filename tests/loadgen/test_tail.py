@@ -100,3 +100,21 @@ def test_a_neighbour_taking_the_cpus_is_named_before_what_it_stretches() -> None
     c = combine([compact(b)])
     assert c["cause"] is not None and c["primary_s"]["neighbour"] == c["primary_s"]["broker_jit"] == 1
     assert compact(b)["processes"] == ["python3[42]"]
+
+
+def test_a_moving_controller_is_named_in_the_second_it_moved() -> None:
+    """The active controller moved from broker 1 to 2 in second 2 (each broker's ActiveControllerCount), and the
+    brokers counted none in second 4: both seconds over the SLO are the quorum's, not unexplained."""
+    p99s = [20.0, 20.0, 150.0, 20.0, 150.0, 20.0]
+    brokers: list[dict[str, Any]] = []
+    for s in range(6):
+        lead = 1 if s < 2 else 2
+        brokers += [
+            {"second": s, "broker_id": b, "active_controller": float(b == lead), "active_controllers": 1.0}
+            for b in (1, 2)
+        ]
+    brokers[8]["active_controllers"] = 0.0  # second 4, broker 1's row
+    b = budget(run(p99s, {}), list(range(6)), 100.0, brokers, [])
+    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(2, "quorum"), (4, "quorum")]
+    assert b["unexplained"]["seconds"] == 0
+    assert "the active KRaft controller moving: 100%" in "\n".join(words(b))

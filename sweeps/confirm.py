@@ -31,6 +31,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -46,6 +47,21 @@ from sweeps.trial import Outcome
 DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults, among the candidates
 CURRENT = "baseline:current"  # what the cluster and its clients run now (sweeps.current), when measured
 RECOMMENDED = "recommended"  # the recommended configuration, among the ablations
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """One measured repeat of an arm (a trial of the confirm, ablate or written study), failed ones included."""
+
+    value: float | None  # its sustainable MB/s; None when the run failed or no rate held
+    feasible: bool  # it broke no constraint
+    violations: tuple[str, ...]  # what it broke, in words
+    trial_id: str
+    config: Mapping[str, Any]
+    rate_msg_s: float | None = None  # the rate it held, msg/s
+
+
+Runs = Mapping[str, list[Repeat]]  # arm label -> its repeats
 
 
 class Phases(Protocol):
@@ -97,9 +113,7 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
     return out
 
 
-def repeat(
-    sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int
-) -> dict[str, list[dict[str, Any]]]:
+def repeat(sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int) -> dict[str, list[Repeat]]:
     """Measure each configuration of `todo` `repeats` times in randomized blocks; every repeat measured so far."""
     st = sw.study(phase)
     storage.recover_interrupted(st)
@@ -158,23 +172,24 @@ def rounds(
     return out
 
 
-def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
-    """label -> its repeats (value, feasible, trial id), failed ones included (value None)."""
-    out: dict[str, list[dict[str, Any]]] = {}
+def measured(st: Any) -> dict[str, list[Repeat]]:
+    """label -> its repeats, failed ones included (value None)."""
+    out: dict[str, list[Repeat]] = {}
     for t in storage.counted(st):
         if "key" not in t.user_attrs or t.state.name == "RUNNING":
             continue
         label = t.user_attrs["key"].rsplit("@", 1)[0]
         ok = t.state.name == "COMPLETE"
+        why = t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")]
         out.setdefault(label, []).append(
-            {
-                "value": t.values[0] if ok and not t.user_attrs.get("no_rate_held") else None,
-                "feasible": ok and storage.feasible(t),
-                "violations": t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")],
-                "trial_id": Path(t.user_attrs.get("record", "")).name,
-                "config": t.user_attrs["config"],
-                "rate_msg_s": t.user_attrs.get("rate_msg_s") if ok else None,
-            }
+            Repeat(
+                value=t.values[0] if ok and not t.user_attrs.get("no_rate_held") else None,
+                feasible=ok and storage.feasible(t),
+                violations=tuple(str(v) for v in why if v),
+                trial_id=Path(t.user_attrs.get("record", "")).name,
+                config=t.user_attrs["config"],
+                rate_msg_s=t.user_attrs.get("rate_msg_s") if ok else None,
+            )
         )
     return out
 
@@ -182,24 +197,24 @@ def measured(st: Any) -> dict[str, list[dict[str, Any]]]:
 ALPHA = 0.05  # the family-wise error of one confirmation's comparisons, and of one ablation's keys (Holm)
 
 
-def candidate(label: str, reps: list[dict[str, Any]]) -> dict[str, Any]:
+def candidate(label: str, reps: list[Repeat]) -> dict[str, Any]:
     """One configuration's repeats: their values, trials and rates, its interval, and whether every run held."""
-    vals = [r["value"] for r in reps if r["value"] is not None]
+    vals = [r.value for r in reps if r.value is not None]
     iv = stats.mean_interval(vals) if vals else None
     return {
         "label": label,
-        "config": reps[0]["config"],
-        "repeats": [r["value"] for r in reps],
-        "trial_ids": [r["trial_id"] for r in reps],
-        "rates_msg_s": [r.get("rate_msg_s") for r in reps],
+        "config": reps[0].config,
+        "repeats": [r.value for r in reps],
+        "trial_ids": [r.trial_id for r in reps],
+        "rates_msg_s": [r.rate_msg_s for r in reps],
         "interval": iv.as_dict() if iv else None,
         "mean_mb_s": iv.estimate if iv else None,
-        "eligible": bool(reps) and all(r["feasible"] for r in reps),
-        "why_not": sorted({str(v) for r in reps if not r["feasible"] for v in r["violations"] if v}),
+        "eligible": bool(reps) and all(r.feasible for r in reps),
+        "why_not": sorted({v for r in reps if not r.feasible for v in r.violations}),
     }
 
 
-def summary(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def summary(runs: Runs) -> dict[str, Any]:
     """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
     the runner-up, with Kafka's defaults and with the `current` baseline when it was measured. Those comparisons
     are one family: each is one-sided (is the chosen one better?) and tested by Holm's procedure at ALPHA, and its
@@ -282,7 +297,7 @@ def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space
     return todo, blocked
 
 
-def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[dict[str, Any]]:
     """Per changed key: recommended − without it, from the ablation's own runs only (the confirmation's runs of the
     recommended configuration chose it as the winner, so they read high: they are never reused to judge it).
 
@@ -291,9 +306,9 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
     rejects (the interval lies above 0) and its effect is at least `ablate.min_effect` of the recommended rate. A
     key without which most runs broke a constraint is needed whatever the rates say."""
     mine = runs.get(RECOMMENDED, [])
-    ref = [r["value"] for r in mine if r["value"] is not None]
+    ref = [r.value for r in mine if r.value is not None]
     keys = changed_keys(spec, cfg)
-    arms = [[r["value"] for r in runs.get(f"without:{key}", []) if r["value"] is not None] for key, _, _ in keys]
+    arms = [[r.value for r in runs.get(f"without:{key}", []) if r.value is not None] for key, _, _ in keys]
     tests = stats.holm(
         [stats.p_greater(ref, vals) if len(vals) >= 2 and len(ref) >= 2 else None for vals in arms], ALPHA
     )
@@ -303,8 +318,8 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
     for (key, old, new), vals, (rejected, alpha) in zip(keys, arms, tests, strict=True):
         reps = runs.get(f"without:{key}", [])
         row: dict[str, Any] = {"key": key, "old": old, "new": new, "n": len(vals) + len(ref), "alpha": alpha}
-        row["trial_ids"] = [r["trial_id"] for r in reps] + [r["trial_id"] for r in mine]
-        broke = [r for r in reps if not r["feasible"]]
+        row["trial_ids"] = [r.trial_id for r in reps] + [r.trial_id for r in mine]
+        broke = [r for r in reps if not r.feasible]
         if len(vals) < 2 or len(ref) < 2:
             row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
         else:
@@ -312,7 +327,7 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Mapping[str, list[dict[str
             row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=rejected and d.estimate >= floor)
             row["why"] = _why(row, d, rejected, floor, rate, spec.ablate.min_effect)
         if len(broke) * 2 > len(reps) and not row["beyond_noise"]:  # needed to hold the constraints
-            why = sorted({str(v) for r in broke for v in r["violations"] if v})
+            why = sorted({v for r in broke for v in r.violations})
             row.update(beyond_noise=True, why=f"without it, {len(broke)} of {len(reps)} runs: {'; '.join(why)}")
         out.append(row)
     return out

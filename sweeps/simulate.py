@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,16 +84,11 @@ def spread(design: Design) -> float:
     return math.sqrt(design.noise**2 + math.log1p(design.resolution) ** 2 / 12)
 
 
-def _run(rng: random.Random, mb_s: float, design: Design, label: str, i: int) -> dict[str, Any]:
+def _run(
+    rng: random.Random, mb_s: float, design: Design, label: str, i: int, config: Mapping[str, Any] | None = None
+) -> confirm.Repeat:
     value = mb_s * math.exp(rng.gauss(0.0, design.noise)) * _quantized(rng, design.resolution)
-    return {
-        "value": value,
-        "feasible": True,
-        "violations": [],
-        "trial_id": f"{label}-{i}",
-        "config": {},
-        "rate_msg_s": value * 1e6 / 1024,
-    }
+    return confirm.Repeat(value, True, (), f"{label}-{i}", config or {}, value * 1e6 / 1024)
 
 
 def study(truth: Truth, design: Design, rng: random.Random) -> list[dict[str, Any]] | None:
@@ -103,11 +98,8 @@ def study(truth: Truth, design: Design, rng: random.Random) -> list[dict[str, An
     spec, tuned = spec_for(k, design)
     confirmed = {
         confirm.DEFAULTS: [_run(rng, truth.defaults_mb_s, design, "d", i) for i in range(design.repeats)],
-        "tuned": [_run(rng, truth.tuned_mb_s, design, "t", i) for i in range(design.repeats)],
+        "tuned": [_run(rng, truth.tuned_mb_s, design, "t", i, tuned) for i in range(design.repeats)],
     }
-    for label in confirmed:
-        for r in confirmed[label]:
-            r["config"] = tuned if label == "tuned" else {}
     judged = confirm.summary(confirmed)
     if judged["chosen"] != "tuned":
         return None

@@ -90,7 +90,7 @@ def settle(
     judged["not_ablated"] = [b for b in blocked if b["key"] not in kept]
 
 
-def judge(runs: Mapping[str, list[dict[str, Any]]], dropped: list[str]) -> dict[str, Any]:
+def judge(runs: confirm.Runs, dropped: list[str]) -> dict[str, Any]:
     """The three arms with their intervals; whether the dropped keys stand in for each other (the full configuration
     beats the written one beyond noise: then they are kept as a group and the full configuration is the one
     written); and the configuration written compared with Kafka's defaults. One family of three one-sided tests

@@ -5,7 +5,6 @@ simulated studies with planted effects (sweeps.simulate): false positives, power
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import pytest
 
@@ -24,18 +23,9 @@ BASE = {
 }
 
 
-def reps(label: str, vs: list[float], feasible: bool = True) -> list[dict[str, Any]]:
-    return [
-        {
-            "value": v,
-            "feasible": feasible,
-            "violations": [] if feasible else ["lost 3 > 0"],
-            "config": {},
-            "trial_id": f"{label}-{i}",
-            "rate_msg_s": v * 1000,
-        }
-        for i, v in enumerate(vs)
-    ]
+def reps(label: str, vs: list[float], feasible: bool = True) -> list[confirm.Repeat]:
+    why = () if feasible else ("lost 3 > 0",)
+    return [confirm.Repeat(v, feasible, why, f"{label}-{i}", {}, v * 1000) for i, v in enumerate(vs)]
 
 
 def test_t_quantiles_match_the_table_and_the_tails() -> None:

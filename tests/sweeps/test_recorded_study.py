@@ -37,7 +37,7 @@ def run(tmp_path: Path) -> Path:
     return Path(shutil.copytree(RECORDED, tmp_path / RECORDED.name))
 
 
-def _runs(run: Path, phase: str) -> dict[str, list[dict[str, Any]]]:
+def _runs(run: Path, phase: str) -> dict[str, list[confirm.Repeat]]:
     storage = optuna.storages.RDBStorage(f"sqlite:///{run / 'optuna.db'}")
     name = load_spec(run / "spec.yaml").name
     return confirm.measured(optuna.load_study(study_name=f"{name}.{phase}", storage=storage))
@@ -75,7 +75,7 @@ def test_each_key_put_back_is_judged_on_its_own_runs(run: Path) -> None:
         assert (e in s["recommended"]) == e["beyond_noise"], e
         assert e["beyond_noise"] or "no measurable effect" in e["why"], e
     # a "no measurable effect" says how large an effect it leaves open when that is beyond ablate.min_effect
-    mine = [r["value"] for r in _runs(run, "ablate")[confirm.RECOMMENDED]]
+    mine = [r.value for r in _runs(run, "ablate")[confirm.RECOMMENDED] if r.value is not None]
     floor = load_spec(run / "spec.yaml").ablate.min_effect * sum(mine) / len(mine)
     for e in s["no_measurable_effect"]:
         reach = max(abs(e["interval"]["low"]), abs(e["interval"]["high"]))

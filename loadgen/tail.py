@@ -122,11 +122,11 @@ def _evidence(
         "link": link,
         "log_flush": flush,
         "isr": isr,
-        "quorum": _quorum(broker_rows),
+        "quorum": controller_moves(broker_rows),
     }
 
 
-def _quorum(broker_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+def controller_moves(broker_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
     """second -> 2.0 where the active controller moved into it (the broker reporting ActiveControllerCount 1
     changed) or the brokers together did not report exactly one (a 0 or a 2 between scrapes of a move)."""
     out: dict[int, float] = {}

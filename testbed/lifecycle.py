@@ -23,7 +23,7 @@ from core import procs
 from core.errors import EnvironmentProblem, UserError
 from records.profile import PROFILE
 from records.testbed import SCHEMA_VERSION, Node, TestbedState, load_state, node_dir, save_state, state_path
-from testbed import netns, nodes, status
+from testbed import netns, nodes, status, writeback
 from testbed import profile as profiles
 from testbed.dist import KafkaDist
 from testbed.tls import SASL_USER, Security
@@ -218,6 +218,9 @@ class Testbed:
             progress(f"building the shaped network: {len(net.hosts)} hosts at {net.rate_mb_s:g} MB/s each way")
             netns.create(net)
         to_start = [n for n in st.nodes if self._alive(st, n) is None]
+        wb = writeback.apply(self.state_dir)
+        if to_start:
+            progress(f"host page-cache writeback: {wb if isinstance(wb, str) else 'continuous (testbed.writeback)'}")
         for n in to_start:
             self._write_node_files(st, n)
             nodes.format_storage(self.dist, self.state_dir, st, n)
@@ -231,7 +234,7 @@ class Testbed:
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
         if to_start or not self.profile_file.exists():  # not again: 384 MiB of fsynced writes (iperf3 when shaped)
-            profiles.measure(self.state_dir, st, self.network(st), progress, jvm=self.jvm_options)
+            profiles.measure(self.state_dir, st, self.network(st), progress, jvm=self.jvm_options, writeback=wb)
         return st
 
     def _existing(
@@ -268,6 +271,8 @@ class Testbed:
         net = self.network(st)
         if net is not None:
             netns.destroy(net)
+        if (before := writeback.release(self.state_dir)) is not None:
+            progress(f"host page-cache writeback put back as found: {before}")
         if wipe:
             shutil.rmtree(self.state_dir, ignore_errors=True)
             progress(f"removed {self.state_dir}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -34,27 +34,13 @@ def measure(
     disk_files: int = 2,
     measure_network: bool = True,
     jvm: list[str] | None = None,
+    writeback: Mapping[str, int] | str | None = None,
 ) -> dict[str, Any]:
-    """Measure and write `<state>/profile.json` (`jvm`: the brokers' JVM options, recorded beside the machine);
+    """Measure and write `<state>/profile.json` (`jvm`: the brokers' JVM options, and `writeback`: the host's
+    page-cache writeback settings or why they were left alone, recorded beside the machine);
     with measure_network=False the network figures already in the profile are kept. Returns the profile as
     written."""
-    network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
-    old = read_profile(state_dir / PROFILE)
-    if not measure_network and old is not None:
-        network = dict(old["network"])
-    elif net is not None:
-        progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
-        measured = netns.measure_rate(net.host("b1"), net.host("b2"))
-        network.update(
-            nic_mb_s_configured=st.nic_mb_s,
-            nic_mb_s_measured=round(measured, 2),
-            client_hosts=[asdict(h) for h in netns.host_names(net, "c")],
-        )
-        progress(f"measured {measured:.1f} MB/s per link (configured {st.nic_mb_s:g} MB/s)")
-    else:
-        network.update(
-            nic_mb_s_configured=None, nic_mb_s_measured=None, note="unshaped loopback: no network ceiling is known"
-        )
+    network = _network(st, net, read_profile(state_dir / PROFILE), measure_network, progress)
     log_dirs = [node_dir(state_dir, n.id) / "data" for n in st.nodes]
     du = shutil.disk_usage(log_dirs[0]) if log_dirs[0].exists() else None
     progress(
@@ -79,6 +65,35 @@ def measure(
                 "memory_bytes": psutil.virtual_memory().total,
                 "kernel": platform.release(),
                 "broker_jvm_options": jvm,  # testbed.nodes.jvm_options: heap and GC, as every broker ran
+                "writeback": dict(writeback) if isinstance(writeback, Mapping) else writeback,  # testbed.writeback
             },
         ),
     )
+
+
+def _network(
+    st: TestbedState,
+    net: netns.ShapedNetwork | None,
+    old: dict[str, Any] | None,
+    measure_network: bool,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    """The profile's network: the link rate measured between two broker hosts when shaped (the old profile's
+    when `measure_network` is False), none known on loopback."""
+    network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
+    if not measure_network and old is not None:
+        network = dict(old["network"])
+    elif net is not None:
+        progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
+        measured = netns.measure_rate(net.host("b1"), net.host("b2"))
+        network.update(
+            nic_mb_s_configured=st.nic_mb_s,
+            nic_mb_s_measured=round(measured, 2),
+            client_hosts=[asdict(h) for h in netns.host_names(net, "c")],
+        )
+        progress(f"measured {measured:.1f} MB/s per link (configured {st.nic_mb_s:g} MB/s)")
+    else:
+        network.update(
+            nic_mb_s_configured=None, nic_mb_s_measured=None, note="unshaped loopback: no network ceiling is known"
+        )
+    return network

@@ -1,0 +1,58 @@
+"""The host's writeback settings while testbeds are up (testbed.writeback), on a folder standing in for
+/proc/sys/vm: the first testbed up makes writeback continuous, the last one down puts back what it found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testbed import writeback
+
+STOCK = {"dirty_background_bytes": 0, "dirty_background_ratio": 10, "dirty_expire_centisecs": 3000}
+
+
+def vm(tmp: Path, values: dict[str, int]) -> Path:
+    proc = tmp / "vm"
+    proc.mkdir()
+    for k, v in {**values, "dirty_writeback_centisecs": 500}.items():
+        (proc / k).write_text(f"{v}\n")
+    return proc
+
+
+def test_the_last_testbed_down_puts_back_what_the_first_found(tmp_path: Path) -> None:
+    proc, hold = vm(tmp_path, STOCK), tmp_path / "run" / "writeback.json"
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    now = writeback.apply(a, proc=proc, hold=hold)
+    assert now == {**writeback.SMOOTH, "dirty_background_ratio": 10}  # the file as written; the kernel zeroes it
+    assert writeback.apply(b, proc=proc, hold=hold) == now
+    assert writeback.found(proc, hold) == {**STOCK, "dirty_writeback_centisecs": 500}  # not the smooth values
+    assert writeback.release(a, proc=proc, hold=hold) is None  # b is still up
+    assert writeback.read(proc)["dirty_expire_centisecs"] == 100
+    assert writeback.release(b, proc=proc, hold=hold) == {**STOCK, "dirty_writeback_centisecs": 500}
+    assert not hold.exists()
+    after = writeback.read(proc)
+    assert (after["dirty_background_ratio"], after["dirty_expire_centisecs"], after["dirty_writeback_centisecs"]) == (
+        10,
+        3000,
+        500,
+    )
+    assert writeback.release(a, proc=proc, hold=hold) is None  # nothing held: nothing to do
+
+
+def test_a_testbed_whose_folder_is_gone_does_not_hold_the_settings(tmp_path: Path) -> None:
+    proc, hold = vm(tmp_path, {**STOCK, "dirty_background_bytes": 1 << 20}), tmp_path / "writeback.json"
+    gone, mine = tmp_path / "gone", tmp_path / "mine"
+    gone.mkdir(), mine.mkdir()
+    writeback.apply(gone, proc=proc, hold=hold)
+    writeback.apply(mine, proc=proc, hold=hold)
+    gone.rmdir()  # wiped without `down`
+    put_back = writeback.release(mine, proc=proc, hold=hold)
+    assert put_back is not None and put_back["dirty_background_bytes"] == 1 << 20
+    assert writeback.read(proc)["dirty_background_bytes"] == 1 << 20  # set as bytes, put back as bytes
+
+
+def test_without_write_access_nothing_is_changed_and_it_says_why(tmp_path: Path) -> None:
+    """As a user without root: the settings cannot be written (here: there is nothing to write to)."""
+    hold = tmp_path / "writeback.json"
+    said = writeback.apply(tmp_path, proc=tmp_path / "no-vm", hold=hold)
+    assert isinstance(said, str) and "needs root" in said and not hold.exists()

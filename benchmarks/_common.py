@@ -92,9 +92,13 @@ def bench(tb: Testbed, workload: Path, out: Path, slo_ms: float) -> dict[str, An
 
 
 def machine() -> dict[str, Any]:
-    """What a result was measured on: cores, memory, kernel, Python (asv's machine.json, in small)."""
+    """What a result was measured on: cores, memory, kernel, Python (asv's machine.json, in small), and the CPU's
+    speed as the result is written (cluster.probe.probe_cpu: the same machine runs several times slower on some
+    days)."""
     import os
     import platform
+
+    from cluster.probe import probe_cpu
 
     mem = next(
         (
@@ -110,6 +114,7 @@ def machine() -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "node": platform.node(),
+        **probe_cpu(),
     }
 
 

@@ -1,4 +1,4 @@
-"""Disk probes for the cluster profile: what a broker's log dir can absorb.
+"""Host probes for the cluster profile: what a broker's log dir can absorb, and how fast the CPU runs today.
 
 Kafka appends to segment files sequentially and leaves flushing to the OS unless
 `log.flush.interval.*` says otherwise. So the probe writes segment-sized files in 1 MiB blocks, in every
@@ -10,6 +10,10 @@ log dir at once (brokers that share a device share its bandwidth), twice:
 
 and measures the rate of small synchronous appends (1 KiB write + fdatasync), the cost a broker pays per
 flush when `log.flush.interval.messages=1`.
+
+`probe_cpu` times one fixed piece of pure Python: the same machine ran it, and every benchmark, several times
+slower on some days than on others (docs/measurement.md), so a figure carries the speed of the day it was
+measured on, and two figures from days of different speed are not compared as if they were one machine's.
 
 This file depends on the standard library only: for a cluster kafkatune reaches over SSH it is copied
 to the host as it is and run there (`python3 probe.py disk DIR…`, and `net-server` / `net-client`, a TCP
@@ -154,6 +158,35 @@ def probe_disk(log_dirs: Sequence[str | Path], *, segment_mb: int = 64, files: i
 
 
 # ---- network: one TCP stream, receiver-side goodput (for hosts without iperf3) ------------------------
+CPU_LOOP = 200_000  # iterations of _cpu_work per repeat: a tenth of a second or more on a slow day
+
+
+def _cpu_work(n: int) -> int:
+    """Integer arithmetic and dict stores: the kind of work the load generator's loops do per message."""
+    seen: dict[int, int] = {}
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+        seen[i & 1023] = s
+    return s
+
+
+def probe_cpu(reps: int = 5) -> dict[str, Any]:
+    """The CPU speed now: `reps` timed runs of the same loop, one after another; the median, fastest and
+    slowest in ms (lower is faster)."""
+    ms = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        _cpu_work(CPU_LOOP)
+        ms.append((time.perf_counter() - t0) * 1000)
+    return {
+        "cpu_probe_ms": round(statistics.median(ms), 2),
+        "cpu_probe_ms_range": [round(min(ms), 2), round(max(ms), 2)],
+        "cpu_probe_method": f"median of {reps} runs of {CPU_LOOP:,} iterations of pure-Python arithmetic and dict "
+        "stores (cluster.probe.probe_cpu), one process",
+    }
+
+
 def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
     """Accept one connection, count what arrives until the sender closes; MB/s from first to last byte."""
     with socket.create_server((address, port), reuse_port=False) as srv:
@@ -194,6 +227,7 @@ def main(argv: Sequence[str]) -> int:
     d.add_argument("dirs", nargs="+")
     d.add_argument("--segment-mb", type=int, default=64)
     d.add_argument("--files", type=int, default=2)
+    sub.add_parser("cpu", help="the CPU's speed now: one fixed loop of pure Python, timed")
     s = sub.add_parser("net-server", help="receive one TCP stream and report its rate")
     s.add_argument("address")
     s.add_argument("port", type=int)
@@ -206,6 +240,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         if a.cmd == "disk":
             out = probe_disk(a.dirs, segment_mb=a.segment_mb, files=a.files).as_profile()
+        elif a.cmd == "cpu":
+            out = probe_cpu()
         elif a.cmd == "net-server":
             out = net_server(a.address, a.port, a.timeout)
         else:

@@ -41,6 +41,8 @@ def measure(
     with measure_network=False the network figures already in the profile are kept. Returns the profile as
     written."""
     network = _network(st, net, read_profile(state_dir / PROFILE), measure_network, progress)
+    cpu = probe.probe_cpu()
+    progress(f"CPU probe: {cpu['cpu_probe_ms']:g} ms (median of 5; lower is faster, cluster.probe.probe_cpu)")
     log_dirs = [node_dir(state_dir, n.id) / "data" for n in st.nodes]
     du = shutil.disk_usage(log_dirs[0]) if log_dirs[0].exists() else None
     progress(
@@ -64,6 +66,7 @@ def measure(
                 "cpus": os.cpu_count(),
                 "memory_bytes": psutil.virtual_memory().total,
                 "kernel": platform.release(),
+                **cpu,
                 "broker_jvm_options": jvm,  # testbed.nodes.jvm_options: heap and GC, as every broker ran
                 "writeback": dict(writeback) if isinstance(writeback, Mapping) else writeback,  # testbed.writeback
             },

@@ -13,7 +13,7 @@ import pytest
 
 from cluster import admin, metrics
 from records.testbed import TestbedState
-from testbed import netns
+from testbed import netns, writeback
 from testbed.lifecycle import Testbed
 from tests.helpers import REPO, kafkatune
 
@@ -50,6 +50,13 @@ def test_profile_written(healthy: TestbedState, testbed: Testbed) -> None:
     disk = prof["disk"]  # the probe ran at `up`: all three log dirs written at once
     assert disk["write_mb_s_measured"] > 0 and disk["fsync_per_s"] > 0
     assert len(disk["log_dirs"]) == 3 and disk["write_mb_s_total"] >= disk["write_mb_s_measured"]
+    machine = prof["machine"]  # the CPU's speed at `up`, and the host's writeback the brokers ran with
+    lo, hi = machine["cpu_probe_ms_range"]
+    assert 0 < lo <= machine["cpu_probe_ms"] <= hi
+    wb = machine["writeback"]
+    assert wb == writeback.read() if isinstance(wb, dict) else "needs root" in wb, wb
+    if isinstance(wb, dict):  # continuous while a testbed is up
+        assert wb["dirty_expire_centisecs"] == writeback.SMOOTH["dirty_expire_centisecs"], wb
 
 
 def test_up_on_a_serving_testbed_measures_nothing_again(healthy: TestbedState, testbed: Testbed) -> None:

@@ -80,6 +80,31 @@ class Limits:
         return cls(float(nic) if nic else None, float(disk) if disk else None, len(profile.get("brokers") or ()) or 3)
 
 
+@dataclass(frozen=True)
+class Machine:
+    """What a profile says of the machine its figures were measured on (None or empty where an older profile does
+    not say): CPUs, the CPU probe of that day (cluster.probe.probe_cpu, ms: lower is faster), the host's page-cache
+    writeback the brokers ran with (testbed.writeback; a sentence when it was left alone) and their JVM options."""
+
+    cpus: int | None = None
+    cpu_probe_ms: float | None = None
+    cpu_probe_ms_range: tuple[float, float] | None = None
+    writeback: Mapping[str, int] | str | None = None
+    broker_jvm_options: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, profile: Mapping[str, Any] | None) -> Machine:
+        m = (profile or {}).get("machine") or {}
+        rng = m.get("cpu_probe_ms_range")
+        return cls(
+            cpus=m.get("cpus"),
+            cpu_probe_ms=m.get("cpu_probe_ms"),
+            cpu_probe_ms_range=(float(rng[0]), float(rng[1])) if rng else None,
+            writeback=m.get("writeback"),
+            broker_jvm_options=tuple(m.get("broker_jvm_options") or ()),
+        )
+
+
 def write_profile(path: Path, profile: ClusterProfile) -> dict[str, Any]:
     """Write the profile; returns it as the JSON the readers get."""
     doc = profile.as_json()

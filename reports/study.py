@@ -25,6 +25,7 @@ from core.fmt import num
 from loadgen import tail
 from records.analysis import load_table, trial_rows
 from records.confirmation import Confirmation
+from records.profile import Machine
 from records.run import tail_budget
 from records.study import TRIALS, latency_quantiles, secret_bearing_documents
 from records.summary import Best, Summary
@@ -92,7 +93,7 @@ def build(
         ("Recommendations", _recommendations_html(recs)),
         ("Charts", charts_html(shown)),
         ("Recommended settings", _files_html(files)),
-        *[(t, md_section(md, t)) for t in ("Capacity plan", "Durability trade-off", "Trials")],
+        *[(t, md_section(md, t)) for t in ("Capacity plan", "Durability trade-off", "Measured on", "Trials")],
     ]
     page = Page(f"kafkatune report: {study.name}", md, _headline(c), blocks)
     html_path, md_path = page.write(out, hidden)
@@ -273,6 +274,7 @@ def markdown(c: dict[str, Any]) -> str:
     L += [f"- {d}" for d in c["durability"]] or [
         "The study kept acks=all and Kafka's flush defaults: nothing was traded."
     ]
+    L += ["", "## Measured on", "", *[f"- {x}" for x in measured_on(Machine.of(st.profile))]]
     L += ["", "## Trials", "", *_trials_md(c["trials"])]
     a = c["analysis"]
     L += [
@@ -283,6 +285,29 @@ def markdown(c: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(L)
+
+
+def measured_on(m: Machine) -> list[str]:
+    """The machine the study's figures were measured on, as its profile says: its CPU speed that day first, since
+    the same machine runs several times slower on some days and figures of such days do not compare."""
+    out = []
+    if m.cpu_probe_ms is not None:
+        spread = f", {m.cpu_probe_ms_range[0]:g}-{m.cpu_probe_ms_range[1]:g}" if m.cpu_probe_ms_range else ""
+        out.append(
+            f"CPU probe {m.cpu_probe_ms:g} ms (median of 5{spread}; lower is faster; `cluster/probe.py cpu`): "
+            "compare this study's figures only with studies whose probe reads alike"
+        )
+    if m.cpus:
+        out.append(
+            f"{m.cpus} CPUs, shared by the brokers and the load generator" if m.broker_jvm_options else f"{m.cpus} CPUs"
+        )
+    if isinstance(m.writeback, str):
+        out.append(f"host page-cache writeback: {m.writeback}")
+    elif m.writeback:
+        out.append("host page-cache writeback: continuous while the testbed ran (`testbed/writeback.py`)")
+    if m.broker_jvm_options:
+        out.append(f"brokers' JVM: `{' '.join(m.broker_jvm_options)}`")
+    return out or ["the study's profile says nothing of its machine (written before kafkatune recorded it)"]
 
 
 def _plans_md(plans: list[Any]) -> list[str]:

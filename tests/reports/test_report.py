@@ -15,7 +15,9 @@ import pytest
 from advisor.analysis import analyze
 from records import synthetic
 from records.analysis import load_table, rows
+from records.profile import Machine
 from reports.properties import parse
+from reports.study import measured_on
 from tests.helpers import FIXTURES, kafkatune
 
 FIXTURE = FIXTURES / "study-demo"
@@ -88,6 +90,7 @@ def test_report_of_a_recorded_study(tmp_path: Path, spark: Any) -> None:
     md = (d / "report" / "report.md").read_text()
     for section in ("## Recommendations", "## Recommended settings", "## Capacity plan", "## Durability trade-off"):
         assert section in md
+    assert "## Measured on\n\n- 2 CPUs\n" in md  # a profile from before the CPU probe: what it has, no more
     # .properties: parse, only swept keys, values of the best trial
     trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     spec_keys = {"batch.size", "linger.ms", "producers", "num.io.threads", "num.replica.fetchers"}
@@ -129,3 +132,26 @@ def test_durability_trade_off_is_spelled_out_when_the_study_varied_acks_or_flush
     assert any("acks=1: best 14.00 MB/s (b) vs acks=all 10.00 MB/s (a): +4.00 MB/s" in x for x in lines), lines
     assert any(x.startswith("forced flushes: best 6.00 MB/s (c) vs 14.00 MB/s") for x in lines), lines
     assert _durability(pd.DataFrame([t("a", 10.0, acks="all"), t("b", 9.0, acks="all")])) == []
+
+
+def test_the_machine_a_study_was_measured_on_is_stated_from_its_profile() -> None:
+    """The CPU probe of the day first (with its spread), the writeback the brokers ran with, their JVM."""
+    machine = {
+        "cpus": 2,
+        "cpu_probe_ms": 81.5,
+        "cpu_probe_ms_range": [60.25, 90.0],
+        "writeback": {"dirty_expire_centisecs": 100},
+        "broker_jvm_options": ["-Xmx1g", "-XX:+UseG1GC"],
+    }
+    lines = measured_on(Machine.of({"machine": machine}))
+    assert lines[0].startswith("CPU probe 81.5 ms (median of 5, 60.25-90; lower is faster")
+    assert lines[1:] == [
+        "2 CPUs, shared by the brokers and the load generator",
+        "host page-cache writeback: continuous while the testbed ran (`testbed/writeback.py`)",
+        "brokers' JVM: `-Xmx1g -XX:+UseG1GC`",
+    ]
+    left = measured_on(
+        Machine.of({"machine": {"writeback": "left as the kernel has them: changing vm.dirty_* needs root"}})
+    )
+    assert left == ["host page-cache writeback: left as the kernel has them: changing vm.dirty_* needs root"]
+    assert "says nothing of its machine" in measured_on(Machine.of(None))[0]

@@ -21,6 +21,7 @@ from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagn
 from advisor.trials import num
 from core.units import MB
 from loadgen.sustainable import Step
+from records import result
 from records import run as runs
 from records import trial as trials
 
@@ -247,7 +248,8 @@ def of_trial(trial_dir: Path, nic: float | None) -> Diagnosis | None:
     if rec is not None:
         steps, run = rec.steps, trial_dir / trials.SEARCH_RUN
     elif runs.has_result(trial_dir):
-        steps, run = (runs.read_result(trial_dir).get("sustainable") or {}).get("steps") or [], trial_dir
+        found = result.read(trial_dir).sustainable
+        steps, run = list(found.steps) if found else [], trial_dir
     else:
         return None
     if not steps or not runs.has_result(run):

@@ -13,6 +13,7 @@ from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
 from core.errors import RunFailed, UserError
+from core.typed import from_json
 from drivers.api import load_driver
 from faults.inject import Injector
 from faults.spec import Fault, check_schedule
@@ -27,6 +28,7 @@ from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
+from records.result import Link
 from records.run import RunRecord
 from records.study import link_maps
 from records.trialrow import TrialRow
@@ -67,7 +69,8 @@ def _measure(
 
 def _degraded(links: list[dict[str, Any]] | None) -> str | None:
     """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
-    return links_judge.degraded(TrialRow.of(link_maps(links))) if links else None
+    typed = [from_json(Link, x, "result.json links") for x in links or ()]
+    return links_judge.degraded(TrialRow.of(link_maps(typed))) if typed else None
 
 
 def _show(rec: RunRecord, d: Path, as_json: bool) -> None:

@@ -16,7 +16,7 @@ Reading a study reads only these files; the heavy per-second Parquet files are l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,6 +25,7 @@ import yaml
 
 from core import files
 from core.errors import UserError
+from records import result
 from records import run as runs
 from records import summary as summaries
 from records import trial as trials
@@ -34,17 +35,17 @@ SPEC = "spec.yaml"
 INVENTORY = "inventory.yaml"
 TRIALS = "trials"
 
-# Latency columns taken from result.json (OMB field names), in ms.
-LATENCY = {
-    "publish_p50_ms": "aggregatedPublishLatency50pct",
-    "publish_p99_ms": "aggregatedPublishLatency99pct",
-    "publish_p999_ms": "aggregatedPublishLatency999pct",
-    "publish_max_ms": "aggregatedPublishLatencyMax",
-    "e2e_p50_ms": "aggregatedEndToEndLatency50pct",
-    "e2e_p99_ms": "aggregatedEndToEndLatency99pct",
-    "e2e_p999_ms": "aggregatedEndToEndLatency999pct",
-    "e2e_max_ms": "aggregatedEndToEndLatencyMax",
-}
+# Latency columns taken from result.json (records.result.RunResult's fields of the same names), in ms.
+LATENCY = (
+    "publish_p50_ms",
+    "publish_p99_ms",
+    "publish_p999_ms",
+    "publish_max_ms",
+    "e2e_p50_ms",
+    "e2e_p99_ms",
+    "e2e_p999_ms",
+    "e2e_max_ms",
+)
 # Trials-table columns from the producers' statistics (drivers.api.CLIENT_STATS keys).
 CLIENT_STATS = {
     "client_queue_ms": "queue_ms",
@@ -53,12 +54,8 @@ CLIENT_STATS = {
     "batch_bytes": "batch_bytes",
     "batch_records": "batch_records",
 }
-# What a bench record (result.json, OMB's TestResult names) calls the knobs a sweep calls params.
-WORKLOAD_PARAMS = {
-    "producersPerTopic": "producers",
-    "consumersPerTopic": "consumers",
-    "partitions": "partitions",
-}
+# The knobs a sweep calls params that a bench record (records.result.RunResult) carries as its counts.
+WORKLOAD_PARAMS = ("producers", "consumers", "partitions")
 
 
 def trial_dir(root: Path, label: str, number: int) -> Path:
@@ -134,7 +131,7 @@ def open_study(root: Path) -> Study:
     profile = read_profile(root / PROFILE)
     if profile is None:  # older studies: each result.json carries the profile
         first = next((d for d in dirs if runs.has_result(d)), None)
-        profile = runs.read_result(first).get("profile") if first else None
+        profile = dict(result.read(first).profile or {}) or None if first else None
     return Study(
         root=root,
         name=str((summary and summary.study) or spec.get("name") or wl.get("name") or root.name),
@@ -167,7 +164,7 @@ class _Ran(NamedTuple):
     measured: dict[str, Any]
 
 
-def _what_it_ran(tj: trials.TrialRecord | None, res: dict[str, Any]) -> _Ran:
+def _what_it_ran(tj: trials.TrialRecord | None, res: result.RunResult | None) -> _Ran:
     """A trial's configuration, broker settings, state, objective, figure, window rates and measurement: from its
     trial record, or for a bench run (no trial.json) from its record's producer/consumer/broker configs."""
     if tj is not None:
@@ -184,32 +181,38 @@ def _what_it_ran(tj: trials.TrialRecord | None, res: dict[str, Any]) -> _Ran:
             measured.get("windows_mb_s") or [],
             measured,
         )
-    measured = {}
+    if res is None:
+        return _Ran({}, {}, "failed", "throughput_mb_s", None, [], {})
     # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
-    config = {k: str(v) for k, v in (res.get("producerConfig") or {}).items()}
-    config.update({k: str(v) for k, v in (res.get("consumerConfig") or {}).items()})
-    mb_s = (res.get("summary") or {}).get("consume_mb_s")
-    objective = "sustainable_mb_s" if res.get("sustainable") else "throughput_mb_s"
-    if res.get("sustainable"):
-        measured = {"sustainable_mb_s": res["sustainable"].get("mb_s")}
-        mb_s = measured["sustainable_mb_s"]
-    state = "complete" if res else "failed"
-    return _Ran(config, _merged_broker(res.get("brokerConfig") or {}), state, objective, mb_s, [], measured)
+    config = {k: str(v) for k, v in {**res.producer_config, **res.consumer_config}.items()}
+    if res.sustainable is not None:
+        mb_s = res.sustainable.mb_s
+        return _Ran(
+            config,
+            _merged_broker(res.broker_config),
+            "complete",
+            "sustainable_mb_s",
+            mb_s,
+            [],
+            {"sustainable_mb_s": mb_s},
+        )
+    return _Ran(
+        config, _merged_broker(res.broker_config), "complete", "throughput_mb_s", res.summary.consume_mb_s, [], {}
+    )
 
 
 def trial_row(study: Study, d: Path) -> dict[str, Any]:
     """One trial (or the bench run) as a flat row: what it set, how it ended, what its records measured."""
     tj = trials.read_trial(d)
-    res = runs.read_result(d) if runs.has_result(d) else {}
-    summ = res.get("summary") or {}
+    res = result.read(d) if runs.has_result(d) else None
+    r = res or result.RunResult()
+    summ, client = r.summary, r.summary.client
     config, broker, state, objective, mb_s, windows, measured = _what_it_ran(tj, res)
-    for src, name in WORKLOAD_PARAMS.items():  # the record's counts, whether swept or not
-        if res.get(src) is not None:
-            config.setdefault(name, str(res[src]))
-    config.setdefault("acks", str((res.get("producerConfig") or {}).get("acks", "all")))
-    rates = summ.get("broker_rates") or {}
-    client = summ.get("client") or {}
-    loops = client.get("loop_cpu_util") or {}
+    for name in WORKLOAD_PARAMS:  # the record's counts, whether swept or not
+        if (n := getattr(r, name)) is not None:
+            config.setdefault(name, str(n))
+    config.setdefault("acks", str(r.producer_config.get("acks", "all")))
+    loops = client.loop_cpu_util
     row: dict[str, Any] = {
         "trial_id": d.name,
         "stage": tj.stage if tj else study.kind,
@@ -218,44 +221,44 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "baseline": (tj.baseline or _confirmed_baseline(tj.confirms or "")) if tj else None,
         "state": state,
         "fail_reason": tj.fail_reason if tj else None,
-        "started_ns": int((tj.started_ns if tj else 0) or res.get("started_ns") or 0),
+        "started_ns": int((tj.started_ns if tj else 0) or r.started_ns or 0),
         "config": config,
         "broker": broker,
-        "message_bytes": int(res.get("messageSize") or 0),
+        "message_bytes": int(r.message_bytes or 0),
         "mb_s": float(mb_s) if mb_s is not None else None,
         "objective": objective,
-        "throughput_mb_s": _float(measured.get("throughput_mb_s", summ.get("consume_mb_s"))),
+        "throughput_mb_s": _float(measured.get("throughput_mb_s", summ.consume_mb_s)),
         "sustainable_mb_s": _float(measured.get("sustainable_mb_s")),
         "windows_mb_s": [float(x) for x in windows],
-        "publish_mb_s": summ.get("publish_mb_s"),
-        "lost": int(summ["lost"]) if summ.get("lost") is not None else None,
-        "client_bound": bool(measured.get("client_bound", summ.get("client_bound", False))),
-        "buffer_full_events": int(client.get("buffer_full_events") or 0),
-        "machine_cpu_percent": client.get("machine_cpu_percent"),
+        "publish_mb_s": summ.publish_mb_s,
+        "lost": int(summ.lost) if summ.lost is not None else None,
+        "client_bound": bool(measured.get("client_bound", summ.client_bound)),
+        "buffer_full_events": int(client.buffer_full_events or 0),
+        "machine_cpu_percent": client.machine_cpu_percent,
         # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
         "client_loop_cpu_max": max((u for us in loops.values() for u in us), default=None),
-        "consumer_loop_cpu_max": max(loops.get("consumer") or [], default=None),
-        **{col: (client.get("producer_stats") or {}).get(key) for col, key in CLIENT_STATS.items()},
-        "rate_mode": summ.get("mode"),
-        "client_consume_mb_s": summ.get("consume_mb_s"),
-        "consumers_idle": client.get("consumers_idle"),
-        "topic_config": {k: str(v) for k, v in (res.get("topicConfig") or {}).items()},
-        "warnings": list(summ.get("warnings") or measured.get("warnings") or []),
-        "record_produce_mb_s": rates.get("produce_mb_s"),
-        **link_maps(res.get("links") or []),
+        "consumer_loop_cpu_max": max(loops.get("consumer") or (), default=None),
+        **{col: client.producer_stats.get(key) for col, key in CLIENT_STATS.items()},
+        "rate_mode": summ.mode,
+        "client_consume_mb_s": summ.consume_mb_s,
+        "consumers_idle": client.consumers_idle,
+        "topic_config": {k: str(v) for k, v in r.topic_config.items()},
+        "warnings": list(summ.warnings or measured.get("warnings") or []),
+        "record_produce_mb_s": summ.broker_rates.get("produce_mb_s"),
+        **link_maps(r.links),
     }
-    for col, field in LATENCY.items():
-        v = res.get(field)
+    for col in LATENCY:
+        v = getattr(r, col)
         row[col] = float(v) if isinstance(v, int | float) else None
     return row
 
 
-def link_maps(links: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def link_maps(links: Sequence[result.Link]) -> dict[str, dict[str, Any]]:
     """A run's links (result.json `links`, testbed.links.Sampler.rows) as the trial row's maps, keyed "b1/b2"."""
     return {
-        "link_data_segs": {"/".join(x["hosts"]): int(x["data_segs"]) for x in links},
-        "link_retrans": {"/".join(x["hosts"]): int(x["retrans"]) for x in links},
-        "link_rtt_ms": {"/".join(x["hosts"]): x["rtt_ms"] for x in links if x.get("rtt_ms") is not None},
+        "link_data_segs": {"/".join(x.hosts): int(x.data_segs) for x in links},
+        "link_retrans": {"/".join(x.hosts): int(x.retrans) for x in links},
+        "link_rtt_ms": {"/".join(x.hosts): x.rtt_ms for x in links if x.rtt_ms is not None},
     }
 
 
@@ -277,12 +280,10 @@ def latency_quantiles(study: Study, trial_id: str) -> dict[str, dict[str, float]
     d = study.trial(trial_id)
     if d is None or not runs.has_result(d):
         return {}
-    res = runs.read_result(d)
+    res = result.read(d)
     out = {}
-    fields = (("publish", "aggregatedPublishLatencyQuantiles"), ("e2e", "aggregatedEndToEndLatencyQuantiles"))
-    for kind, field in fields:
-        q = res.get(field)
-        if isinstance(q, dict) and q:
+    for kind, q in (("publish", res.publish_quantiles), ("e2e", res.e2e_quantiles)):
+        if q:
             out[kind] = {str(k): float(v) for k, v in q.items()}
     return out
 

@@ -1,0 +1,106 @@
+"""A run's result.json (loadgen.result writes it), typed for its readers: the trials table, the diagnosis, the report.
+
+Only what kafkatune reads back is typed; OMB's own fields stay in the file for OMB's tools (records.omb). Every
+figure is as the writer put it: MB/s are 10^6 bytes received per second, latencies ms. A field an older record
+lacks takes its default, so the readers say "not measured" instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.typed import from_json
+from records import run as runs
+
+
+@dataclass(frozen=True)
+class ClientSummary:
+    """What the clients said of themselves (librdkafka's statistics, the load workers' loops)."""
+
+    buffer_full_events: int = 0
+    machine_cpu_percent: float | None = None
+    loop_cpu_util: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # role -> each loop's core share
+    producer_stats: Mapping[str, Any] = field(default_factory=dict)
+    consumers_idle: int | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The run's figures over its measure window (loadgen.result's `summary`)."""
+
+    mode: str | None = None  # max, fixed or sustainable
+    consume_mb_s: float | None = None
+    publish_mb_s: float | None = None
+    lost: int | None = None
+    client_bound: bool = False
+    broker_rates: Mapping[str, float | None] = field(default_factory=dict)
+    client: ClientSummary = ClientSummary()
+    warnings: tuple[str, ...] = ()
+    tail: Mapping[str, Any] | None = None  # loadgen.tail's budget, when the run had an SLO
+
+
+@dataclass(frozen=True)
+class Sustainable:
+    """A rate discovery's answer (loadgen.search): the rate held, None when none held, and every step judged."""
+
+    mb_s: float | None = None
+    rate_msg_s: float | None = None
+    steps: tuple[Mapping[str, Any], ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Link:
+    """One pair of shaped hosts as TCP met it in the run (testbed.links)."""
+
+    hosts: tuple[str, ...]
+    data_segs: int = 0
+    retrans: int = 0
+    rtt_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The parts of result.json kafkatune reads back."""
+
+    summary: RunSummary = RunSummary()
+    message_bytes: int = field(default=0, metadata={"json": "messageSize"})
+    partitions: int | None = None
+    producers: int | None = field(default=None, metadata={"json": "producersPerTopic"})
+    consumers: int | None = field(default=None, metadata={"json": "consumersPerTopic"})
+    started_ns: int = 0
+    producer_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "producerConfig"})
+    consumer_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "consumerConfig"})
+    topic_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "topicConfig"})
+    # broker id -> the configs read back from it
+    broker_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"json": "brokerConfig"})
+    sustainable: Sustainable | None = None
+    links: tuple[Link, ...] = ()
+    profile: Mapping[str, Any] | None = None  # older records carry the cluster profile
+    # OMB's aggregated latencies over the measure window, ms (None: not measured, e.g. publish at the max rate)
+    publish_p50_ms: float | None = field(default=None, metadata={"json": "aggregatedPublishLatency50pct"})
+    publish_p99_ms: float | None = field(default=None, metadata={"json": "aggregatedPublishLatency99pct"})
+    publish_p999_ms: float | None = field(default=None, metadata={"json": "aggregatedPublishLatency999pct"})
+    publish_max_ms: float | None = field(default=None, metadata={"json": "aggregatedPublishLatencyMax"})
+    e2e_p50_ms: float | None = field(default=None, metadata={"json": "aggregatedEndToEndLatency50pct"})
+    e2e_p99_ms: float | None = field(default=None, metadata={"json": "aggregatedEndToEndLatency99pct"})
+    e2e_p999_ms: float | None = field(default=None, metadata={"json": "aggregatedEndToEndLatency999pct"})
+    e2e_max_ms: float | None = field(default=None, metadata={"json": "aggregatedEndToEndLatencyMax"})
+    publish_quantiles: Mapping[str, float] = field(
+        default_factory=dict, metadata={"json": "aggregatedPublishLatencyQuantiles"}
+    )
+    e2e_quantiles: Mapping[str, float] = field(
+        default_factory=dict, metadata={"json": "aggregatedEndToEndLatencyQuantiles"}
+    )
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], where: str = runs.RESULT) -> RunResult:
+        return from_json(cls, doc, where)
+
+
+def read(run_dir: Path) -> RunResult:
+    """The run's result.json, typed (records.run.read_result refuses a newer schema by name)."""
+    return RunResult.from_json(runs.read_result(run_dir), str(run_dir / runs.RESULT))

@@ -9,21 +9,27 @@ writes back continuously instead (SMOOTH: background writeback from 16 MiB of di
 data a second old), the behaviour Kafka's documentation describes tuning in its Linux flush section.
 
 The settings are the machine's, shared by every testbed on it: the first `apply` keeps the values it found in
-HOLD (with the state folders that hold them), the last `release` puts them back. Without root nothing is changed
-and `apply` says so. The before and after are measured by `benchmarks/writeback.py`.
+HOLD (with the state folders that hold them), the last `release` puts them back. A testbed that was killed
+without `down` holds nothing once none of its nodes runs (after a grace for one still starting). Without root
+nothing is changed and `apply` says so. The before and after are measured by `benchmarks/writeback.py`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypedDict
 
+from core import procs
+from records.testbed import load_state, node_config, state_path
+
 PROC = Path("/proc/sys/vm")
 HOLD = Path("/run/kafkatune/writeback.json")
 SMOOTH = {"dirty_background_bytes": 16 * 1024 * 1024, "dirty_expire_centisecs": 100, "dirty_writeback_centisecs": 100}
+STARTING_S = 600  # a holder applied this recently is up whether or not its nodes run yet
 # What `release` puts back: the background threshold is either bytes or a ratio (writing one zeroes the other).
 KEPT = ("dirty_background_bytes", "dirty_background_ratio", "dirty_expire_centisecs", "dirty_writeback_centisecs")
 
@@ -46,17 +52,32 @@ def put(values: Mapping[str, int], proc: Path = PROC) -> None:
 
 
 class Held(TypedDict):
-    """HOLD's content: the values found before the first `apply`, and the state folders of the testbeds up."""
+    """HOLD's content: the values found before the first `apply`, and the state folders of the testbeds up with
+    when each applied (epoch s)."""
 
     before: dict[str, int]
-    holders: list[str]
+    holders: dict[str, float]
 
 
 def _held(hold: Path) -> Held | None:
     if not hold.exists():
         return None
     raw = json.loads(hold.read_text())
-    return Held(before={k: int(v) for k, v in raw["before"].items()}, holders=[str(h) for h in raw["holders"]])
+    return Held(
+        before={k: int(v) for k, v in raw["before"].items()},
+        holders={str(h): float(t) for h, t in dict(raw["holders"]).items()},
+    )
+
+
+def _up(state_dir: Path, applied: float) -> bool:
+    """Whether the testbed in `state_dir` still holds the settings: applied moments ago, or a node of it runs."""
+    if time.time() - applied < STARTING_S:
+        return True
+    try:
+        st = load_state(state_path(state_dir))
+    except (OSError, ValueError, KeyError, TypeError):  # no state, or an unreadable one: no testbed runs there
+        return False
+    return any(procs.running(pid, str(node_config(state_dir, int(n)))) for n, pid in st.pids.items())
 
 
 def found(proc: Path = PROC, hold: Path = HOLD) -> dict[str, int]:
@@ -70,8 +91,8 @@ def apply(state_dir: Path, *, proc: Path = PROC, hold: Path = HOLD) -> dict[str,
     were left as they are (not root)."""
     if not os.access(proc / "dirty_background_bytes", os.W_OK):
         return "left as the kernel has them: changing vm.dirty_* needs root"
-    held = _held(hold) or Held(before=read(proc), holders=[])
-    held["holders"] = sorted({*held["holders"], str(state_dir.resolve())})
+    held = _held(hold) or Held(before=read(proc), holders={})
+    held["holders"][str(state_dir.resolve())] = time.time()
     hold.parent.mkdir(parents=True, exist_ok=True)
     hold.write_text(json.dumps(held, indent=1))
     put(SMOOTH, proc)
@@ -79,13 +100,13 @@ def apply(state_dir: Path, *, proc: Path = PROC, hold: Path = HOLD) -> dict[str,
 
 
 def release(state_dir: Path, *, proc: Path = PROC, hold: Path = HOLD) -> dict[str, int] | None:
-    """The testbed in `state_dir` no longer needs continuous writeback: when no other testbed does (holders whose
-    state folder is gone count as gone), the values found before the first `apply` are put back and returned."""
+    """The testbed in `state_dir` no longer needs continuous writeback: when no other testbed does (`_up`), the
+    values found before the first `apply` are put back and returned."""
     held = _held(hold)
     if held is None:
         return None
     mine = str(state_dir.resolve())
-    held["holders"] = [h for h in held["holders"] if h != mine and Path(h).exists()]
+    held["holders"] = {h: t for h, t in held["holders"].items() if h != mine and _up(Path(h), t)}
     if held["holders"]:
         hold.write_text(json.dumps(held, indent=1))
         return None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from testbed import writeback
@@ -39,14 +40,20 @@ def test_the_last_testbed_down_puts_back_what_the_first_found(tmp_path: Path) ->
     assert writeback.release(a, proc=proc, hold=hold) is None  # nothing held: nothing to do
 
 
-def test_a_testbed_whose_folder_is_gone_does_not_hold_the_settings(tmp_path: Path) -> None:
+def test_a_testbed_killed_without_down_holds_nothing_one_starting_does(tmp_path: Path) -> None:
+    """`killed` applied an hour ago and has no running node (no state at all); `starting` applied a moment ago and
+    has none yet: the first holds nothing, the second holds the settings until its own release."""
     proc, hold = vm(tmp_path, {**STOCK, "dirty_background_bytes": 1 << 20}), tmp_path / "writeback.json"
-    gone, mine = tmp_path / "gone", tmp_path / "mine"
-    gone.mkdir(), mine.mkdir()
-    writeback.apply(gone, proc=proc, hold=hold)
-    writeback.apply(mine, proc=proc, hold=hold)
-    gone.rmdir()  # wiped without `down`
-    put_back = writeback.release(mine, proc=proc, hold=hold)
+    killed, starting, mine = tmp_path / "killed", tmp_path / "starting", tmp_path / "mine"
+    for d in (killed, starting, mine):
+        d.mkdir()
+        writeback.apply(d, proc=proc, hold=hold)
+    doc = json.loads(hold.read_text())
+    doc["holders"][str(killed.resolve())] -= 3600
+    hold.write_text(json.dumps(doc))
+    assert writeback.release(mine, proc=proc, hold=hold) is None  # `starting` holds them
+    assert list(json.loads(hold.read_text())["holders"]) == [str(starting.resolve())]  # `killed` dropped
+    put_back = writeback.release(starting, proc=proc, hold=hold)
     assert put_back is not None and put_back["dirty_background_bytes"] == 1 << 20
     assert writeback.read(proc)["dirty_background_bytes"] == 1 << 20  # set as bytes, put back as bytes
 

@@ -26,7 +26,9 @@ from pathlib import Path
 def test_hold(servers):
     sv, addrs = servers
     pids = {s: sv.state(s).pid for s in addrs}
-    Path(os.environ["KT_CHILD_OUT"]).write_text(json.dumps(pids))
+    out = Path(os.environ["KT_CHILD_OUT"])
+    (out.parent / "pids.tmp").write_text(json.dumps(pids))
+    (out.parent / "pids.tmp").rename(out)  # whole or absent: the parent reads it the moment it exists
     time.sleep(600)
 """
 

@@ -3,7 +3,8 @@ and its file (records/), so readers get attributes and dicts stay at the JSON ed
 
 `from_json(cls, doc)` builds `cls` from a mapping: nested dataclasses, `X | None`, `tuple[X, ...]`, `list[X]`
 and `Mapping[str, X]` are followed; keys the class does not know are left out (a newer writer's extra fields);
-a missing field takes its default, and one without a default is refused naming it. A field whose JSON name is not
+a missing field takes its default, and so does a null one whose type does not admit None (writers put null where
+they had nothing); one without a default is refused naming it. A field whose JSON name is not
 a Python name (`from`) says so in its metadata: `field(metadata={"json": "from"})`. `to_json(obj)` is the
 inverse, tuples written as lists.
 """
@@ -42,11 +43,19 @@ def from_json(cls: type[T], doc: Mapping[str, Any], where: str = "") -> T:
     hints, args = _hints(cls), {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = json_name(f)
-        if name in doc:
+        defaulted = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if name in doc and (doc[name] is not None or _optional(hints[f.name]) or not defaulted):
             args[f.name] = _value(hints[f.name], doc[name], f"{where}.{name}" if where else name)
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+        elif not defaulted:
             raise UserError(f"{where or cls.__name__}: lacks {name}")
     return cls(**args)
+
+
+def _optional(hint: Any) -> bool:
+    """Whether `hint` admits None (`X | None`, Optional[X], Any)."""
+    if hint is Any:
+        return True
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
 
 
 def _value(hint: Any, v: Any, where: str) -> Any:

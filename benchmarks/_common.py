@@ -143,9 +143,10 @@ def result_file(name: str, figures: dict[str, Any]) -> Path:
     return out
 
 
-def demo_workload(path: Path, name: str, producer: dict[str, Any], rate: float, test_s: float) -> Path:
+def demo_workload(path: Path, name: str, producer: dict[str, Any], rate: float | str, test_s: float) -> Path:
     """The demo's workload (1-KB records, 6 partitions, one producer and one consumer) as a bench workload file at
-    `rate` msg/s (0: discover the sustainable rate) for `test_s` seconds after a 3-s warm-up."""
+    `rate` msg/s (0: discover the sustainable rate; "max": the maximum rate) for `test_s` seconds after a 3-s
+    warm-up."""
     doc = {
         "name": name,
         "partitionsPerTopic": 6,

@@ -38,11 +38,11 @@ class DirtyPeak:
 
     def __init__(self) -> None:
         self.peak = 0.0
-        self._stop = threading.Event()
-        threading.Thread(target=self._run, daemon=True).start()
+        threading.Thread(target=self._run, daemon=True).start()  # ends with the benchmark
 
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
+        while True:
+            time.sleep(1.0)
             for ln in Path("/proc/meminfo").read_text().splitlines():
                 if ln.startswith("Dirty:"):
                     self.peak = max(self.peak, int(ln.split()[1]) / 1024)
@@ -54,9 +54,7 @@ class DirtyPeak:
 
 def one(tb: Any, tmp: Path, name: str, rate: float | None, secs: float, dirty: DirtyPeak) -> dict[str, Any]:
     """One run of the demo's workload at `rate` msg/s (None: the maximum rate) and what it met."""
-    wl = demo_workload(tmp / f"{name}.json", name, {"acks": "all"}, rate or 0, secs)
-    if rate is None:
-        wl.write_text(wl.read_text().replace('"producerRate": 0', '"producerRate": "max"'))
+    wl = demo_workload(tmp / f"{name}.json", name, {"acks": "all"}, "max" if rate is None else rate, secs)
     dirty.reset()
     d = bench(tb, wl, tmp / name, SLO_MS)
     rows = pq.read_table(tmp / name / "broker_metrics.parquet").to_pylist()

@@ -11,9 +11,9 @@ log dir at once (brokers that share a device share its bandwidth), twice:
 and measures the rate of small synchronous appends (1 KiB write + fdatasync), the cost a broker pays per
 flush when `log.flush.interval.messages=1`.
 
-`probe_cpu` times one fixed piece of pure Python: the same machine ran it, and every benchmark, several times
-slower on some days than on others (docs/measurement.md), so a figure carries the speed of the day it was
-measured on, and two figures from days of different speed are not compared as if they were one machine's.
+`probe_cpu` times one fixed piece of pure Python: the same machine ran the benchmarks several times slower on
+some days than on others (docs/measurement.md), so a figure carries the speed of the day it was measured on, and
+two figures from days of different speed are not compared as if they were one machine's.
 
 This file depends on the standard library only: for a cluster kafkatune reaches over SSH it is copied
 to the host as it is and run there (`python3 probe.py disk DIR…`, and `net-server` / `net-client`, a TCP

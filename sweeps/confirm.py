@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,6 +39,9 @@ import optuna
 
 from brokerconf import catalogue
 from core import stats
+from core.typed import from_json
+from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
+from records.summary import Best
 from sweeps import space, storage
 from sweeps.spec import Spec
 from sweeps.stages import Stage
@@ -197,66 +200,74 @@ def measured(st: Any) -> dict[str, list[Repeat]]:
 ALPHA = 0.05  # the family-wise error of one confirmation's comparisons, and of one ablation's keys (Holm)
 
 
-def candidate(label: str, reps: list[Repeat]) -> dict[str, Any]:
+def candidate(label: str, reps: list[Repeat]) -> Arm:
     """One configuration's repeats: their values, trials and rates, its interval, and whether every run held."""
     vals = [r.value for r in reps if r.value is not None]
     iv = stats.mean_interval(vals) if vals else None
-    return {
-        "label": label,
-        "config": reps[0].config,
-        "repeats": [r.value for r in reps],
-        "trial_ids": [r.trial_id for r in reps],
-        "rates_msg_s": [r.rate_msg_s for r in reps],
-        "interval": iv.as_dict() if iv else None,
-        "mean_mb_s": iv.estimate if iv else None,
-        "eligible": bool(reps) and all(r.feasible for r in reps),
-        "why_not": sorted({v for r in reps if not r.feasible for v in r.violations}),
-    }
+    return Arm(
+        label,
+        reps[0].config,
+        tuple(r.value for r in reps),
+        tuple(r.trial_id for r in reps),
+        tuple(r.rate_msg_s for r in reps),
+        iv,
+        iv.estimate if iv else None,
+        bool(reps) and all(r.feasible for r in reps),
+        tuple(sorted({v for r in reps if not r.feasible for v in r.violations})),
+    )
 
 
-def summary(runs: Runs) -> dict[str, Any]:
+def values(arm: Arm) -> list[float]:
+    """The arm's measured repeats (the failed ones left out)."""
+    return [v for v in arm.repeats if v is not None]
+
+
+def summary(runs: Runs) -> Confirmation:
     """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
     the runner-up, with Kafka's defaults and with the `current` baseline when it was measured. Those comparisons
     are one family: each is one-sided (is the chosen one better?) and tested by Holm's procedure at ALPHA, and its
     difference and ratio are printed at the two-sided level whose lower bound is that test's (so "distinguishable"
     is the interval lying above 0, said once)."""
     cands = [candidate(label, reps) for label, reps in runs.items()]
-    cands.sort(key=lambda c: -(c["mean_mb_s"] if c["eligible"] and c["mean_mb_s"] is not None else -1))
-    groups = [c["repeats"] for c in cands if c["eligible"] and None not in c["repeats"]]
-    pooled = stats.pooled_sd(groups)
-    ok = [c for c in cands if c["eligible"]]
-    out: dict[str, Any] = {
-        "candidates": cands,
-        "noise": {
-            "between_run_sd_mb_s": pooled[0] if pooled else None,
-            "df": pooled[1] if pooled else 0,
-            "how": "pooled standard deviation of each candidate's repeats (same configuration, other runs "
-            "between them; each repeat an independent search, so the search's resolution is in it)",
-        },
-        "chosen": ok[0]["label"] if ok else None,
-    }
-    dflt = next((c for c in cands if c["label"] == DEFAULTS and c["eligible"]), None)
-    cur = next((c for c in cands if c["label"] == CURRENT and c["eligible"]), None)
+    cands.sort(key=lambda c: -(c.mean_mb_s if c.eligible and c.mean_mb_s is not None else -1))
+    pooled = stats.pooled_sd([values(c) for c in cands if c.eligible and None not in c.repeats])
+    noise = Noise(
+        pooled[0] if pooled else None,
+        pooled[1] if pooled else 0,
+        "pooled standard deviation of each candidate's repeats (same configuration, other runs between them; each "
+        "repeat an independent search, so the search's resolution is in it)",
+    )
+    ok = [c for c in cands if c.eligible]
+    dflt = next((c for c in ok if c.label == DEFAULTS), None)
+    cur = next((c for c in ok if c.label == CURRENT), None)
     family = []
     if len(ok) >= 2:
         family.append(("runner_up", ok[1]))
     for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
         if ok and other is not None and ok[0] is not other and (len(ok) < 2 or ok[1] is not other):
             family.append((name, other))
-    best = ok[0]["repeats"] if ok else []
-    tests = stats.holm([stats.p_greater(best, other["repeats"]) for _, other in family], ALPHA)
+    best = values(ok[0]) if ok else []
+    tests = stats.holm([stats.p_greater(best, values(other)) for _, other in family], ALPHA)
+    found: dict[str, Comparison] = {}
     for (name, other), (rejected, alpha) in zip(family, tests, strict=True):
-        d = stats.difference(best, other["repeats"], 1 - 2 * alpha)
-        out[name] = {"label": other["label"], "difference": d.as_dict(), "distinguishable": rejected, "alpha": alpha}
+        d = stats.difference(best, values(other), 1 - 2 * alpha)
+        found[name] = Comparison(d, rejected, alpha, other.label)
     for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
         if other is None:
             continue
-        if "runner_up" in out and out["runner_up"]["label"] == other["label"]:
-            out[name] = dict(out["runner_up"])  # the runner-up is this baseline: one comparison
-        if name in out:
-            r = stats.ratio(best, other["repeats"], 1 - 2 * out[name]["alpha"])
-            out[name]["ratio"] = r.as_dict() if r else None
-    return out
+        if "runner_up" in found and found["runner_up"].label == other.label:
+            found[name] = found["runner_up"]  # the runner-up is this baseline: one comparison
+        if name in found:
+            alpha = found[name].alpha or ALPHA
+            found[name] = replace(found[name], ratio=stats.ratio(best, values(other), 1 - 2 * alpha))
+    return Confirmation(
+        tuple(cands),
+        ok[0].label if ok else None,
+        noise,
+        runner_up=found.get("runner_up"),
+        vs_defaults=found.get("vs_defaults"),
+        vs_current=found.get("vs_current"),
+    )
 
 
 def changed_keys(spec: Spec, cfg: Mapping[str, Any]) -> list[tuple[str, str | None, str]]:
@@ -284,20 +295,21 @@ def put_back(cfg: Mapping[str, Any], key: str, old: str | None) -> space.Config:
     return back
 
 
-def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space.Config]], list[dict[str, Any]]]:
+def ablations(spec: Spec, cfg: Mapping[str, Any]) -> tuple[list[tuple[str, space.Config]], list[KeyEffect]]:
     """The configurations to measure (label without:<key>), and the keys that cannot be put back alone."""
-    todo, blocked = [], []
+    todo: list[tuple[str, space.Config]] = []
+    blocked: list[KeyEffect] = []
     for key, old, new in changed_keys(spec, cfg):
         back = put_back(cfg, key, old)
         broken = catalogue.broken_rules(back)
         if broken:
-            blocked.append({"key": key, "old": old, "new": new, "why": "; ".join(broken)})
+            blocked.append(KeyEffect(key, old, new, "; ".join(broken)))
         else:
             todo.append((f"without:{key}", back))
     return todo, blocked
 
 
-def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[dict[str, Any]]:
+def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[KeyEffect]:
     """Per changed key: recommended − without it, from the ablation's own runs only (the confirmation's runs of the
     recommended configuration chose it as the winner, so they read high: they are never reused to judge it).
 
@@ -317,26 +329,23 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[dict[str, An
     out = []
     for (key, old, new), vals, (rejected, alpha) in zip(keys, arms, tests, strict=True):
         reps = runs.get(f"without:{key}", [])
-        row: dict[str, Any] = {"key": key, "old": old, "new": new, "n": len(vals) + len(ref), "alpha": alpha}
-        row["trial_ids"] = [r.trial_id for r in reps] + [r.trial_id for r in mine]
-        broke = [r for r in reps if not r.feasible]
-        if len(vals) < 2 or len(ref) < 2:
-            row.update(effect_mb_s=None, interval=None, beyond_noise=False, why="fewer than 2 repeats each side")
-        else:
+        ids = tuple(r.trial_id for r in reps) + tuple(r.trial_id for r in mine)
+        row = KeyEffect(key, old, new, "fewer than 2 repeats each side", len(vals) + len(ref), alpha, ids)
+        if len(vals) >= 2 and len(ref) >= 2:
             d = stats.difference(ref, vals, 1 - 2 * alpha)
-            row.update(effect_mb_s=d.estimate, interval=d.as_dict(), beyond_noise=rejected and d.estimate >= floor)
-            row["why"] = _why(row, d, rejected, floor, rate, spec.ablate.min_effect)
-        if len(broke) * 2 > len(reps) and not row["beyond_noise"]:  # needed to hold the constraints
-            why = sorted({v for r in broke for v in r.violations})
-            row.update(beyond_noise=True, why=f"without it, {len(broke)} of {len(reps)} runs: {'; '.join(why)}")
+            beyond = rejected and d.estimate >= floor
+            why = "" if beyond else _why(d, rejected, floor, rate, spec.ablate.min_effect)
+            row = replace(row, why=why, effect_mb_s=d.estimate, interval=d, beyond_noise=beyond)
+        broke = [r for r in reps if not r.feasible]
+        if len(broke) * 2 > len(reps) and not row.beyond_noise:  # needed to hold the constraints
+            why = "; ".join(sorted({v for r in broke for v in r.violations}))
+            row = replace(row, beyond_noise=True, why=f"without it, {len(broke)} of {len(reps)} runs: {why}")
         out.append(row)
     return out
 
 
-def _why(row: Mapping[str, Any], d: stats.Interval, rejected: bool, floor: float, rate: float, share: float) -> str:
-    """Why a key is or is not recommended, in words."""
-    if row["beyond_noise"]:
-        return ""
+def _why(d: stats.Interval, rejected: bool, floor: float, rate: float, share: float) -> str:
+    """Why a key whose effect is not beyond noise (or too small) is not recommended, in words."""
     if rejected:
         return f"beyond noise but below ablate.min_effect ({share:.0%} of the recommended rate): no practical effect"
     if d.high is not None and d.high < 0:
@@ -360,26 +369,14 @@ def _unresolved(d: stats.Interval, floor: float, rate: float) -> str:
     )
 
 
-def chosen(judged: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The confirmation's chosen candidate (its repeats, interval, rates), None when nothing was chosen."""
-    return next((c for c in (judged or {}).get("candidates", []) if c["label"] == (judged or {}).get("chosen")), None)
-
-
-def best(judged: dict[str, Any] | None, final: Any) -> dict[str, Any] | None:
+def best(judged: Confirmation | None, final: Any) -> Best | None:
     """The recommended configuration: the confirmation's choice (mean of its repeats, with its interval), or
     the search's best when nothing was confirmed (one run: no interval)."""
-    c = chosen(judged)
+    c = judged.arm(None) if judged else None
     if c is not None:
-        return {
-            "from": "confirmation",
-            "label": c["label"],
-            "mb_s": c["mean_mb_s"],
-            "interval": c["interval"],
-            "config": c["config"],
-            "trial_ids": c["trial_ids"],
-        }
+        return Best(c.mean_mb_s, c.config, "confirmation", c.label, c.interval, c.trial_ids)
     r = storage.ranked(final)
-    return {"from": "search (not confirmed: one run, no interval)", **brief(r[0])} if r else None
+    return from_json(Best, {"from": "search (not confirmed: one run, no interval)", **brief(r[0])}) if r else None
 
 
 def brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,12 +25,14 @@ from optuna.trial import TrialState
 
 from brokerconf import catalogue
 from core.errors import EnvironmentProblem
+from core.typed import to_json
 from loadgen.runner import RawRun, Tick
 from records import study as studies
+from records.confirmation import Confirmation, KeyEffect
 from records.profile import PROFILE, copy_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
-from records.summary import Summary, write_summary
+from records.summary import Summary, confirmation_parts, write_summary
 from records.trial import read_trial
 from sweeps import confirm, current, hold, space, storage, timing, written
 from sweeps.spec import Spec
@@ -258,7 +261,7 @@ class Sweep:
         st.sampler = base
         return st.ask()
 
-    def confirm(self) -> dict[str, Any] | None:
+    def confirm(self) -> Confirmation | None:
         """The confirmation, then the ablations of the chosen configuration (sweeps.confirm)."""
         spec = self.spec
         if not spec.confirm.top:
@@ -270,10 +273,10 @@ class Sweep:
         )
         confirmed = confirm.repeat(self, "confirm", todo, spec.confirm.repeats)
         judged = confirm.summary(confirmed)
-        chosen = dict(todo).get(judged["chosen"] or "")
-        effects: list[dict[str, Any]] = []
-        blocked: list[dict[str, Any]] = []
-        if chosen is not None and judged["chosen"] != confirm.DEFAULTS:
+        chosen = dict(todo).get(judged.chosen or "")
+        effects: list[KeyEffect] = []
+        blocked: list[KeyEffect] = []
+        if chosen is not None and judged.chosen != confirm.DEFAULTS:
             if spec.ablate.repeats:
                 ablate, blocked = confirm.ablations(spec, chosen)
                 if ablate:
@@ -286,19 +289,20 @@ class Sweep:
                     effects = confirm.effects(spec, chosen, runs)
             else:
                 blocked = [
-                    {"key": k, "old": o, "new": n, "why": "not ablated (ablate.repeats: 0)"}
+                    KeyEffect(k, o, n, "not ablated (ablate.repeats: 0)")
                     for k, o, n in confirm.changed_keys(spec, chosen)
                 ]
         w = written.measure(self, chosen, effects, blocked, self.view) if chosen is not None and effects else None
-        written.settle(judged, effects, blocked, w)  # what the files hold: beyond noise, or kept as a group
-        if (candidate := written.headline(judged) or confirm.chosen(judged)) is not None:
-            judged["operating_point"] = hold.operating_point(self, candidate, self.view.extend)
+        judged = written.settle(judged, effects, blocked, w)  # what the files hold: beyond noise, or kept as a group
+        if (candidate := judged.headline()) is not None:
+            op = hold.operating_point(self, candidate, self.view.extend)
         elif spec.sustainable and spec.hold.tries:  # no candidate held in every repeat: say why, from the tails
-            ids = [tid for c in judged["candidates"] for tid in c["trial_ids"]]
-            judged["operating_point"] = hold.refused(
-                "no configuration held a rate within the SLO in every repeat", hold.tail_causes(self.run_dir, ids)
-            )
-        return judged
+            ids = [tid for c in judged.candidates for tid in c.trial_ids]
+            why = "no configuration held a rate within the SLO in every repeat"
+            op = hold.refused(why, hold.tail_causes(self.run_dir, ids))
+        else:
+            op = None
+        return replace(judged, operating_point=op)
 
     # ---- the whole sweep ---------------------------------------------------------------------------
     def run(self) -> Summary:
@@ -309,7 +313,7 @@ class Sweep:
         write_summary(self.run_dir, summary)
         return summary
 
-    def summarize(self, stages: list[dict[str, Any]], judged: dict[str, Any] | None) -> dict[str, Any]:
+    def summarize(self, stages: list[dict[str, Any]], judged: Confirmation | None) -> dict[str, Any]:
         """summary.json as the phases left their parts (records.summary.Summary types it)."""
         base_st = self.study("baselines")
         baselines = {}
@@ -322,10 +326,13 @@ class Sweep:
             }
         best = written.best(judged) or confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
-        arms = ((judged or {}).get("written") or {}).get("arms") or (judged or {}).get("candidates", [])
-        dflt = next((c for c in arms if c["label"] == confirm.DEFAULTS), None)  # beside the headline's arm
-        defaults = dflt["mean_mb_s"] if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
-        vs = ((judged or {}).get("written") or judged or {}).get("vs_defaults") or {}
+        w = judged.written if judged else None
+        arms = w.arms if w else judged.candidates if judged else ()
+        dflt = next((c for c in arms if c.label == confirm.DEFAULTS), None)  # beside the headline's arm
+        defaults = dflt.mean_mb_s if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
+        vs = w.vs_defaults if w else judged.vs_defaults if judged else None
+        ratio = vs.ratio if vs else None
+        mb_s = best.mb_s if best else None
         wall = time.monotonic() - self.started
         docs = [d for p in self.trial_dirs if (d := read_trial(p))]
         s = self.spec
@@ -340,21 +347,17 @@ class Sweep:
             "ceiling_mb_s": ceiling,
             "baselines": baselines,
             "stages": stages,
-            "confirmation": judged,
-            "recommended": (judged or {}).get("recommended", []),
-            "no_measurable_effect": (judged or {}).get("no_measurable_effect", []),
-            "noise": (judged or {}).get("noise"),
-            "operating_point": (judged or {}).get("operating_point"),
+            **confirmation_parts(judged),
             "defaults_mb_s": defaults,
-            "best": best,
-            "best_fraction_of_ceiling": (best["mb_s"] / ceiling) if best and ceiling else None,
-            "best_vs_defaults": vs.get("ratio")
+            "best": to_json(best),
+            "best_fraction_of_ceiling": (mb_s / ceiling) if mb_s is not None and ceiling else None,
+            "best_vs_defaults": to_json(ratio)
             or (
-                {"estimate": best["mb_s"] / defaults, "low": None, "high": None, "n": 2, "sd": None}
-                if best and defaults and best.get("label") != confirm.DEFAULTS
+                {"estimate": mb_s / defaults, "low": None, "high": None, "n": 2, "sd": None}
+                if best and mb_s is not None and defaults and best.label != confirm.DEFAULTS
                 else None
             ),
-            "trials_to_95pct_of_best": self._trials_to(0.95 * best["mb_s"]) if best else None,
+            "trials_to_95pct_of_best": self._trials_to(0.95 * mb_s) if mb_s is not None else None,
             "restarts": sum(
                 t.user_attrs.get("restarts", 0) for s in self._all_studies() for t in s.get_trials(deepcopy=False)
             ),

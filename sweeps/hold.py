@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from core.typed import from_json
 from loadgen import tail
 from loadgen.knee import Knee, fit_knee
 from loadgen.sustainable import Step
+from records.confirmation import Arm, Fit, OperatingPoint, Try
 from records.study import TRIALS
 from records.trial import read_trial
 from sweeps import storage
@@ -56,7 +58,7 @@ def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[Step]:
     return [st for tid in trial_ids for st in _steps(run_dir, tid)]
 
 
-def refused(why: str, causes: Mapping[str, Any]) -> dict[str, Any]:
+def refused(why: str, causes: Mapping[str, Any]) -> OperatingPoint:
     """An operating point that was not looked for: no rate holds reliably, and what the tails say instead."""
     named = (
         f"; the searches' {causes['above_slo_s']} s over the SLO: {causes['cause']} in "
@@ -66,19 +68,10 @@ def refused(why: str, causes: Mapping[str, Any]) -> dict[str, Any]:
             f"; the searches' {causes['above_slo_s']} s over the SLO: no cause found" if causes["above_slo_s"] else ""
         )
     )
-    return {
-        "held": False,
-        "rate_msg_s": None,
-        "mb_s": None,
-        "p99_e2e_ms": None,
-        "p99_publish_ms": None,
-        "tries": [],
-        "not_load_driven": why + named,
-        "causes": causes,
-    }
+    return OperatingPoint(False, not_load_driven=why + named, causes=causes)
 
 
-def _tried(run_dir: Path, t: Any) -> dict[str, Any]:
+def _tried(run_dir: Path, t: Any) -> Try:
     """One run at a fixed rate as the operating point lists it, read from the run folder's trial record (by its
     name: a study folder that was moved or copied still reads)."""
     trial_id = Path(t.user_attrs.get("record", "")).name
@@ -87,14 +80,19 @@ def _tried(run_dir: Path, t: Any) -> dict[str, Any]:
     if not hold:  # the run failed before measuring
         rate = rec.hold_msg_s if rec is not None else None
         hold = {"rate_msg_s": rate, "held": False, "why": t.user_attrs.get("fail_reason")}
-    return {**hold, "trial_id": trial_id}
+    return from_json(Try, {**hold, "trial_id": trial_id}, f"{trial_id} measured.hold")
 
 
-def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | None, str]:
+def _fit(knee: Knee | None) -> Fit | None:
+    """The fit as summary.json keeps it (a Knee is one, with what is computed from it)."""
+    return Fit(**asdict(knee)) if knee else None
+
+
+def start(sw: Phases, chosen: Arm) -> tuple[float | None, Knee | None, str]:
     """The first rate to check (None: none to look for), the fit, and why there is none."""
     spec = sw.spec
-    rates = [r for r in chosen.get("rates_msg_s") or [] if r is not None]
-    knee = fit_knee(chosen_steps(sw.run_dir, chosen.get("trial_ids") or []), spec.search.max_step_s // 2)
+    rates = [r for r in chosen.rates_msg_s if r is not None]
+    knee = fit_knee(chosen_steps(sw.run_dir, chosen.trial_ids), spec.search.max_step_s // 2)
     if not rates:
         return None, knee, "no repeat of the recommended configuration held a rate"
     if knee is None:
@@ -105,19 +103,18 @@ def start(sw: Phases, chosen: Mapping[str, Any]) -> tuple[float | None, Knee | N
     return min(rate, min(rates)), knee, ""
 
 
-def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int], None]) -> dict[str, Any] | None:
+def operating_point(sw: Phases, chosen: Arm, extend: Callable[[int], None]) -> OperatingPoint | None:
     """Run the chosen candidate's configuration at fixed rates from `start` down, until one holds; every run tried
     and the answer. `extend(1)` announces each run to the progress view before it starts."""
     spec = sw.spec
     if not (spec.sustainable and spec.hold.tries):
         return None
     first, knee, why = start(sw, chosen)
-    fit = asdict(knee) if knee else None
     if first is None:
-        return {**refused(why, tail_causes(sw.run_dir, chosen.get("trial_ids") or [])), "fit": fit}
+        return replace(refused(why, tail_causes(sw.run_dir, chosen.trial_ids)), fit=_fit(knee))
     st = sw.study("hold")
     storage.recover_interrupted(st)
-    tries: list[dict[str, Any]] = []
+    tries: list[Try] = []
     for i in range(spec.hold.tries):
         key, rate = f"hold@{i + 1}", first * (1 - spec.hold.step) ** i
         if key not in storage.done_keys(st):
@@ -126,28 +123,27 @@ def operating_point(sw: Phases, chosen: Mapping[str, Any], extend: Callable[[int
             trial = st.ask()
             if storage.claim(st, trial, key):
                 extend(1)
-                sw.measure(st, trial, "hold", dict(chosen["config"]), {"confirms": key, "hold_msg_s": rate})
+                sw.measure(st, trial, "hold", dict(chosen.config), {"confirms": key, "hold_msg_s": rate})
         done = [t for t in storage.counted(st) if t.user_attrs.get("key") == key and t.state.name != "RUNNING"]
         if not done:
             break  # another worker runs it: its answer is in the study when that worker is done
         tries.append(_tried(sw.run_dir, done[0]))
-        if tries[-1]["held"]:
+        if tries[-1].held:
             break
-    held = next((x for x in tries if x.get("held")), None)
+    held = next((x for x in tries if x.held), None)
     h = spec.hold
     fitted = f"{h.z:g} spreads of the fitted p99 within the SLO" if knee else "the lowest rate a repeat confirmed"
-    return {
-        "held": held is not None,
-        "rate_msg_s": held["rate_msg_s"] if held else None,
-        "mb_s": held["consume_mb_s"] if held else None,
-        "p99_e2e_ms": held["p99_e2e_ms"] if held else None,
-        "p99_publish_ms": held["p99_publish_ms"] if held else None,
-        "run_s": h.run_s,
-        "headroom": h.headroom,
-        "tries": tries,
-        "fit": fit,
-        "predicted_p99_e2e_ms": knee.p99(first) if knee else None,
-        "not_load_driven": None,
-        "how": f"the recommended configuration at one fixed rate for {h.run_s} s after a {spec.search.warmup_s}-s "
+    return OperatingPoint(
+        held is not None,
+        held.rate_msg_s if held else None,
+        held.consume_mb_s if held else None,
+        held.p99_e2e_ms if held else None,
+        held.p99_publish_ms if held else None,
+        h.run_s,
+        h.headroom,
+        tuple(tries),
+        _fit(knee),
+        knee.p99(first) if knee else None,
+        how=f"the recommended configuration at one fixed rate for {h.run_s} s after a {spec.search.warmup_s}-s "
         f"warm-up, from {fitted} (at most the lowest rate a repeat confirmed), {h.step:.0%} lower per miss",
-    }
+    )

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from records.confirmation import KeyEffect
 from sweeps import confirm
 from sweeps.spec import Spec, parse_spec
 
@@ -91,7 +92,7 @@ def _run(
     return confirm.Repeat(value, True, (), f"{label}-{i}", config or {}, value * 1e6 / 1024)
 
 
-def study(truth: Truth, design: Design, rng: random.Random) -> list[dict[str, Any]] | None:
+def study(truth: Truth, design: Design, rng: random.Random) -> list[KeyEffect] | None:
     """One study judged: every key's row from sweeps.confirm.effects, or None when the defaults were chosen (no
     ablation ran)."""
     k = len(truth.effects)
@@ -101,7 +102,7 @@ def study(truth: Truth, design: Design, rng: random.Random) -> list[dict[str, An
         "tuned": [_run(rng, truth.tuned_mb_s, design, "t", i, tuned) for i in range(design.repeats)],
     }
     judged = confirm.summary(confirmed)
-    if judged["chosen"] != "tuned":
+    if judged.chosen != "tuned":
         return None
     runs = {confirm.RECOMMENDED: [_run(rng, truth.tuned_mb_s, design, "r", i) for i in range(design.ablate)]}
     for (key, _), e in zip(KEYS[:k], truth.effects, strict=True):
@@ -131,14 +132,14 @@ def run_many(k: int, planted: float, design: Design, n: int, seed: int, *, base_
         if rows is None:
             continue
         reached += 1
-        by = {r["key"]: r for r in rows}
+        by = {r.key: r for r in rows}
         zero = [by[key] for (key, _), e in zip(KEYS[:k], truth.effects, strict=True) if e == 0]
-        fp += any(r["beyond_noise"] for r in zero)
+        fp += any(r.beyond_noise for r in zero)
         if effect:
             first = by[KEYS[0][0]]
-            hit += bool(first["beyond_noise"])
-            if first["effect_mb_s"] is not None:
-                errs.append((first["effect_mb_s"] - effect) / effect)
+            hit += first.beyond_noise
+            if first.effect_mb_s is not None:
+                errs.append((first.effect_mb_s - effect) / effect)
     return Figures(
         reached,
         fp / reached if reached and (k > 1 or not effect) else None,

@@ -15,10 +15,13 @@ the levels they were tested at.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from brokerconf import catalogue
 from core import stats
+from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Written
+from records.summary import Best
 from sweeps import confirm, space
 from sweeps.spec import Spec
 
@@ -26,14 +29,14 @@ WRITTEN = "written"  # the configuration the recommended files hold, among this 
 
 
 def reduced(
-    spec: Spec, cfg: Mapping[str, Any], effects: Sequence[Mapping[str, Any]], blocked: Sequence[Mapping[str, Any]] = ()
+    spec: Spec, cfg: Mapping[str, Any], effects: Sequence[KeyEffect], blocked: Sequence[KeyEffect] = ()
 ) -> space.Config | None:
     """`cfg` with every key the ablation found no effect for, and every key it could not put back alone (`blocked`),
     back at the defaults' value: what the recommended files hold. None when there is nothing to measure apart: no
     key dropped, no key kept (the files are empty: that is Kafka's defaults, already measured), or the reduced
     configuration breaks a cross-key rule."""
-    drop = {e["key"] for e in effects if not e["beyond_noise"]} | {b["key"] for b in blocked}
-    if not drop or not any(e["beyond_noise"] for e in effects):
+    drop = {e.key for e in effects if not e.beyond_noise} | {b.key for b in blocked}
+    if not drop or not any(e.beyond_noise for e in effects):
         return None
     out = dict(cfg)
     for key, old, _ in confirm.changed_keys(spec, cfg):
@@ -51,8 +54,8 @@ class View(Protocol):
 
 
 def measure(
-    sw: confirm.Phases, chosen: space.Config, effects: list[dict[str, Any]], blocked: list[dict[str, Any]], view: View
-) -> dict[str, Any] | None:
+    sw: confirm.Phases, chosen: space.Config, effects: list[KeyEffect], blocked: list[KeyEffect], view: View
+) -> Written | None:
     """Measure the written configuration against the full one and Kafka's defaults (randomized blocks) and judge
     them (`judge`); None when the written configuration is the chosen one or the defaults (`reduced`), or when the
     sweep's time ran out before it was measured."""
@@ -66,31 +69,30 @@ def measure(
         (confirm.RECOMMENDED, dict(chosen)),
         (confirm.DEFAULTS, space.baseline(spec, "kafka-defaults")),
     ]
-    kept = ", ".join(e["key"] for e in effects if e["beyond_noise"])
+    kept = ", ".join(e.key for e in effects if e.beyond_noise)
     view.note(f"as written ({kept} only): against the full configuration and Kafka's defaults, × {n} runs each")
     view.extend(len(arms) * n)
     runs = confirm.repeat(sw, "written", arms, n)
     if not runs.get(WRITTEN):  # out of time before its first run: the confirmation's choice stays the headline
         return None
-    return judge(runs, [e["key"] for e in effects if not e["beyond_noise"]] + [b["key"] for b in blocked])
+    return judge(runs, [e.key for e in effects if not e.beyond_noise] + [b.key for b in blocked])
 
 
-def settle(
-    judged: dict[str, Any], effects: list[dict[str, Any]], blocked: list[dict[str, Any]], w: dict[str, Any] | None
-) -> None:
-    """Write into the confirmation `judged` what the files hold: the keys beyond noise, plus the dropped or
-    not-ablated ones the written phase `w` kept as a group (with why); the rest as no measurable effect or not
-    ablated."""
-    kept = set(w["kept_as_group"]) if w else set()
-    if w is not None:
-        judged["written"] = w
-    group = [{**e, "why": w["why_kept"]} for e in [*effects, *blocked] if w and e["key"] in kept]
-    judged["recommended"] = [e for e in effects if e["beyond_noise"]] + group
-    judged["no_measurable_effect"] = [e for e in effects if not e["beyond_noise"] and e["key"] not in kept]
-    judged["not_ablated"] = [b for b in blocked if b["key"] not in kept]
+def settle(judged: Confirmation, effects: list[KeyEffect], blocked: list[KeyEffect], w: Written | None) -> Confirmation:
+    """The confirmation `judged` with what the files hold: the keys beyond noise, plus the dropped or not-ablated
+    ones the written phase `w` kept as a group (with why); the rest as no measurable effect or not ablated."""
+    kept = set(w.kept_as_group) if w else set()
+    group = [replace(e, why=w.why_kept) for e in [*effects, *blocked] if w and e.key in kept]
+    return replace(
+        judged,
+        written=w if w is not None else judged.written,
+        recommended=tuple([e for e in effects if e.beyond_noise] + group),
+        no_measurable_effect=tuple(e for e in effects if not e.beyond_noise and e.key not in kept),
+        not_ablated=tuple(b for b in blocked if b.key not in kept),
+    )
 
 
-def judge(runs: confirm.Runs, dropped: list[str]) -> dict[str, Any]:
+def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
     """The three arms with their intervals; whether the dropped keys stand in for each other (the full configuration
     beats the written one beyond noise: then they are kept as a group and the full configuration is the one
     written); and the configuration written compared with Kafka's defaults. One family of three one-sided tests
@@ -98,62 +100,54 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> dict[str, Any]:
     procedure holds whichever arm becomes the headline. `headline` is the label of the arm the report's rate,
     interval and operating point are read from."""
     arms = {label: confirm.candidate(label, reps) for label, reps in runs.items()}
-    vals = {label: [v for v in c["repeats"] if v is not None] for label, c in arms.items()}
+    vals = {label: confirm.values(c) for label, c in arms.items()}
     full, mine, dflt = (vals.get(k, []) for k in (confirm.RECOMMENDED, WRITTEN, confirm.DEFAULTS))
     pairs = [(full, mine), (mine, dflt), (full, dflt)]
     tests = stats.holm(
         [stats.p_greater(a, b) if len(a) >= 2 and len(b) >= 2 else None for a, b in pairs], confirm.ALPHA
     )
-    stand_in, broke = tests[0][0], not arms[WRITTEN]["eligible"]
+    stand_in, broke = tests[0][0], not arms[WRITTEN].eligible
     head = confirm.RECOMMENDED if stand_in or broke else WRITTEN
     i = 2 if head == confirm.RECOMMENDED else 1
     vs = _comparison(*pairs[i], *tests[i])
     if vs is not None:
-        r = stats.ratio(*pairs[i], 1 - 2 * tests[i][1])
-        vs["ratio"] = r.as_dict() if r else None
-    return {
-        "arms": list(arms.values()),
-        "headline": head,
-        "dropped": [] if head == confirm.RECOMMENDED else dropped,
-        "kept_as_group": dropped if head == confirm.RECOMMENDED else [],
-        "why_kept": (
-            "without them the written configuration broke its constraints"
-            if broke
-            else "together they carry an effect none showed alone: they stand in for each other"
-            if stand_in
-            else None
-        ),
-        "full_vs_written": _comparison(full, mine, *tests[0]),
-        "vs_defaults": vs,
-    }
+        vs = replace(vs, ratio=stats.ratio(*pairs[i], 1 - 2 * tests[i][1]))
+    why_kept = (
+        "without them the written configuration broke its constraints"
+        if broke
+        else "together they carry an effect none showed alone: they stand in for each other"
+        if stand_in
+        else None
+    )
+    full_head = head == confirm.RECOMMENDED
+    return Written(
+        tuple(arms.values()),
+        head,
+        dropped=() if full_head else tuple(dropped),
+        kept_as_group=tuple(dropped) if full_head else (),
+        why_kept=why_kept,
+        full_vs_written=_comparison(full, mine, *tests[0]),
+        vs_defaults=vs,
+    )
 
 
-def _comparison(a: list[float], b: list[float], rejected: bool, alpha: float) -> dict[str, Any] | None:
+def _comparison(a: list[float], b: list[float], rejected: bool, alpha: float) -> Comparison | None:
     if len(a) < 2 or len(b) < 2:
         return None
-    d = stats.difference(a, b, 1 - 2 * alpha)
-    return {"difference": d.as_dict(), "distinguishable": rejected, "alpha": alpha}
+    return Comparison(stats.difference(a, b, 1 - 2 * alpha), rejected, alpha)
 
 
-def headline(judged: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def headline(judged: Confirmation | None) -> Arm | None:
     """The arm the headline reads: the written configuration's (or the full one's when its keys stand in for each
     other), from the written phase; None when that phase did not run (the confirmation's choice is then written)."""
-    w = (judged or {}).get("written")
-    if not w:
-        return None
-    return next((a for a in w["arms"] if a["label"] == w["headline"]), None)
+    w = judged.written if judged else None
+    return next((a for a in w.arms if a.label == w.headline), None) if w else None
 
 
-def best(judged: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def best(judged: Confirmation | None) -> Best | None:
     """summary.json's `best` from the written phase's headline arm; None when that phase did not run."""
     a = headline(judged)
     if a is None:
         return None
-    return {
-        "from": "as written: the recommended files' configuration, in its own randomized blocks",
-        "label": a["label"],
-        "mb_s": a["mean_mb_s"],
-        "interval": a["interval"],
-        "config": a["config"],
-        "trial_ids": a["trial_ids"],
-    }
+    source = "as written: the recommended files' configuration, in its own randomized blocks"
+    return Best(a.mean_mb_s, a.config, source, a.label, a.interval, a.trial_ids)

@@ -5,6 +5,7 @@ simulated studies with planted effects (sweeps.simulate): false positives, power
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -54,12 +55,12 @@ def test_an_ablation_judges_each_key_on_its_own_runs_in_one_family() -> None:
         "without:partitions": reps("p", [3.6, 3.5, 3.7, 3.6]),
         "without:buffer.memory": reps("b", [6.9, 7.2, 6.8, 7.0]),
     }
-    got = {e["key"]: e for e in confirm.effects(spec, cfg, runs)}
+    got = {e.key: e for e in confirm.effects(spec, cfg, runs)}
     p, b = got["partitions"], got["buffer.memory"]
-    assert p["beyond_noise"] and p["n"] == 8 and p["alpha"] == pytest.approx(0.05 / 2)  # the first of two
-    assert p["interval"]["level"] == pytest.approx(1 - 2 * 0.025) and p["interval"]["low"] > 0
-    assert not b["beyond_noise"] and b["alpha"] == pytest.approx(0.05) and "Holm" in b["why"]
-    assert set(p["trial_ids"]) == {f"p-{i}" for i in range(4)} | {f"r-{i}" for i in range(4)}  # the ablation's own
+    assert p.beyond_noise and p.n == 8 and p.alpha == pytest.approx(0.05 / 2)  # the first of two
+    assert p.interval and p.interval.level == pytest.approx(1 - 2 * 0.025) and (p.interval.low or 0) > 0
+    assert not b.beyond_noise and b.alpha == pytest.approx(0.05) and "Holm" in (b.why or "")
+    assert set(p.trial_ids) == {f"p-{i}" for i in range(4)} | {f"r-{i}" for i in range(4)}  # the ablation's own
 
 
 def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
@@ -69,10 +70,10 @@ def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
         confirm.RECOMMENDED: reps("r", [7.0, 7.1, 6.9]),
         "without:partitions": [*reps("p", [7.0, 7.05]), *reps("x", [6.9], feasible=False)],
     }
-    assert not confirm.effects(spec, cfg, one)[0]["beyond_noise"]
+    assert not confirm.effects(spec, cfg, one)[0].beyond_noise
     most = {**one, "without:partitions": [*reps("p", [7.0]), *reps("x", [6.9, 6.8], feasible=False)]}
     (row,) = confirm.effects(spec, cfg, most)
-    assert row["beyond_noise"] and "2 of 3 runs: lost 3 > 0" in row["why"]
+    assert row.beyond_noise and "2 of 3 runs: lost 3 > 0" in (row.why or "")
 
 
 def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_at_its_level() -> None:
@@ -82,16 +83,15 @@ def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_a
         "b": reps("b", [6.9, 7.1, 7.0, 6.8]),
     }
     s = confirm.summary(runs)
-    assert s["chosen"] == "a" and not s["runner_up"]["distinguishable"]  # a and b: within noise
-    vd = s["vs_defaults"]
-    assert vd["distinguishable"] and vd["alpha"] in (pytest.approx(0.05), pytest.approx(0.025))
-    level = 1 - 2 * vd["alpha"]
-    assert vd["difference"]["level"] == pytest.approx(level) and vd["ratio"]["level"] == pytest.approx(level)
-    assert vd["ratio"]["low"] > 1  # the ratio's interval and the difference's agree: both exclude no change
+    assert s.chosen == "a" and s.runner_up and not s.runner_up.distinguishable  # a and b: within noise
+    vd = s.vs_defaults
+    assert vd and vd.distinguishable and vd.alpha in (pytest.approx(0.05), pytest.approx(0.025))
+    level = 1 - 2 * vd.alpha
+    assert vd.ratio and vd.difference.level == pytest.approx(level) and vd.ratio.level == pytest.approx(level)
+    assert (vd.ratio.low or 0) > 1  # the ratio's interval and the difference's agree: both exclude no change
     two = confirm.summary({confirm.DEFAULTS: runs[confirm.DEFAULTS], "a": runs["a"]})
-    assert two["vs_defaults"]["label"] == confirm.DEFAULTS and two["runner_up"] == {
-        k: v for k, v in two["vs_defaults"].items() if k != "ratio"
-    }  # the runner-up is the defaults: one test
+    assert two.vs_defaults and two.vs_defaults.label == confirm.DEFAULTS
+    assert two.runner_up == replace(two.vs_defaults, ratio=None)  # the runner-up is the defaults: one test
 
 
 def test_the_method_on_simulated_studies_holds_its_error_rates() -> None:

@@ -141,9 +141,10 @@ def test_the_chosen_configuration_is_compared_with_current_in_the_same_family() 
         "b": reps("b", [4.0, 4.1, 3.9, 4.2]),
     }
     s = confirm.summary(runs)
-    assert s["chosen"] == "a" and s["runner_up"]["label"] == confirm.CURRENT  # current is the runner-up: one test
-    assert s["vs_current"]["label"] == confirm.CURRENT and s["vs_current"]["ratio"]["estimate"] > 1
-    assert s["vs_defaults"]["alpha"] in (pytest.approx(0.05), pytest.approx(0.025))  # two tests in the family
+    assert s.chosen == "a" and s.runner_up and s.runner_up.label == confirm.CURRENT  # the runner-up: one test
+    assert s.vs_current and s.vs_current.label == confirm.CURRENT and s.vs_current.ratio
+    assert s.vs_current.ratio.estimate > 1
+    assert s.vs_defaults and s.vs_defaults.alpha in (pytest.approx(0.05), pytest.approx(0.025))  # two tests
     far = confirm.summary({**runs, "b": reps("b", [6.9, 7.1, 7.0, 6.8])})
-    alphas = sorted(far[k]["alpha"] for k in ("runner_up", "vs_defaults", "vs_current"))
+    alphas = sorted(c.alpha or 0 for c in (far.runner_up, far.vs_defaults, far.vs_current) if c)
     assert alphas[0] == pytest.approx(0.05 / 3)  # three tests: Holm's first level is alpha / 3

@@ -101,8 +101,8 @@ def test_a_tail_that_does_not_grow_with_the_rate_is_refused_with_its_cause(tmp_p
     assert causes["cause"] == CAUSES["cpu"] and causes["cause_share"] == pytest.approx(14 / 17)
     assert causes["runs"] == 2 and causes["seconds"] == 60
     op = refused("the p99 does not grow with the rate", causes)
-    assert not op["held"] and op["rate_msg_s"] is None
-    (line,) = operating_lines(Summary.from_json({"study": "s", "operating_point": op}))
+    assert not op.held and op.rate_msg_s is None
+    (line,) = operating_lines(Summary("s", operating_point=op))
     assert line == (
         "operating point: none: no rate holds the SLO reliably: the p99 does not grow with the rate; "
         f"the searches' 17 s over the SLO: {CAUSES['cpu']} in 82% of them"

@@ -15,7 +15,9 @@ from typing import Any
 import optuna
 import pytest
 
+from core.typed import from_json, to_json
 from loadgen.knee import fit_knee
+from records.confirmation import Confirmation, OperatingPoint
 from reports import study as report
 from reports.properties import parse
 from sweeps import confirm, hold, storage
@@ -27,8 +29,8 @@ RECORDED = FIXTURES / "recorded" / "shaped-tuned"
 
 
 def plain(x: Any) -> Any:
-    """As the summary file holds it (tuples as lists)."""
-    return json.loads(json.dumps(x))
+    """As the summary file holds it (records as objects, tuples as lists)."""
+    return json.loads(json.dumps(to_json(x)))
 
 
 @pytest.fixture()
@@ -50,12 +52,14 @@ def _summary(run: Path) -> dict[str, Any]:
 def test_the_confirmation_and_the_ablation_are_recomputed_from_the_records(run: Path) -> None:
     s = _summary(run)
     judged = confirm.summary(_runs(run, "confirm"))
+    wrote = Confirmation.from_json(s["confirmation"])
     for key in ("candidates", "noise", "chosen", "runner_up", "vs_defaults"):
-        assert plain(judged.get(key)) == s["confirmation"].get(key), key
-    chosen = next(c for c in judged["candidates"] if c["label"] == judged["chosen"])
-    effects = confirm.effects(load_spec(run / "spec.yaml"), chosen["config"], _runs(run, "ablate"))
-    assert plain([e for e in effects if e["beyond_noise"]]) == s["recommended"]
-    assert plain([e for e in effects if not e["beyond_noise"]]) == s["no_measurable_effect"]
+        assert getattr(judged, key) == getattr(wrote, key), key
+    chosen = judged.arm(None)
+    assert chosen is not None
+    effects = confirm.effects(load_spec(run / "spec.yaml"), chosen.config, _runs(run, "ablate"))
+    assert plain([e for e in effects if e.beyond_noise]) == s["recommended"]
+    assert plain([e for e in effects if not e.beyond_noise]) == s["no_measurable_effect"]
 
 
 def test_each_key_put_back_is_judged_on_its_own_runs(run: Path) -> None:
@@ -147,12 +151,14 @@ def test_a_sweep_resumed_on_a_finished_study_measures_nothing_and_gives_its_answ
     todo = confirm.candidates(sw)
     assert plain(dict(todo)) == {c["label"]: c["config"] for c in s["confirmation"]["candidates"]}
     judged = confirm.summary(confirm.repeat(sw, "confirm", todo, sw.spec.confirm.repeats))
-    assert plain(judged["candidates"]) == s["confirmation"]["candidates"]
-    chosen = dict(todo)[judged["chosen"]]
+    assert plain(judged.candidates) == s["confirmation"]["candidates"]
+    chosen = dict(todo)[judged.chosen or ""]
     ablate, blocked = confirm.ablations(sw.spec, chosen)
     assert not blocked and {label for label, _ in ablate} == {"without:partitions", "without:buffer.memory"}
     runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], sw.spec.ablate.repeats)
-    assert plain([e for e in confirm.effects(sw.spec, chosen, runs) if e["beyond_noise"]]) == s["recommended"]
+    assert plain([e for e in confirm.effects(sw.spec, chosen, runs) if e.beyond_noise]) == s["recommended"]
     announced: list[int] = []
-    op = hold.operating_point(sw, confirm.chosen(judged), announced.append)
-    assert announced == [] and plain(op) == s["operating_point"]
+    arm = judged.arm(None)
+    assert arm is not None
+    op = hold.operating_point(sw, arm, announced.append)
+    assert announced == [] and op == from_json(OperatingPoint, s["operating_point"])

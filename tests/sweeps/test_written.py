@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from advisor import verdict
 from brokerconf import catalogue
+from records.confirmation import Confirmation, KeyEffect, Written
 from records.summary import Summary
 from sweeps import confirm, storage, written
 from sweeps.simulate import Design, spec_for
@@ -66,7 +68,7 @@ class View:
         self.runs += n
 
 
-def ablate_then_write(sw: Planted) -> tuple[list[dict[str, Any]], dict[str, Any] | None, View]:
+def ablate_then_write(sw: Planted) -> tuple[list[KeyEffect], Written | None, View]:
     ablate, blocked = confirm.ablations(SPEC, TUNED)
     assert not blocked
     runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablate], SPEC.ablate.repeats)
@@ -86,12 +88,14 @@ def test_keys_that_stand_in_for_each_other_each_look_useless_alone_and_are_kept_
 
     sw = Planted(truth, seed=1)
     effects, w, view = ablate_then_write(sw)
-    assert {e["key"] for e in effects if e["beyond_noise"]} == {"compression.type"}, effects
-    assert w is not None and w["headline"] == confirm.RECOMMENDED, w
-    assert w["kept_as_group"] == ["batch.size", "linger.ms"] and "stand in" in w["why_kept"], w
-    assert w["full_vs_written"]["distinguishable"] and w["full_vs_written"]["difference"]["estimate"] > 2.5, w
-    assert w["vs_defaults"]["distinguishable"] and w["vs_defaults"]["ratio"]["estimate"] == pytest.approx(1.5, 0.05)
-    assert written.headline({"written": w})["config"] == TUNED
+    assert {e.key for e in effects if e.beyond_noise} == {"compression.type"}, effects
+    assert w is not None and w.headline == confirm.RECOMMENDED, w
+    assert w.kept_as_group == ("batch.size", "linger.ms") and "stand in" in (w.why_kept or ""), w
+    assert w.full_vs_written and w.full_vs_written.distinguishable and w.full_vs_written.difference.estimate > 2.5, w
+    assert w.vs_defaults and w.vs_defaults.distinguishable and w.vs_defaults.ratio
+    assert w.vs_defaults.ratio.estimate == pytest.approx(1.5, 0.05)
+    head = written.headline(Confirmation((), written=w))
+    assert head is not None and head.config == TUNED
     # 3 arms × n runs, in randomized blocks: every block runs each arm once
     n = SPEC.ablate.repeats
     assert view.runs == 3 * n and len(sw.ran) == 4 * n + 3 * n  # the ablation's 4 arms, then these 3
@@ -109,16 +113,16 @@ def test_a_written_configuration_as_good_as_the_full_one_is_the_headline_with_it
     and the headline (rate, interval, ratio to the defaults, summary.json's `best`) is the written one's."""
     sw = Planted(lambda cfg: DEFAULTS_MB_S + 2.0 * changed(cfg, "compression.type"), seed=2)
     effects, w, _ = ablate_then_write(sw)
-    assert [e["key"] for e in effects if e["beyond_noise"]] == ["compression.type"], effects
-    assert w is not None and w["headline"] == written.WRITTEN and not w["kept_as_group"], w
-    assert w["dropped"] == ["batch.size", "linger.ms"] and w["why_kept"] is None
-    assert not w["full_vs_written"]["distinguishable"], w
-    best = written.best({"written": w})
-    assert best is not None and best["label"] == written.WRITTEN
-    assert {k for k in best["config"] if changed(best["config"], k)} == {"compression.type"}
-    assert best["mb_s"] == pytest.approx(12.0, rel=0.05) and best["interval"]["low"] < 12.0 < best["interval"]["high"]
-    assert w["vs_defaults"]["ratio"]["estimate"] == pytest.approx(1.2, rel=0.05)
-    assert w["vs_defaults"]["alpha"] <= confirm.ALPHA / 2  # one family of three tests (Holm)
+    assert [e.key for e in effects if e.beyond_noise] == ["compression.type"], effects
+    assert w is not None and w.headline == written.WRITTEN and not w.kept_as_group, w
+    assert w.dropped == ("batch.size", "linger.ms") and w.why_kept is None
+    assert w.full_vs_written and not w.full_vs_written.distinguishable, w
+    best = written.best(Confirmation((), written=w))
+    assert best is not None and best.label == written.WRITTEN and best.config and best.interval
+    assert {k for k in best.config if changed(best.config, k)} == {"compression.type"}
+    assert best.mb_s == pytest.approx(12.0, rel=0.05) and (best.interval.low or 0) < 12.0 < (best.interval.high or 0)
+    assert w.vs_defaults and w.vs_defaults.ratio and w.vs_defaults.ratio.estimate == pytest.approx(1.2, rel=0.05)
+    assert (w.vs_defaults.alpha or 1) <= confirm.ALPHA / 2  # one family of three tests (Holm)
 
 
 def test_a_written_configuration_that_breaks_its_constraints_keeps_the_dropped_keys() -> None:
@@ -130,24 +134,24 @@ def test_a_written_configuration_that_breaks_its_constraints_keeps_the_dropped_k
     )
     ablation = confirm.ablations(SPEC, TUNED)[0]
     runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablation], SPEC.ablate.repeats)
-    effects = [{**e, "beyond_noise": e["key"] == "compression.type"} for e in confirm.effects(SPEC, TUNED, runs)]
+    effects = [replace(e, beyond_noise=e.key == "compression.type") for e in confirm.effects(SPEC, TUNED, runs)]
     w = written.measure(sw, TUNED, effects, [], View())
-    assert w is not None and w["headline"] == confirm.RECOMMENDED, w
-    assert w["kept_as_group"] == ["batch.size", "linger.ms"] and "broke its constraints" in w["why_kept"], w
+    assert w is not None and w.headline == confirm.RECOMMENDED, w
+    assert w.kept_as_group == ("batch.size", "linger.ms") and "broke its constraints" in (w.why_kept or ""), w
 
 
 def test_nothing_is_measured_when_the_files_hold_the_chosen_configuration_or_nothing() -> None:
-    every = [{"key": k, "beyond_noise": True} for k in ("batch.size", "linger.ms", "compression.type")]
-    none = [{**e, "beyond_noise": False} for e in every]
+    every = [KeyEffect(k, None, "", beyond_noise=True) for k in ("batch.size", "linger.ms", "compression.type")]
+    none = [replace(e, beyond_noise=False) for e in every]
     assert written.reduced(SPEC, TUNED, every) is None and written.reduced(SPEC, TUNED, none) is None
-    some = [{**e, "beyond_noise": e["key"] == "linger.ms"} for e in every]
+    some = [replace(e, beyond_noise=e.key == "linger.ms") for e in every]
     cfg = written.reduced(SPEC, TUNED, some)
     assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"linger.ms"}
     sw = Planted(lambda cfg: 1.0, seed=4)
     assert written.measure(sw, TUNED, every, [], View()) is None and not sw.ran
     sw.out_of_time = lambda: True  # type: ignore[method-assign]  # the sweep's budget is spent: nothing is run
     assert written.measure(sw, TUNED, some, [], View()) is None and not sw.ran
-    assert written.best({"confirmation": {}}) is None and written.headline(None) is None
+    assert written.best(Confirmation(())) is None and written.headline(None) is None
 
 
 def test_the_verdict_and_the_advice_read_the_configuration_as_written() -> None:
@@ -156,35 +160,34 @@ def test_the_verdict_and_the_advice_read_the_configuration_as_written() -> None:
     sw = Planted(lambda cfg: DEFAULTS_MB_S + 2.0 * changed(cfg, "compression.type"), seed=2)
     effects, w, _ = ablate_then_write(sw)
     assert w is not None
-    conf = {"candidates": [], "chosen": "producer#0", "written": w, "not_ablated": []}
-    keep = [e for e in effects if e["beyond_noise"]]
-    none = [e for e in effects if e not in keep]
-    s = Summary.from_json({"study": "s", "confirmation": conf, "recommended": keep, "no_measurable_effect": none})
+    keep = tuple(e for e in effects if e.beyond_noise)
+    none = tuple(e for e in effects if e not in keep)
+    conf = Confirmation((), "producer#0", written=w)
+    s = Summary("s", confirmation=conf, recommended=keep, no_measurable_effect=none)
     text = "\n".join(verdict.written_lines(s))
     assert "as written (what the recommended files hold)" in text and "without batch.size, linger.ms" in text, text
     assert "Kafka's defaults; difference" in text and "not ahead beyond noise" in text, text
     (r,) = verdict.rule_confirmed(s)
     assert r.action == {"compression.type": "lz4"}, r
-    arms = {a["label"]: a for a in w["arms"]}
-    assert r.trials == arms[written.WRITTEN]["trial_ids"] + arms[confirm.DEFAULTS]["trial_ids"]
-    assert r.expected_gain_mb_s == pytest.approx(w["vs_defaults"]["difference"]["estimate"])
+    arms = {a.label: a for a in w.arms}
+    assert r.trials == [*arms[written.WRITTEN].trial_ids, *arms[confirm.DEFAULTS].trial_ids]
+    assert w.vs_defaults and r.expected_gain_mb_s == pytest.approx(w.vs_defaults.difference.estimate)
 
 
 def test_a_key_not_ablated_is_left_out_of_the_written_configuration_unless_kept_with_the_group() -> None:
     """The files leave out a key the ablation could not put back alone, so the configuration as written does too;
     when the written phase keeps its dropped keys as a group, that key is recommended with them."""
     effects = [
-        {"key": "compression.type", "old": "none", "new": "lz4", "beyond_noise": True},
-        {"key": "batch.size", "old": "16384", "new": "131072", "beyond_noise": False},
+        KeyEffect("compression.type", "none", "lz4", beyond_noise=True),
+        KeyEffect("batch.size", "16384", "131072", beyond_noise=False),
     ]
-    blocked = [{"key": "linger.ms", "old": "5", "new": "20", "why": "a cross-key rule"}]
+    blocked = [KeyEffect("linger.ms", "5", "20", "a cross-key rule")]
     cfg = written.reduced(SPEC, TUNED, effects, blocked)
     assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"compression.type"}
-    judged: dict[str, Any] = {}
-    written.settle(judged, effects, blocked, None)
-    assert [e["key"] for e in judged["recommended"]] == ["compression.type"] and judged["not_ablated"] == blocked
-    w = {"kept_as_group": ["batch.size", "linger.ms"], "why_kept": "they stand in for each other"}
-    written.settle(judged, effects, blocked, w)
-    assert [e["key"] for e in judged["recommended"]] == ["compression.type", "batch.size", "linger.ms"]
-    assert judged["recommended"][2]["why"] == "they stand in for each other" and judged["written"] is w
-    assert not judged["no_measurable_effect"] and not judged["not_ablated"]
+    judged = written.settle(Confirmation(()), effects, blocked, None)
+    assert [e.key for e in judged.recommended] == ["compression.type"] and judged.not_ablated == tuple(blocked)
+    w = Written((), "recommended", kept_as_group=("batch.size", "linger.ms"), why_kept="they stand in for each other")
+    judged = written.settle(judged, effects, blocked, w)
+    assert [e.key for e in judged.recommended] == ["compression.type", "batch.size", "linger.ms"]
+    assert judged.recommended[2].why == "they stand in for each other" and judged.written is w
+    assert not judged.no_measurable_effect and not judged.not_ablated

@@ -3,27 +3,42 @@ the CPU on time run in the serial one."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.helpers import REPO
 from tests.lanes import NO_TESTS, combined
 
+# one collection that prints each test's markers: cheaper than collecting once per lane
+PRINT_MARKS = """
+def pytest_collection_finish(session):
+    for item in session.items:
+        print("MARKS", item.nodeid, *sorted({m.name for m in item.iter_markers()}))
+"""
 
-def _collected(marks: str) -> set[str]:
+
+def _marks(tmp: Path) -> dict[str, set[str]]:
+    """Each test's markers, from one collection of the whole suite."""
+    (tmp / "print_marks.py").write_text(PRINT_MARKS)
+    path = os.pathsep.join(p for p in (str(tmp), os.environ.get("PYTHONPATH", "")) if p)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marks],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-p", "print_marks"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "PYTHONPATH": path},
     ).stdout
-    return {line for line in out.splitlines() if "::" in line}
+    return {(f := line.split(" "))[1]: set(f[2:]) for line in out.splitlines() if line.startswith("MARKS ")}
 
 
-def test_each_test_runs_in_one_lane_and_shared_servers_and_budgets_in_the_serial_one() -> None:
-    serial, beside = _collected("serial"), _collected("not serial")
-    assert serial and beside and not serial & beside
+def test_each_test_runs_in_one_lane_and_shared_servers_and_budgets_in_the_serial_one(tmp_path: Path) -> None:
+    marks = _marks(tmp_path)
+    serial = {t for t, m in marks.items() if "serial" in m}  # the lanes select on this marker (`-m serial`)
+    beside = marks.keys() - serial
+    assert serial and beside
     # the testbed on its fixed ports, the shaped testbed: one process at a time; a share of a core on time
     for test in (
         "tests/e2e/test_sweep.py::test_kill_9_then_resume",

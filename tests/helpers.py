@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -13,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from kafkatune.cli import main as cli_main
 from records.trial import TrialRecord
 from testbed.lifecycle import Testbed
 
@@ -30,6 +33,25 @@ def kafkatune(*args: str, timeout: float = 600, env: dict[str, str] | None = Non
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI run in this process, as `kafkatune()` runs it in a child: its exit status, stdout and stderr. For the
+    tests that start no server: a child's Python start and imports cost more than most of them take."""
+    saved_env, saved_argv = dict(os.environ), sys.argv
+    out, err, rc = io.StringIO(), io.StringIO(), 0
+    os.environ.update(env or {})
+    sys.argv = ["kafkatune", *args]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli_main()
+    except SystemExit as e:
+        rc = e.code if isinstance(e.code, int) else int(e.code is not None)
+    finally:
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["kafkatune", *args], rc, out.getvalue(), err.getvalue())
 
 
 def kafkatune_popen(*args: str, log: Path) -> subprocess.Popen[str]:

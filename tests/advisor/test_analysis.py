@@ -26,7 +26,7 @@ from core.errors import UserError
 from records import synthetic
 from records.analysis import TRIAL_FIELDS, load_table, rows
 from records.study import open_study
-from tests.helpers import FIXTURES, kafkatune
+from tests.helpers import FIXTURES, cli, kafkatune
 
 FIXTURE = FIXTURES / "study-demo"
 RECORDED_RUNS = FIXTURES / "recorded" / "diagnosis"
@@ -270,11 +270,11 @@ def test_analyze_and_plan_bad_input_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="neither trials"):
         open_study(tmp_path / "empty")
-    proc = kafkatune("analyze", str(tmp_path / "empty"))
+    proc = cli("analyze", str(tmp_path / "empty"))
     assert proc.returncode == 2 and "neither trials" in proc.stderr and "Traceback" not in proc.stderr
-    proc = kafkatune("plan", "--target-mb-s", "100")
+    proc = cli("plan", "--target-mb-s", "100")
     assert proc.returncode == 2 and "--nic-mbps" in proc.stderr
-    proc = kafkatune("plan", "--target-mb-s", "100", "--nic-mbps", "100", "--headroom", "1.5")
+    proc = cli("plan", "--target-mb-s", "100", "--nic-mbps", "100", "--headroom", "1.5")
     assert proc.returncode == 2 and "--headroom" in proc.stderr
 
 

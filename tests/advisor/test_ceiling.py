@@ -10,7 +10,7 @@ import pytest
 from advisor.ceiling import p_max
 from cluster.probe import probe_disk
 from core.errors import UserError
-from tests.helpers import kafkatune
+from tests.helpers import cli
 
 
 def test_reference_case_is_1170_network_bound() -> None:
@@ -68,16 +68,16 @@ def test_bad_combinations_are_clear_errors(kwargs: dict, field: str) -> None:
 
 
 def test_ceiling_cli_json_and_errors() -> None:
-    proc = kafkatune("ceiling", "--brokers", "3", "--rf", "3", "--nic-mbps", "1170", "--disk-mbps", "1200", "--json")
+    proc = cli("ceiling", "--brokers", "3", "--rf", "3", "--nic-mbps", "1170", "--disk-mbps", "1200", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["ceiling_mb_s"] == pytest.approx(1170) and out["bound"].startswith("network")
     assert set(out["limits"]) == {"network_in", "network_out", "disk"}
-    proc = kafkatune("ceiling", "--brokers", "3", "--nic-mbps", "100", "--disk-mbps", "30")
+    proc = cli("ceiling", "--brokers", "3", "--nic-mbps", "100", "--disk-mbps", "30")
     assert proc.returncode == 0 and "bound by disk" in proc.stdout
-    bad = kafkatune("ceiling", "--brokers", "2", "--rf", "3", "--nic-mbps", "100")
+    bad = cli("ceiling", "--brokers", "2", "--rf", "3", "--nic-mbps", "100")
     assert bad.returncode == 2 and "--rf" in bad.stderr and "Traceback" not in bad.stderr
-    bad = kafkatune("ceiling", "--brokers", "3", "--nic-mbps", "0")
+    bad = cli("ceiling", "--brokers", "3", "--nic-mbps", "0")
     assert bad.returncode == 2 and "--nic-mbps" in bad.stderr
 
 
@@ -87,6 +87,6 @@ def test_disk_probe_writes_and_cleans_up(tmp_path: Path) -> None:
     assert d.write_mb_s_measured > 0 and d.write_mb_s_total == pytest.approx(3 * d.write_mb_s_measured, rel=0.01)
     assert d.fsync_per_s > 0 and d.fsync_ms_p50 > 0
     assert all(not list(x.iterdir()) for x in dirs), "probe files left behind"
-    proc = kafkatune("probe", "--log-dir", str(dirs[0]), "--segment-mb", "4", "--files", "1", "--json")
+    proc = cli("probe", "--log-dir", str(dirs[0]), "--segment-mb", "4", "--files", "1", "--json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["write_mb_s_measured"] > 0

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core import files
-from tests.helpers import FIXTURES, kafkatune
+from tests.helpers import FIXTURES, cli, kafkatune
 
 
 def _run(d: Path, mb_s: float, e2e_p99: float, workload: str = "w") -> Path:
@@ -57,12 +57,12 @@ def test_a_change_beyond_the_noise_of_repeats_is_called_and_one_within_it_is_not
 
 
 def test_bad_sides_are_refused_with_what_to_give(tmp_path: Path) -> None:
-    r = kafkatune("diff", str(tmp_path / "none-*"), str(tmp_path))
+    r = cli("diff", str(tmp_path / "none-*"), str(tmp_path))
     assert r.returncode == 2 and "matches nothing" in r.stderr, r.stderr
-    r = kafkatune("diff", str(tmp_path))
+    r = cli("diff", str(tmp_path))
     assert r.returncode == 2 and "quote a glob" in r.stderr, r.stderr
     (tmp_path / "bad.json").write_text('{"workload": "x"}')
-    r = kafkatune("diff", str(tmp_path / "bad.json"), str(_run(tmp_path / "r", 1.0, 1.0)))
+    r = cli("diff", str(tmp_path / "bad.json"), str(_run(tmp_path / "r", 1.0, 1.0)))
     assert r.returncode == 2 and "not an OpenMessaging Benchmark result: driver: missing" in r.stderr, r.stderr
 
 
@@ -95,7 +95,7 @@ def test_a_study_side_is_its_confirmation_repeats_and_label_picks_a_candidate(tm
     )
     d = _diff(f"{study}#baseline:kafka-defaults", str(study))
     assert d["mb_s"]["verdict"] == "better" and d["mb_s"]["candidate"]["estimate"] == 20.5
-    r = kafkatune("diff", f"{study}#nope", str(study))
+    r = cli("diff", f"{study}#nope", str(study))
     assert r.returncode == 2 and "there are: stage#1, baseline:kafka-defaults" in r.stderr, r.stderr
 
 
@@ -103,7 +103,7 @@ def test_a_recorded_studys_candidates_compare_on_their_sustainable_rates_and_a_p
     """The real tuned sweep recorded on the shaped testbed: its chosen configuration against Kafka's defaults, each
     side its 3 confirmation searches, and the max-rate probe of one of them, which measured something else."""
     study = str(FIXTURES / "recorded" / "shaped-tuned")
-    out = kafkatune("diff", f"{study}#baseline:kafka-defaults", study, "--json")
+    out = cli("diff", f"{study}#baseline:kafka-defaults", study, "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["baseline"]["measures"] == doc["candidate"]["measures"] == "sustainable rate"
@@ -113,5 +113,5 @@ def test_a_recorded_studys_candidates_compare_on_their_sustainable_rates_and_a_p
     # latency on the chosen side is its operating point's one run: shown, not judged against a side without it
     assert any("the operating point" in n for n in doc["candidate"]["notes"])
     assert not any(m["metric"].startswith("e2e") for m in doc["metrics"])
-    probe = kafkatune("diff", study, f"{study}/trials/confirm-001")
+    probe = cli("diff", study, f"{study}/trials/confirm-001")
     assert probe.returncode == 2 and "not comparable" in probe.stderr and "max-rate" in probe.stderr, probe.stderr

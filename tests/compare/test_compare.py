@@ -17,7 +17,7 @@ from compare.spec import Sizes
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.conftest import ensure_healthy
-from tests.helpers import kafkatune
+from tests.helpers import cli, kafkatune
 
 
 def _spec(path: Path, doc: dict[str, Any]) -> Path:
@@ -67,7 +67,7 @@ def test_trimmed_median_drops_samples_beyond_the_percentiles() -> None:
     ],
 )
 def test_bad_specs_name_the_field_and_start_nothing(tmp_path: Path, doc: dict[str, Any], needle: str) -> None:
-    r = kafkatune("compare", str(_spec(tmp_path / "s.yaml", doc)), "--runs-dir", str(tmp_path / "runs"))
+    r = cli("compare", str(_spec(tmp_path / "s.yaml", doc)), "--runs-dir", str(tmp_path / "runs"))
     assert r.returncode == 2, r.stderr
     assert re.search(needle, r.stderr), r.stderr
     assert not (tmp_path / "runs").exists()
@@ -75,7 +75,7 @@ def test_bad_specs_name_the_field_and_start_nothing(tmp_path: Path, doc: dict[st
 
 def test_dry_run_prints_the_plan(tmp_path: Path) -> None:
     doc = {"name": "plan", "systems": [{"name": "m", "driver": "mqtt"}], "throughput": {"repeats": 2}}
-    r = kafkatune("compare", str(_spec(tmp_path / "s.yaml", doc)), "--dry-run", "--runs-dir", str(tmp_path / "r"))
+    r = cli("compare", str(_spec(tmp_path / "s.yaml", doc)), "--dry-run", "--runs-dir", str(tmp_path / "r"))
     assert r.returncode == 0, r.stderr
     assert "m, tcp" in r.stderr and "8, 16, 32" in r.stderr and "1048576 B" in r.stderr
     # 18 sizes x 2 repeats x 2 systems + 3 ping-pong repeats x 2 systems
@@ -93,10 +93,10 @@ def test_system_option_plans_only_those_systems_and_refuses_unknown_names(tmp_pa
         "fixedRate": {"size": 100, "rate": 500, "partitions": [1, 6, 16]},
     }
     spec, runs = str(_spec(tmp_path / "s.yaml", doc)), str(tmp_path / "r")
-    r = kafkatune("compare", spec, "--system", "m", "--dry-run", "--runs-dir", runs)
+    r = cli("compare", spec, "--system", "m", "--dry-run", "--runs-dir", runs)
     assert r.returncode == 0, r.stderr
     assert "compare plan-only: m; fixedRate; 1 runs" in r.stderr  # not k's 3 partition counts, nor tcp's
-    r = kafkatune("compare", spec, "--system", "nosuch", "--dry-run", "--runs-dir", runs)
+    r = cli("compare", spec, "--system", "nosuch", "--dry-run", "--runs-dir", runs)
     assert r.returncode == 2 and "--system: nosuch not in the spec (systems: k, m, tcp)" in r.stderr, r.stderr
     assert not (tmp_path / "r").exists()
 

@@ -20,7 +20,7 @@ from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, write_workload
+from tests.helpers import cli, kafkatune, write_workload
 
 
 def test_driver_topic_has_rf3_and_full_isr(healthy: TestbedState, unique: str) -> None:
@@ -465,6 +465,6 @@ def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path:
 
     wl = write_workload(tmp_path / "w.yaml", name="nobody", warmupDurationMinutes=0.05, testDurationMinutes=0.1)
     addr = f"127.0.0.1:{free_port()}"  # nothing listens there
-    p = kafkatune("bench", str(wl), "--bootstrap", addr, "--out", str(tmp_path / "run"), timeout=120)
+    p = cli("bench", str(wl), "--bootstrap", addr, "--out", str(tmp_path / "run"))
     assert p.returncode == 3, p.stderr[-2000:]
     assert f"no broker at {addr} answered" in p.stderr and not (tmp_path / "run").exists()

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 from records.omb import problems
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.helpers import FIXTURES, kafkatune, write_workload
+from tests.helpers import FIXTURES, cli, kafkatune, write_workload
 
 OMB = FIXTURES / "omb"
 RUNNABLE = (
@@ -40,7 +40,7 @@ REFUSED = {
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_omb_workload_files_validate_unchanged_with_a_dry_run(name: str, tmp_path: Path) -> None:
     """--dry-run contacts nothing: the state dir names no testbed, and the file is OMB's, byte for byte."""
-    proc = kafkatune("bench", str(OMB / "workloads" / f"{name}.yaml"), "--dry-run", "--state-dir", str(tmp_path))
+    proc = cli("bench", str(OMB / "workloads" / f"{name}.yaml"), "--dry-run", "--state-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "valid:" in proc.stdout and "not contacted: --dry-run" in proc.stderr + proc.stdout
     assert not any(tmp_path.iterdir())
@@ -48,7 +48,7 @@ def test_omb_workload_files_validate_unchanged_with_a_dry_run(name: str, tmp_pat
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_omb_workloads_this_tool_cannot_run_are_refused_with_the_field(name: str, tmp_path: Path) -> None:
-    proc = kafkatune("bench", str(OMB / "workloads" / f"{name}.yaml"), "--dry-run", "--state-dir", str(tmp_path))
+    proc = cli("bench", str(OMB / "workloads" / f"{name}.yaml"), "--dry-run", "--state-dir", str(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert REFUSED[name] in proc.stderr
 
@@ -130,7 +130,7 @@ DRIVER_FILES = sorted(p.relative_to(OMB).as_posix() for p in OMB.glob("driver-*/
 
 @pytest.mark.parametrize("driver", DRIVER_FILES)
 def test_omb_driver_files_validate_unchanged_and_say_what_they_do_not_apply(driver: str, tmp_path: Path) -> None:
-    proc = kafkatune(
+    proc = cli(
         "bench",
         str(OMB / "workloads" / "1-topic-1-partition-100b.yaml"),
         "--driver",
@@ -159,7 +159,7 @@ def test_a_field_omb_does_not_know_and_a_driver_kafkatune_lacks_are_refused(tmp_
     ):
         f = tmp_path / f"{name}.yaml"
         f.write_text(yaml.safe_dump({**doc, **change}))
-        proc = kafkatune("bench", wl, "--driver", str(f), "--dry-run", "--state-dir", str(tmp_path / "s"))
+        proc = cli("bench", wl, "--driver", str(f), "--dry-run", "--state-dir", str(tmp_path / "s"))
         assert proc.returncode == 2 and expect in proc.stderr, (name, proc.stderr)
 
 

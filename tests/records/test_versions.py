@@ -15,7 +15,7 @@ from records.profile import read_profile
 from records.run import read_result
 from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
-from tests.helpers import FIXTURES, kafkatune, trial_doc
+from tests.helpers import FIXTURES, cli, trial_doc
 
 
 def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_the_cli_refuses_a_newer_study_and_says_why(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "study-demo", study)
     summary = json.loads((study / "summary.json").read_text())
     (study / "summary.json").write_text(json.dumps({**summary, "schema_version": 2}))
-    p = kafkatune("study", "show", str(study))
+    p = cli("study", "show", str(study))
     assert p.returncode == 2 and "schema_version 2 was written by a newer kafkatune" in p.stderr, p.stderr
 
 

@@ -11,7 +11,7 @@ import yaml
 
 from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune
+from tests.helpers import cli, kafkatune
 
 VALID: dict[str, Any] = {
     "name": "spec-test",
@@ -106,7 +106,7 @@ BAD = [
 def test_malformed_spec_is_one_clear_line(name: str, data: dict[str, Any], needle: str, tmp_path: Path) -> None:
     f = tmp_path / f"{name}.yaml"
     f.write_text(yaml.safe_dump(data, allow_unicode=True))
-    p = kafkatune("sweep", str(f), "--runs-dir", str(tmp_path / "runs"), timeout=60)
+    p = cli("sweep", str(f), "--runs-dir", str(tmp_path / "runs"))
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2, p.stderr
     assert len(lines) == 1, p.stderr
@@ -117,9 +117,9 @@ def test_malformed_spec_is_one_clear_line(name: str, data: dict[str, Any], needl
 def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
     f = tmp_path / "broken.yaml"
     f.write_text("name: [unclosed\n")
-    p = kafkatune("sweep", str(f), timeout=60)
+    p = cli("sweep", str(f))
     assert p.returncode == 2 and "not valid YAML" in p.stderr and len(p.stderr.strip().splitlines()) == 1
-    p = kafkatune("sweep", str(tmp_path / "nope.yaml"), timeout=60)
+    p = cli("sweep", str(tmp_path / "nope.yaml"))
     assert p.returncode == 2 and "cannot read" in p.stderr
 
 
@@ -129,7 +129,7 @@ def test_valid_spec_and_examples_parse() -> None:
     from tests.helpers import REPO
 
     for ex in ("staged-sync-replication.yaml", "latency-slo.yaml"):
-        p = kafkatune("sweep", str(REPO / "examples" / ex), "--dry-run", timeout=60)
+        p = cli("sweep", str(REPO / "examples" / ex), "--dry-run")
         assert p.returncode == 0, p.stderr
         assert "budget:" in p.stdout and "baselines: kafka-defaults" in p.stdout
 
@@ -177,10 +177,10 @@ def test_an_omb_workload_file_is_a_sweeps_workload(tmp_path: Path) -> None:
     assert "producerRate" not in s.workload and "testDurationMinutes" not in s.workload  # the sweep's to set
     copy_text = yaml.safe_load(redacted_text(f))
     assert copy_text["workload"]["partitionsPerTopic"] == 16
-    p = kafkatune("sweep", str(f), "--dry-run", timeout=60)
+    p = cli("sweep", str(f), "--dry-run")
     assert p.returncode == 0, p.stderr
     backlog = tmp_path / "specs" / "b.yaml"
     back = omb / "1-topic-100-partitions-1kb-4p-4c-200k-backlog.yaml"
     backlog.write_text(yaml.safe_dump({**VALID, "workload": str(back)}))
-    p = kafkatune("sweep", str(backlog), "--dry-run", timeout=60)
+    p = cli("sweep", str(backlog), "--dry-run")
     assert p.returncode == 2 and "backlog runs are bench runs" in p.stderr, p.stderr

@@ -164,7 +164,7 @@ def print_summary(s: Summary, out: Any) -> None:
             f"{inv.overhead_fraction * 100:.0f} % not measuring; {s.restarts} broker restarts in all"
         )
     if inv and (wc := inv.warmup_check) is not None:
-        lines.append(f"warm-up ({wc['warmup_s']:g} s a run): {wc['verdict']}")
+        lines.append(f"warm-up ({wc.warmup_s:g} s a run): {wc.verdict}")
     print("\n".join(lines), file=out)
 
 

@@ -59,6 +59,42 @@ class StageBest:
 
 
 @dataclass(frozen=True)
+class Breakdown:
+    """Where an invocation's wall clock went (sweeps.timing.breakdown): seconds per part of sweeps.timing.PARTS over
+    `trials` trials, and the share of the wall clock not spent in measurement windows (warm-ups counted or not)."""
+
+    seconds: Mapping[str, float]
+    trials: int
+    wall_s: float
+    not_measuring: float | None = None
+    not_measuring_warmups_counted: float | None = None
+
+
+@dataclass(frozen=True)
+class CurveSecond:
+    """One second of the runs' warm-up curves: the median, range and count of its ratio to the window's median."""
+
+    second: int
+    median: float
+    min: float
+    max: float
+    n: int
+
+
+@dataclass(frozen=True)
+class WarmupCheck:
+    """Whether the runs' warm-up was long enough (sweeps.timing.warmup_check): the curve per second, the first second
+    from which it stayed at `level` (None: never), and the verdict in words."""
+
+    warmup_s: float
+    trials: int
+    level: float
+    level_from: int | None
+    seconds: tuple[CurveSecond, ...]
+    verdict: str
+
+
+@dataclass(frozen=True)
 class Invocation:
     """What this invocation of the sweep did and where its time went (sweeps.timing)."""
 
@@ -66,8 +102,8 @@ class Invocation:
     wall_s: float
     measured_s: float | None = None
     overhead_fraction: float | None = None
-    breakdown: Mapping[str, Any] | None = None  # sweeps.timing.breakdown
-    warmup_check: Mapping[str, Any] | None = None  # sweeps.timing.warmup_check
+    breakdown: Breakdown | None = None
+    warmup_check: WarmupCheck | None = None
 
 
 @dataclass(frozen=True)

@@ -366,8 +366,8 @@ class Sweep:
                 "wall_s": wall,
                 "measured_s": self.measured_s,
                 "overhead_fraction": (1 - self.measured_s / wall) if wall and self.trials_run else None,
-                "breakdown": timing.breakdown(docs, wall),
-                "warmup_check": timing.warmup_check(docs, self.spec.measurement.warmup_s),
+                "breakdown": to_json(timing.breakdown(docs, wall)),
+                "warmup_check": to_json(timing.warmup_check(docs, self.spec.measurement.warmup_s)),
             },
         }
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
-from typing import Any
 
+from records.summary import Breakdown, CurveSecond, WarmupCheck
 from records.trial import TrialRecord
 
 PARTS = {
@@ -42,7 +42,7 @@ def unjudged_s(trial: TrialRecord) -> float:
     return float(max(judged) - steps[0]["start_s"] + 1 - len(judged))
 
 
-def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> dict[str, Any]:
+def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
     """Seconds per part (PARTS) over `trials` (failed ones included), their count, the wall clock and the share of
     it not spent in windows."""
     out = dict.fromkeys(PARTS, 0.0)
@@ -76,15 +76,13 @@ def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> dict[str, Any]:
         out["between trials"] += rest - restart - again
         total += t.total_s
     out["between trials"] += max(0.0, wall_s - total)
-    return {
-        "seconds": {k: round(v, 1) for k, v in out.items()},
-        "trials": n,
-        "wall_s": round(wall_s, 1),
-        "not_measuring": round(1 - out["windows"] / wall_s, 4) if wall_s else None,
-        "not_measuring_warmups_counted": round(1 - (out["windows"] + out["run warm-up"]) / wall_s, 4)
-        if wall_s
-        else None,
-    }
+    return Breakdown(
+        {k: round(v, 1) for k, v in out.items()},
+        n,
+        round(wall_s, 1),
+        round(1 - out["windows"] / wall_s, 4) if wall_s else None,
+        round(1 - (out["windows"] + out["run warm-up"]) / wall_s, 4) if wall_s else None,
+    )
 
 
 # The warm-up check: a second whose median ratio to the windows' median second is at least LEVEL is at the
@@ -94,7 +92,7 @@ LEVEL = 0.9
 MIN_TRIALS = 5
 
 
-def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> dict[str, Any] | None:
+def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> WarmupCheck | None:
     """Whether the runs' warm-up (`warmup_s`) was long enough, from the complete trials' warm-up curves
     (sweeps.protocol.warmup_curve: the warm-up's seconds and the window's first ones): per second, the median
     ratio to the window's median second, its range and n; `level_from`, the first second from which every later
@@ -105,18 +103,16 @@ def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> dict[str, An
     seconds = []
     for i in range(max(len(c) for c in curves)):
         xs = [c[i] for c in curves if i < len(c)]
-        seconds.append(
-            {"second": i, "median": round(statistics.median(xs), 3), "min": min(xs), "max": max(xs), "n": len(xs)}
-        )
+        seconds.append(CurveSecond(i, round(statistics.median(xs), 3), min(xs), max(xs), len(xs)))
     n, warm = len(curves), math.ceil(warmup_s)
-    level_from = next((i for i in range(len(seconds)) if all(s["median"] >= LEVEL for s in seconds[i:])), None)
+    level_from = next((i for i in range(len(seconds)) if all(s.median >= LEVEL for s in seconds[i:])), None)
     how = f"median over {n} trials of each second's consumed bytes / the window's median second"
     if n < MIN_TRIALS:
         verdict = f"{n} trial(s): too few to judge the warm-up ({MIN_TRIALS} needed)"
     elif level_from is None or level_from > warm:
-        low = next((s for s in seconds[warm:] if s["median"] < LEVEL), seconds[-1])
+        low = next((s for s in seconds[warm:] if s.median < LEVEL), seconds[-1])
         verdict = (
-            f"too short: the windows began under their level (second {low['second']} at {low['median']:.2f}; "
+            f"too short: the windows began under their level (second {low.second} at {low.median:.2f}; "
             f"{how}); lengthen measurement.warmup_s"
         )
     elif (enough := max(1, level_from)) < warmup_s:  # never less than 1 s: the producers' first second
@@ -127,11 +123,4 @@ def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> dict[str, An
         )
     else:
         verdict = f"about right: the run reached the windows' level (≥ {LEVEL:g}) as they began ({how})"
-    return {
-        "warmup_s": warmup_s,
-        "trials": n,
-        "level": LEVEL,
-        "level_from": level_from,
-        "seconds": seconds,
-        "verdict": verdict,
-    }
+    return WarmupCheck(warmup_s, n, LEVEL, level_from, tuple(seconds), verdict)

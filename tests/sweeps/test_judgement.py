@@ -184,19 +184,19 @@ def test_the_warm_up_check_says_when_the_rate_reached_the_windows_level() -> Non
     ds = (-0.05, 0.0, 0.02, 0.05, 0.1)
     shaped = [trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d, 1.0, 1.0 + d, 1.0 - d]) for d in ds]
     got = timing.warmup_check([*shaped, trial([0.1] * 8, "failed"), trial(None)], 5)
-    assert got is not None and got["trials"] == 5 and got["level_from"] == 2
-    assert [s["n"] for s in got["seconds"]] == [5] * 8 and got["seconds"][1]["median"] == pytest.approx(0.87)
-    assert got["verdict"].startswith("longer than needed") and "a warm-up of 2 s instead of 5 s" in got["verdict"]
+    assert got is not None and got.trials == 5 and got.level_from == 2
+    assert [s.n for s in got.seconds] == [5] * 8 and got.seconds[1].median == pytest.approx(0.87)
+    assert got.verdict.startswith("longer than needed") and "a warm-up of 2 s instead of 5 s" in got.verdict
     two = timing.warmup_check([trial([0.6 + d, 0.85 + d, 1.0 + d, 1.0 - d, 0.95 + d]) for d in ds], 2)
-    assert two is not None and two["verdict"].startswith("about right"), two
+    assert two is not None and two.verdict.startswith("about right"), two
     # at the level from second 0 (the 1-s warm-up of that sweep here: 0.91 | 1.01, 1.00, 1.00): 1 s is the least
     one = timing.warmup_check([trial([0.91 + d, 1.01, 1.0, 1.0]) for d in ds], 1)
-    assert one is not None and one["level_from"] == 0 and one["verdict"].startswith("about right"), one
+    assert one is not None and one.level_from == 0 and one.verdict.startswith("about right"), one
     short = timing.warmup_check([trial([0.2, 0.4, 0.6, 0.8, 1.0, 1.0]) for _ in range(6)], 2)
-    assert short is not None and short["level_from"] == 4
-    assert "second 2 at 0.60" in short["verdict"] and "lengthen measurement.warmup_s" in short["verdict"]
+    assert short is not None and short.level_from == 4
+    assert "second 2 at 0.60" in short.verdict and "lengthen measurement.warmup_s" in short.verdict
     few = timing.warmup_check(shaped[:2], 5)
-    assert few is not None and "too few to judge" in few["verdict"]
+    assert few is not None and "too few to judge" in few.verdict
     assert timing.warmup_check([trial(None)], 5) is None
 
 
@@ -216,12 +216,12 @@ def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one
         disturbed=[{"attempt": 2, "s": 7.0}],
     )
     b = timing.breakdown([restarted, plain, again], wall_s=107.0)
-    sec = b["seconds"]
+    sec = b.seconds
     assert sec["restart warm-up"] == pytest.approx(22.5) and sec["measured again"] == pytest.approx(37.0)
     assert sec["between trials"] == pytest.approx(
         (40 - 5 - 12 - 0.2 - 22.5) + (12.5 - 0.1 - 12 - 0.2) + (50 - 0.1 - 12 - 0.2 - 37) + 4.5
     )
-    assert sum(sec.values()) == pytest.approx(107.0) and b["not_measuring"] == pytest.approx(1 - 30 / 107, abs=1e-4)
+    assert sum(sec.values()) == pytest.approx(107.0) and b.not_measuring == pytest.approx(1 - 30 / 107, abs=1e-4)
 
 
 def test_a_searchs_unjudged_seconds_are_counted_between_its_steps_not_as_ready_wait() -> None:
@@ -231,5 +231,5 @@ def test_a_searchs_unjudged_seconds_are_counted_between_its_steps_not_as_ready_w
     ph = {"run": 6.0, "windows": 3.0, "warmup": 1.0, "ramp": 20.0, "ramp_windows": 7.0, "ramp_warmup": 3.0}
     t = trial_record(total_s=27.0, apply_s=0.0, phases_s=ph, measured={"sustainable": {"steps": steps}})
     assert timing.unjudged_s(t) == 4.0
-    sec = timing.breakdown([t], wall_s=27.0)["seconds"]
+    sec = timing.breakdown([t], wall_s=27.0).seconds
     assert sec["between steps"] == 4.0 and sec["ready wait"] == pytest.approx(26 - 10 - 4 - 4)

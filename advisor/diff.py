@@ -29,6 +29,8 @@ from core.errors import UserError
 from core.stats import Interval, difference, mean_interval
 from records import run as runs
 from records.omb import imported_result, read_omb
+from records.result import RunResult
+from records.result import read as read_result
 from records.summary import read_summary
 
 # metric -> (label, unit, better: "higher" | "lower")
@@ -66,25 +68,20 @@ class Side:
             self.values.setdefault(metric, []).append(float(v))
 
 
-def _from_result(side: Side, res: dict[str, Any], source: str) -> str:
+def _from_result(side: Side, res: RunResult, source: str) -> str:
     """One run's figures into `side`; returns what its throughput measures."""
-    s = res["summary"]
+    s = res.summary
     side.sources.append(source)
-    side.workloads.add((str(res.get("workload")), int(res.get("messageSize") or 0)))
-    sus = res.get("sustainable")
-    if sus:  # a discovery: the search run's latencies mix its steps, the answer is the rate
-        side.add("mb_s", sus.get("mb_s"))
-        side.add("msg_s", sus.get("rate_msg_s"))
+    side.workloads.add((str(res.workload), res.message_bytes))
+    if sus := res.sustainable:  # a discovery: the search run's latencies mix its steps, the answer is the rate
+        side.add("mb_s", sus.mb_s)
+        side.add("msg_s", sus.rate_msg_s)
         return "sustainable rate"
-    side.add("mb_s", s.get("consume_mb_s"))
-    side.add("msg_s", s.get("consume_msg_s"))
-    for pre, key in (("publish", "publish_latency_ms"), ("e2e", "end_to_end_latency_ms")):
-        lat = s.get(key) or {}
-        for p in ("p50", "p99", "p99.9"):
-            side.add(f"{pre}_{p}_ms", lat.get(p))
-    mode = s.get("mode")
+    side.add("mb_s", s.consume_mb_s)
+    side.add("msg_s", s.consume_msg_s)
+    _latencies_only(side, res)
     return {"max-rate": "max-rate throughput", "fixed-rate": "throughput at a fixed rate"}.get(
-        str(mode), "throughput (OMB run)"
+        str(s.mode), "throughput (OMB run)"
     )
 
 
@@ -113,23 +110,23 @@ def _study(side: Side, root: Path, label: str | None) -> str:
     for t in cand.trial_ids:  # max-rate repeats: each run's latencies too
         d = root / "trials" / t
         if runs.has_result(d):
-            _latencies_only(side, runs.read_result(d))
+            _latencies_only(side, read_result(d))
     return "max-rate throughput"
 
 
-def _latencies_only(side: Side, res: dict[str, Any]) -> None:
-    s = res["summary"]
-    for pre, key in (("publish", "publish_latency_ms"), ("e2e", "end_to_end_latency_ms")):
+def _latencies_only(side: Side, res: RunResult) -> None:
+    s = res.summary
+    for pre, lat in (("publish", s.publish_latency_ms), ("e2e", s.end_to_end_latency_ms)):
         for p in ("p50", "p99", "p99.9"):
-            side.add(f"{pre}_{p}_ms", (s.get(key) or {}).get(p))
+            side.add(f"{pre}_{p}_ms", lat.get(p))
 
 
 def _one(side: Side, p: Path) -> str:
     if p.is_file():
         doc = read_omb(p)
-        return _from_result(side, imported_result(doc, str(p)), str(p))
+        return _from_result(side, RunResult.from_json(imported_result(doc, str(p)), str(p)), str(p))
     if runs.has_result(p):
-        return _from_result(side, runs.read_result(p), str(p))
+        return _from_result(side, read_result(p), str(p))
     raise UserError(f"{p}: not a run folder (no result.json), a study folder (no summary.json) or an OMB result")
 
 

@@ -31,8 +31,9 @@ class ClientSummary:
 class RunSummary:
     """The run's figures over its measure window (loadgen.result's `summary`)."""
 
-    mode: str | None = None  # max, fixed or sustainable
+    mode: str | None = None  # max-rate or fixed-rate (a discovery's answer is RunResult.sustainable)
     consume_mb_s: float | None = None
+    consume_msg_s: float | None = None
     publish_mb_s: float | None = None
     lost: int | None = None
     client_bound: bool = False
@@ -40,6 +41,9 @@ class RunSummary:
     client: ClientSummary = ClientSummary()
     warnings: tuple[str, ...] = ()
     tail: Mapping[str, Any] | None = None  # loadgen.tail's budget, when the run had an SLO
+    # loadgen.recorder.summary_ms: count, mean, std, min, the percentiles (p50, p99, p99.9…) and max; None: not measured
+    publish_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)
+    end_to_end_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class RunResult:
     """The parts of result.json kafkatune reads back."""
 
     summary: RunSummary = RunSummary()
+    workload: str | None = None
     message_bytes: int = field(default=0, metadata={"json": "messageSize"})
     partitions: int | None = None
     producers: int | None = field(default=None, metadata={"json": "producersPerTopic"})

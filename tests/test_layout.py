@@ -224,8 +224,9 @@ def _numbers(doc: object) -> Iterator[float]:
 
 
 def _quotes(printed: str, values: list[float]) -> bool:
+    """Whether `printed` (a magnitude: its sign, if any, is the prose's "−" before it) is one of the values."""
     x, places = float(printed.replace(",", "")), len(printed.split(".")[1])
-    return any(round(v * k, places) == x for v in values for k in (1, 100, 1e-6, 1e3))
+    return any(round(abs(v) * k, places) == x for v in values for k in (1, 100, 1e-6, 1e3))
 
 
 def test_every_figure_beside_a_cited_result_file_is_that_files() -> None:

@@ -31,8 +31,8 @@ import yaml
 from _common import REPO, log, result_file, sweep, testbed
 
 from core import stats
-from records.confirmation import Arm
 from records.summary import Summary
+from sweeps.confirm import values
 
 DEFAULTS = "baseline:kafka-defaults"
 CURRENT = "baseline:current"
@@ -54,10 +54,6 @@ def second_spec(demo: Path, recommended: Path, repeats: int, out: Path) -> Path:
     return out
 
 
-def runs(arm: Arm) -> list[float]:
-    return [x for x in arm.repeats if x is not None]
-
-
 def figures(first: Summary, second: Summary) -> dict[str, Any]:
     """The headline of the study beside the file applied alone, from both summaries."""
     assert first.confirmation is not None and second.confirmation is not None, "a sweep without a confirmation"
@@ -67,15 +63,15 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
     else:  # nothing dropped by the ablation: the confirmation's chosen arm is what the files hold
         headline = next(a for a in first.confirmation.candidates if a.label == first.confirmation.chosen)
     arms = {a.label: a for a in second.confirmation.candidates}
-    alone, dflt = runs(arms[CURRENT]), runs(arms[DEFAULTS])
-    control = next((runs(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS)), [])
-    diff = stats.difference(runs(headline), alone)
+    alone, dflt = values(arms[CURRENT]), values(arms[DEFAULTS])
+    control = next((values(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS)), [])
+    diff = stats.difference(values(headline), alone)
     out: dict[str, Any] = {
         "headline": {
             "label": headline.label,
             "config": dict(headline.config),
-            "mb_s": runs(headline),
-            "interval": stats.mean_interval(runs(headline)).as_dict(),
+            "mb_s": values(headline),
+            "interval": stats.mean_interval(values(headline)).as_dict(),
             "vs_defaults": first.best_vs_defaults.as_dict() if first.best_vs_defaults else None,
         },
         "applied_alone": {

@@ -203,7 +203,7 @@ def rule_confirmed(sweep: Summary) -> list[Recommendation]:
         return []
     w = conf.written  # the configuration as written, when it was measured: its blocks are the evidence
     by = {c.label: c for c in (w.arms if w else conf.candidates)}
-    chosen = by.get(w.headline if w else conf.chosen or "")
+    chosen = w.arm() if w else conf.arm(None)
     if chosen is None:
         return []
     action = {e.key: e.new for e in sweep.recommended}

@@ -57,11 +57,8 @@ def second_spec(demo: Path, recommended: Path, repeats: int, out: Path) -> Path:
 def figures(first: Summary, second: Summary) -> dict[str, Any]:
     """The headline of the study beside the file applied alone, from both summaries."""
     assert first.confirmation is not None and second.confirmation is not None, "a sweep without a confirmation"
-    written = first.confirmation.written
-    if written is not None:
-        headline = next(a for a in written.arms if a.label == written.headline)
-    else:  # nothing dropped by the ablation: the confirmation's chosen arm is what the files hold
-        headline = next(a for a in first.confirmation.candidates if a.label == first.confirmation.chosen)
+    headline = first.confirmation.headline()  # the written phase's, else the chosen arm: what the files hold
+    assert headline is not None, "a study that chose no configuration"
     arms = {a.label: a for a in second.confirmation.candidates}
     alone, dflt = values(arms[CURRENT]), values(arms[DEFAULTS])
     control = next((values(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS)), [])

@@ -84,6 +84,10 @@ class Written:
     full_vs_written: Comparison | None = None
     vs_defaults: Comparison | None = None
 
+    def arm(self) -> Arm | None:
+        """The arm the headline reads (`headline`'s)."""
+        return next((a for a in self.arms if a.label == self.headline), None)
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -167,5 +171,4 @@ class Confirmation:
         """The arm a study's headline and diagnosis read: the configuration as written when the written phase
         measured it (sweeps.written), else the chosen candidate."""
         w = self.written
-        found = next((a for a in w.arms if a.label == w.headline), None) if w else None
-        return found or self.arm(None)
+        return (w.arm() if w else None) or self.arm(None)

@@ -140,8 +140,7 @@ def _comparison(a: list[float], b: list[float], rejected: bool, alpha: float) ->
 def headline(judged: Confirmation | None) -> Arm | None:
     """The arm the headline reads: the written configuration's (or the full one's when its keys stand in for each
     other), from the written phase; None when that phase did not run (the confirmation's choice is then written)."""
-    w = judged.written if judged else None
-    return next((a for a in w.arms if a.label == w.headline), None) if w else None
+    return judged.written.arm() if judged and judged.written else None
 
 
 def best(judged: Confirmation | None) -> Best | None:

@@ -30,8 +30,9 @@ def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
     d = diagnose.binding(t, study.profile)
     # a bench run's folder is its only trial, whatever it was named when analysed
     run = study.trial_dirs[0] if study.kind == "bench" else study.trial(t.trial_id)
-    if t.objective == "sustainable_mb_s" and run is not None:
-        # a search's limit, read from its steps (advisor.limit)
+    if t.objective == "sustainable_mb_s" and run is not None and d.bound != "small_batches":
+        # a search's limit, read from its steps (advisor.limit); batches a small batch.size keeps small are small at
+        # every step, so nothing about them rises from one step to the next for the steps to show
         d = limit.of_trial(run, Limits.of(study.profile).nic_mb_s) or d
     return {
         "ceiling_mb_s": c.mb_s if c else None,

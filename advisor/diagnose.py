@@ -30,6 +30,7 @@ FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: 
 # flush per request.
 FLUSH_TIME_SHARE = 0.05
 SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
+BATCH_FILLED = 0.9  # a batch this full of its batch.size was closed by the size, not by the linger
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
 QUEUE_SLACK_MS = clientside.QUEUE_SLACK_MS
 MACHINE_HOT = 90.0  # % of the machine's CPU: brokers and clients sharing it saturate it
@@ -218,20 +219,38 @@ def _never_waited(row: TrialRow) -> str | None:
     return clientside.never_waited(full, secs, num(row.client_queue_ms), num(row.params.get("linger.ms")))
 
 
+def capped_batches(row: TrialRow) -> bool:
+    """The producer's batches filled to a batch.size below SMALL_REQUEST_BYTES (librdkafka's batch sizes, which
+    count the batch's own overhead): the setting, not the traffic, made them small, at any rate the run was held at
+    (a paced run's buffer never fills, so that witness is missing there)."""
+    bb, size = num(row.batch_bytes), num(row.params.get("batch.size"))
+    return bb is not None and size is not None and size < SMALL_REQUEST_BYTES and bb >= BATCH_FILLED * size
+
+
+def small_batches(row: TrialRow) -> Diagnosis | None:
+    """Produce requests smaller than Kafka's default batch while the producer's buffer was full (the cluster pushed
+    back at the maximum rate) or its batches were filled to a small batch.size: per-request cost sets the rate."""
+    bpr, full = num(row.bytes_per_request), row.buffer_full_events or 0
+    if bpr is None or bpr >= SMALL_REQUEST_BYTES or not (full or capped_batches(row)):
+        return None
+    recs, rps = num(row.records_per_request), num(row.produce_requests_per_s)
+    bb, size = num(row.batch_bytes), row.params.get("batch.size")
+    batches = ""
+    if bb is not None:
+        batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
+    witness = f"the producer's buffer was full {full} times" if full else f"its batches filled batch.size={size}"
+    return Diagnosis(
+        "small_batches",
+        f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
+        f"while {witness}: per-request cost, not bytes, sets the rate" + batches,
+    )
+
+
 def _clients(row: TrialRow) -> Diagnosis | None:
     """Small batches (a cause the brokers measure), then the client's own loop, then the shared machine."""
-    bpr, full = num(row.bytes_per_request), row.buffer_full_events or 0
-    if bpr is not None and bpr < SMALL_REQUEST_BYTES and full:
-        recs, rps = num(row.records_per_request), num(row.produce_requests_per_s)
-        bb, size = num(row.batch_bytes), row.params.get("batch.size")
-        batches = ""
-        if bb is not None:
-            batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
-        return Diagnosis(
-            "small_batches",
-            f"produce requests carry {bpr / 1024:.1f} KiB each ({recs or 0:.1f} records) at {rps or 0:,.0f} requests/s "
-            f"while the producer's buffer was full {full} times: per-request cost, not bytes, sets the rate" + batches,
-        )
+    found = small_batches(row)
+    if found is not None:
+        return found
     loop, cpu = num(row.client_loop_cpu_max), num(row.machine_cpu_percent)
     never = _never_waited(row)
     if loop is not None and loop >= LOOP_HOT:

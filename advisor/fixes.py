@@ -30,8 +30,8 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3) -> dict[str, str]:
         return {key: str(2 * current(p, key))}
     if bound == "small_batches":
         return small_batch_fix(p)
-    if bound == "none":  # round trips set the rate: a producer capped below Kafka's in-flight default sends fewer
-        return inflight_fix(p)
+    if bound == "none":  # round trips set the rate: more requests in flight (round_trips_fix)
+        return round_trips_fix(t)
     if bound == "forced_flush":
         out = {}
         for scoped in diagnose.flush_settings(t):
@@ -54,6 +54,15 @@ def inflight_fix(p: Mapping[str, Any]) -> dict[str, str]:
     key = "max.in.flight.requests.per.connection"
     default = catalogue.get(key).default
     return {key: str(default)} if isinstance(default, int) and current(p, key) < default else {}
+
+
+def round_trips_fix(t: TrialRow) -> dict[str, str]:
+    """When round trips set a searched or max-rate run's rate: a producer capped below Kafka's in-flight default
+    goes back to it (inflight_fix); otherwise twice the producer processes, each with its own connections and so
+    its own requests in flight. Nothing for a run held at a fixed rate: nothing there says more is wanted."""
+    if t.rate_mode == "fixed-rate" and t.objective != "sustainable_mb_s":
+        return {}
+    return inflight_fix(t.params) or {"producers": str(2 * current(t.params, "producers"))}
 
 
 def small_batch_fix(p: Mapping[str, Any]) -> dict[str, str]:
@@ -197,9 +206,11 @@ def round_trips_advice(no_effect: Collection[str], best: TrialRow) -> str:
             f"connection carry {now} request(s) at a time{seen}: raise it to {capped[key]}, Kafka's default"
         )
     levers = [k for k in ("batch.size", "linger.ms") if k not in no_effect]
+    more = round_trips_fix(best).get("producers")
+    lever = f"{more} producer processes keep twice the" if more else "more partitions and producers keep more"
     return (
-        "No resource is saturated: the rate is set by round trips (acks=all waits for the followers): more "
-        "partitions and producers keep more requests in flight"
+        f"No resource is saturated: the rate is set by round trips (acks=all waits for the followers): {lever} "
+        "requests in flight"
         + (f"; a larger {' and '.join(levers)} makes each trip carry more" if levers else "")
         + (f" ({', '.join(sorted(no_effect))}: measured without effect here)" if no_effect else "")
     )

@@ -162,3 +162,39 @@ def test_a_saturated_shaped_link_is_diagnosed_as_network_bound() -> None:
     assert t["bound"] in ("network_in", "network_out"), (t["bound"], t["bound_reason"])
     assert t["fraction_of_ceiling"] > 0.8 and t["ceiling_mb_s"] == pytest.approx(link)
     assert recs[0].rule == "binding-resource" and "more brokers or faster NICs" in recs[0].title, recs[0]
+
+
+# ---- the same plants under rate discovery (the bench default), recorded by diagnosis/record.py ----------------------
+def test_small_batches_under_rate_discovery_are_small_batches_at_every_step() -> None:
+    """batch.size 1 KiB, linger.ms 0, found by a search (paced steps: the producer's buffer never fills). The batches
+    are as full as batch.size lets them be at every step, so nothing about them rises from the step that held to
+    the one that missed: the diagnosis is read from the run's figures, not from the steps (advisor.analysis.judge),
+    and the fix is not the plant."""
+    t, recs, res = diagnosed("small-batches-search")
+    assert res["sustainable"]["mb_s"] > 0 and t["buffer_full_events"] == 0
+    assert t["bound"] == "small_batches", t["bound_reason"]
+    assert "its batches filled batch.size=1024" in t["bound_reason"] and t["records_per_request"] < 1.5
+    assert recs[0].rule == "binding-resource" and recs[0].action == {"batch.size": "131072", "linger.ms": "5"}
+    assert all(r.action.get("batch.size") != "1024" for r in recs), [(r.rule, r.action) for r in recs]
+
+
+def test_one_producer_of_small_records_under_rate_discovery_is_told_to_add_one() -> None:
+    """One producer process of 100-B records, found by a search: from the step that held to the one above it, the
+    records waited in the producer while the brokers' time per request stayed flat, so round trips set the rate,
+    and with Kafka's in-flight default already there the fix is a second producer process (advisor.fixes)."""
+    t, recs, _ = diagnosed("one-producer-100b")
+    assert t["bound"] == "none" and "the records waited in the producer" in t["bound_reason"], t["bound_reason"]
+    assert recs[0].rule == "binding-resource" and recs[0].action == {"producers": "2"}, recs[0]
+    assert "2 producer processes keep twice the requests in flight" in recs[0].title
+
+
+def test_one_request_handler_that_never_saturated_is_not_blamed() -> None:
+    """num.io.threads=1 on every broker, found by a search that held no rate twice: the brokers' own request-handler
+    pool (KIP-1207's per-pool meter, not the pool shared with the controller) was idle for more than half of every
+    step, and the requests' time queued for it stayed about a millisecond, so the diagnosis does not name the
+    handlers the configuration cut; it reads what rose. No recommendation writes the plant back. Whether one handler
+    costs this testbed anything is not in this run: its figures do not show it."""
+    t, recs, res = diagnosed("io-threads-one")
+    assert res["sustainable"]["mb_s"] is None and t["params"]["num.io.threads"] == "1"
+    assert t["request_handler_idle"] > 0.5 and t["bound"] != "request_handlers", t["bound_reason"]
+    assert all(r.action.get("num.io.threads") != "1" for r in recs), [(r.rule, r.action) for r in recs]

@@ -509,4 +509,11 @@ def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() 
     said = round_trips_advice(set(), TrialRow.of(capped))
     assert "max.in.flight.requests.per.connection=2" in said and "1.8 in flight" in said and "raise it to 5" in said
     assert binding_fix("none", TrialRow.of(capped)) == {"max.in.flight.requests.per.connection": "5"}
-    assert binding_fix("none", row(params={"max.in.flight.requests.per.connection": "5"})) == {}
+    # at Kafka's default: twice the producer processes, each with its own connections; a run held at a fixed rate
+    # asked for no more, so it gets no fix
+    at_default = {"max.in.flight.requests.per.connection": "5", "producers": "3"}
+    assert binding_fix("none", row(params=at_default, rate_mode="max-rate")) == {"producers": "6"}
+    assert binding_fix("none", row(params=at_default, rate_mode="fixed-rate", objective="sustainable_mb_s")) == {
+        "producers": "6"
+    }
+    assert binding_fix("none", row(params=at_default, rate_mode="fixed-rate", objective="throughput_mb_s")) == {}

@@ -29,7 +29,7 @@ FLUSH_PER_REQUEST = 0.5  # a log flush for every other produce request or more: 
 # KRaft node also flushes its metadata log, a few times a second, which at a low produce rate is more than one
 # flush per request.
 FLUSH_TIME_SHARE = 0.05
-SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size, while the buffer is full
+SMALL_REQUEST_BYTES = 16384  # produce requests below Kafka's default batch.size: small batches (small_batches)
 BATCH_FILLED = 0.9  # a batch this full of its batch.size was closed by the size, not by the linger
 LOOP_HOT = 0.85  # a client loop at ≥ 85 % of a core is the client's limit
 QUEUE_SLACK_MS = clientside.QUEUE_SLACK_MS

@@ -13,9 +13,10 @@ from brokerconf import catalogue
 from records.trialrow import TrialRow
 
 
-def binding_fix(bound: str, t: TrialRow, brokers: int = 3) -> dict[str, str]:
+def binding_fix(bound: str, t: TrialRow, brokers: int = 3, no_effect: Collection[str] = ()) -> dict[str, str]:
     """The settings that move `bound`, with values within the catalogue's ranges and rules (a thread pool
-    doubles, Kafka's largest legal step; small batches: small_batch_fix; round trips: inflight_fix)."""
+    doubles, Kafka's largest legal step; small batches: small_batch_fix; round trips: round_trips_fix, leaving out a
+    key the study's ablations found without effect, `no_effect`)."""
     p = t.params
     if bound == "replication":
         return replication_fix(p, brokers)
@@ -31,7 +32,7 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3) -> dict[str, str]:
     if bound == "small_batches":
         return small_batch_fix(p)
     if bound == "none":  # round trips set the rate: more requests in flight (round_trips_fix)
-        return round_trips_fix(t)
+        return round_trips_fix(t, no_effect)
     if bound == "forced_flush":
         out = {}
         for scoped in diagnose.flush_settings(t):
@@ -56,13 +57,17 @@ def inflight_fix(p: Mapping[str, Any]) -> dict[str, str]:
     return {key: str(default)} if isinstance(default, int) and current(p, key) < default else {}
 
 
-def round_trips_fix(t: TrialRow) -> dict[str, str]:
+def round_trips_fix(t: TrialRow, no_effect: Collection[str] = ()) -> dict[str, str]:
     """When round trips set a searched or max-rate run's rate: a producer capped below Kafka's in-flight default
     goes back to it (inflight_fix); otherwise twice the producer processes, each with its own connections and so
-    its own requests in flight. Nothing for a run held at a fixed rate: nothing there says more is wanted."""
+    its own requests in flight, unless the study measured producers without effect (`no_effect`). Nothing for a
+    run held at a fixed rate: nothing there says more is wanted."""
     if t.rate_mode == "fixed-rate" and t.objective != "sustainable_mb_s":
         return {}
-    return inflight_fix(t.params) or {"producers": str(2 * current(t.params, "producers"))}
+    capped = inflight_fix(t.params)
+    if capped or "producers" in no_effect:
+        return capped
+    return {"producers": str(2 * current(t.params, "producers"))}
 
 
 def small_batch_fix(p: Mapping[str, Any]) -> dict[str, str]:
@@ -206,7 +211,7 @@ def round_trips_advice(no_effect: Collection[str], best: TrialRow) -> str:
             f"connection carry {now} request(s) at a time{seen}: raise it to {capped[key]}, Kafka's default"
         )
     levers = [k for k in ("batch.size", "linger.ms") if k not in no_effect]
-    more = round_trips_fix(best).get("producers")
+    more = round_trips_fix(best, no_effect).get("producers")
     lever = f"{more} producer processes keep twice the" if more else "more partitions and producers keep more"
     return (
         f"No resource is saturated: the rate is set by round trips (acks=all waits for the followers): {lever} "

@@ -99,7 +99,7 @@ def rule_binding(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
         "unknown": "Nothing can be named without evidence: run the workload with `kafkatune bench` (broker metrics "
         "and client statistics are recorded) for a diagnosis",
     }[b]
-    action = binding_fix(b, best, ctx.brokers)
+    action = binding_fix(b, best, ctx.brokers, ctx.no_effect)
     return [
         Recommendation(
             "binding-resource",

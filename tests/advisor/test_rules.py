@@ -517,3 +517,6 @@ def test_round_trip_advice_leaves_out_what_the_ablations_found_without_effect() 
         "producers": "6"
     }
     assert binding_fix("none", row(params=at_default, rate_mode="fixed-rate", objective="throughput_mb_s")) == {}
+    # a study that measured producers without effect is not told to add more
+    assert binding_fix("none", row(params=at_default, rate_mode="max-rate"), no_effect={"producers"}) == {}
+    assert "more partitions and producers keep more" in round_trips_advice({"producers"}, row(params=at_default))

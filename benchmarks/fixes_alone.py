@@ -168,7 +168,7 @@ def plant(tb: Any, tmp: Path, name: str, rate: float, seconds: float, repeats: i
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=4, help="runs of the plant and of the fix each, interleaved")
+    ap.add_argument("--repeats", type=int, default=4, help="runs of each arm (plant, fix, defaults), in rounds")
     ap.add_argument("--rate", type=float, default=500.0, help="the fixed rate, msg/s of 1 KB")
     ap.add_argument("--seconds", type=float, default=20.0, help="each run's measured window")
     ap.add_argument("--quick", action="store_true", help="2 repeats of 10-s runs")
@@ -176,6 +176,8 @@ def main() -> None:
     ap.add_argument("--replay", metavar="DIR", help="read the runs a --keep DIR kept again (same options): no testbed")
     a = ap.parse_args()
     repeats, seconds = (2, 10.0) if a.quick else (a.repeats, a.seconds)
+    if a.keep and Path(a.keep).exists() and any(Path(a.keep).iterdir()):
+        ap.error(f"--keep {a.keep}: not empty (an earlier run's workload files there would be run again)")
     if a.replay:  # the runs a --keep left, read again: no testbed
         got = {name: plant(None, Path(a.replay), name, a.rate, seconds, repeats) for name in PLANTS}
     else:

@@ -143,10 +143,17 @@ def result_file(name: str, figures: dict[str, Any]) -> Path:
     return out
 
 
-def demo_workload(path: Path, name: str, producer: dict[str, Any], rate: float | str, test_s: float) -> Path:
+def demo_workload(
+    path: Path,
+    name: str,
+    producer: dict[str, Any],
+    rate: float | str,
+    test_s: float,
+    consumer: dict[str, Any] | None = None,
+) -> Path:
     """The demo's workload (1-KB records, 6 partitions, one producer and one consumer) as a bench workload file at
     `rate` msg/s (0: discover the sustainable rate; "max": the maximum rate) for `test_s` seconds after a 3-s
-    warm-up."""
+    warm-up, the producer's config `producer` and the consumer's `consumer` (none: the client's defaults)."""
     doc = {
         "name": name,
         "partitionsPerTopic": 6,
@@ -157,6 +164,7 @@ def demo_workload(path: Path, name: str, producer: dict[str, Any], rate: float |
         "warmupDurationMinutes": 3 / 60,
         "testDurationMinutes": test_s / 60,
         "producerConfig": producer,
+        **({"consumerConfig": consumer} if consumer else {}),
     }
     path.write_text(json.dumps(doc))
     return path

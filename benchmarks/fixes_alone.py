@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, bench, log, median, result_file, testbed
+from _common import REPO, bench, demo_workload, log, median, result_file, testbed
 
 from brokerconf import catalogue
 
@@ -57,19 +57,8 @@ def workload(path: Path, name: str, configs: dict[str, dict[str, Any]], rate: fl
     producerConfig and consumerConfig on top of acks=all. A file already there is kept (--replay reads it)."""
     if path.exists():
         return path
-    doc = {
-        "name": name,
-        "partitionsPerTopic": 6,
-        "messageSize": 1024,
-        "producersPerTopic": 1,
-        "consumerPerSubscription": 1,
-        "producerRate": rate,
-        "warmupDurationMinutes": 3 / 60,
-        "testDurationMinutes": seconds / 60,
-        **workload_configs(configs),
-    }
-    path.write_text(json.dumps(doc))
-    return path
+    c = workload_configs(configs)
+    return demo_workload(path, name, c["producerConfig"], rate, seconds, consumer=c["consumerConfig"])
 
 
 def advise(run: Path) -> dict[str, Any]:

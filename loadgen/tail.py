@@ -20,6 +20,15 @@ an SLO earlier):
     isr         a partition's in-sync replicas shrank or grew
     quorum      the KRaft quorum's active controller moved, or the brokers did not count exactly one (ISR changes
                 and broker heartbeats go through it, so produce requests waiting on either wait for the election)
+    linger      a linger.ms of at least STALL_SHARE of the SLO, and the producers held records that much beyond
+                their round trip (their queue p99 less their requests' round-trip p99, librdkafka's statistics)
+    fetch_wait  a consumer fetch.min.bytes above 1 with a fetch.wait.max.ms of at least STALL_SHARE of the SLO, and
+                records took that much longer from their acknowledgement to the consumer (the second's p99
+                end-to-end less its p99 publish latency)
+
+The last two are waits the clients were configured to make, named only where the run's own figures show the time
+going there (each counted up to the configured wait): they are present in every second of a run that sets them
+too long, so the events above would otherwise be blamed for the tail they make.
 
 Each above-SLO second is counted for every cause present (`seconds`), and once for its primary cause (`primary`, so
 the shares add up to 100 % with `unexplained`): a neighbour whenever it is present (a process that takes the
@@ -62,6 +71,8 @@ CAUSES = {
     "log_flush": "broker log flushes",
     "isr": "in-sync replica changes",
     "quorum": "the active KRaft controller moving",
+    "linger": "the producer's linger (linger.ms: records wait for their batch)",
+    "fetch_wait": "the consumer's fetch wait (fetch.min.bytes above 1: each fetch held up to fetch.wait.max.ms)",
 }
 
 
@@ -123,7 +134,37 @@ def _evidence(
         "log_flush": flush,
         "isr": isr,
         "quorum": controller_moves(broker_rows),
+        **configured_waits(raw, stall),
     }
+
+
+def _setting(cfg: Mapping[str, str], key: str, default: float) -> float:
+    try:
+        return float(cfg.get(key, default))
+    except ValueError:  # not a number: the client refused it, so its default ran
+        return default
+
+
+def configured_waits(raw: RawRun, stall: float) -> dict[str, dict[int, float]]:
+    """`linger` and `fetch_wait` (the module's docstring): second -> the wait its figures show, up to the configured
+    one, over `stall`. Empty for a wait configured shorter than `stall` (it cannot carry a p99 over the SLO)."""
+    prod, cons = raw.workload.str_map("producerConfig"), raw.workload.str_map("consumerConfig")
+    linger = _setting(prod, "linger.ms", 5.0)  # librdkafka's default, as Kafka's since 4.0
+    fetch = _setting(cons, "fetch.wait.max.ms", 500.0) if _setting(cons, "fetch.min.bytes", 1.0) > 1 else 0.0
+    held: dict[int, float] = {}
+    if linger >= stall:
+        for t in raw.ticks:
+            ev = t.evidence or {}
+            q, r = ev.get("queue_p99_ms"), ev.get("rtt_p99_ms")
+            if t.role == "producer" and q is not None and r is not None:
+                held[t.second] = max(held.get(t.second, 0.0), max(0.0, min(q - r, linger)) / stall)
+    fetched: dict[int, float] = {}
+    if fetch >= stall:
+        e2e, pub = _p99_by_second(raw, "consumer"), _p99_by_second(raw, "producer")
+        for s, e in e2e.items():
+            sent = max(pub.get(s, 0.0), pub.get(s - 1, 0.0))
+            fetched[s] = max(0.0, min(e - sent, fetch)) / stall
+    return {"linger": held, "fetch_wait": fetched}
 
 
 def controller_moves(broker_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:

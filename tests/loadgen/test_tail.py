@@ -118,3 +118,34 @@ def test_a_moving_controller_is_named_in_the_second_it_moved() -> None:
     assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(2, "quorum"), (4, "quorum")]
     assert b["unexplained"]["seconds"] == 0
     assert "the active KRaft controller moving: 100%" in "\n".join(words(b))
+
+
+def configured(producer: dict[str, Any], consumer: dict[str, Any], e2e_ms: float, queue_ms: float) -> RawRun:
+    """Five seconds over the SLO: producers whose records waited `queue_ms` in their queue against 20-ms round trips
+    and a 5-ms publish p99, consumers at `e2e_ms`, under the given client configs."""
+    w = parse_workload({"name": "t", "producerRate": 1000, "producerConfig": producer, "consumerConfig": consumer})
+    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    tail = {"queue_p99_ms": queue_ms, "rtt_p99_ms": 20.0}
+    for s in range(5):
+        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, dict(tail)))
+        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(e2e_ms), 0.0, 0.0, 0, 0, None, {}))
+    return raw
+
+
+def test_a_wait_the_clients_were_configured_to_make_is_named_over_the_events_it_hides() -> None:
+    """linger.ms=1000 with records a second in the producer's queue, and fetch.min.bytes=10 MB with a 500-ms fetch
+    wait and records half a second from their acknowledgement to the consumer: every second over the SLO is the
+    setting's, though a broker also paused for GC in one of them. The same figures without the setting name neither
+    (a queue or a consumer lag alone says where the time went, not why), nor does a wait set below a fifth of the
+    SLO."""
+    gc: list[dict[str, Any]] = [{"second": 2, "broker_id": 1, "gc_pause_s_per_s": 0.045}]
+    linger = budget(configured({"linger.ms": 1000}, {}, 1000.0, 990.0), list(range(5)), 100.0, gc, [])
+    assert [p["primary"] for p in linger["per_second"]] == ["linger"] * 5
+    assert "the producer's linger (linger.ms: records wait for their batch): 100%" in "\n".join(words(linger))
+    fetch = {"fetch.min.bytes": 10485760, "fetch.wait.max.ms": 500}
+    held = budget(configured({}, fetch, 505.0, 3.0), list(range(5)), 100.0, gc, [])
+    assert [p["primary"] for p in held["per_second"]] == ["fetch_wait"] * 5
+    for bare in (configured({}, {}, 1000.0, 990.0), configured({"linger.ms": 10}, {}, 1000.0, 990.0)):
+        b = budget(bare, list(range(5)), 100.0, gc, [])
+        assert {p["primary"] for p in b["per_second"]} == {None, "broker_gc"}, b["per_second"]
+        assert "linger" in b["not_observed"] and "fetch_wait" in b["not_observed"]

@@ -364,8 +364,8 @@ def test_a_remote_roll_applies_the_key_over_ssh_and_ctrl_c_mid_roll_restores_the
 ) -> None:
     """A restart-only key rolled over SSH: broker 1's server.properties edited on its host, the broker restarted
     there by its own command, back with every partition in sync and running the new value before broker 2 goes
-    down. Ctrl-C in the middle of broker 2's restart: that broker is brought back first (a restart command cut in
-    half could still run on its host when the restore starts it again), the roll stops there, and every broker it
+    down. Ctrl-C as broker 2's turn comes: a restart it lands in is finished first (a restart command cut in half
+    could still run on its host when the restore starts it again), the roll stops there, and every broker it
     touched is rolled back to the file it had. One roll, interrupted, instead of a whole one and then an
     interrupted one: the whole roll, one broker at a time and back again, is the loopback testbed's
     (tests/e2e/test_sweep.py), through the same brokerconf.restarts."""
@@ -385,20 +385,20 @@ def test_a_remote_roll_applies_the_key_over_ssh_and_ctrl_c_mid_roll_restores_the
         remote_inventory,
         {"warmup_s": 1, "window_s": 5, "windows": 6, "restart_warmup_s": 0},
     )
-    a = admin.admin_client(shaped.state().bootstrap_servers)
     log = tmp_path / "log"
     cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--runs-dir", str(tmp_path)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     try:
         deadline = time.monotonic() + 300
-        # broker 1 is back with the new value; broker 2's restart starts now: Ctrl-C lands in it
+        # broker 1 is back with the new value; broker 2's restart starts now: Ctrl-C lands in it or just before it
         while ("1", "back, every partition in sync") not in _restart_order(log.read_text()):
             assert proc.poll() is None, log.read_text()[-3000:]
             assert time.monotonic() < deadline, "the remote roll did not start"
             time.sleep(0.2)
+        # broker 1 runs the edited file now, until the restore rolls it back; a new client (one that knew broker 1
+        # before its restart may still be backing off from it)
+        running = _broker_value(admin.admin_client(shaped.state().bootstrap_servers), 1, "replica.fetch.max.bytes")
         proc.send_signal(signal.SIGINT)
-        # broker 2's restart is a step Ctrl-C does not cut: broker 1 runs the edited file until it is rolled back
-        running = _broker_value(a, 1, "replica.fetch.max.bytes")
         rc = proc.wait(timeout=600)
     finally:
         if proc.poll() is None:

@@ -212,7 +212,10 @@ def round_trips_advice(no_effect: Collection[str], best: TrialRow) -> str:
         )
     levers = [k for k in ("batch.size", "linger.ms") if k not in no_effect]
     more = round_trips_fix(best, no_effect).get("producers")
-    lever = f"{more} producer processes keep twice the" if more else "more partitions and producers keep more"
+    if more:
+        lever = f"{more} producer processes keep twice the"
+    else:  # producers the study measured without effect are not offered again, in words either
+        lever = "more partitions keep more" if "producers" in no_effect else "more partitions and producers keep more"
     return (
         f"No resource is saturated: the rate is set by round trips (acks=all waits for the followers): {lever} "
         "requests in flight"

@@ -1,0 +1,232 @@
+"""Does kafkatune tune? Scenarios whose better configuration is known by construction, and a negative control.
+
+Each scenario (SCENARIOS below, its sweep spec beside this file) is a cluster condition, a workload and a starting
+configuration. For each one asked for, this starts a private shaped testbed (25 MB/s links), warms it, sets the
+condition (a delay on every broker's link, broker configs the cluster "inherited"; both undone after), runs
+`kafkatune sweep` on the scenario's spec merged onto common.yaml, and reads the study's confirmation: the
+recommended configuration, the starting one, Kafka's defaults and Confluent's throughput profile, each measured by
+independent sustainable-rate searches interleaved in rounds (sweeps.confirm).
+
+Per scenario it prints and writes benchmarks/results/tuning_<scenario>.json (tuning_<scenario>_quick.json with
+--quick): every arm's runs and 95 % interval; recommended / starting and recommended / Confluent as ratios with
+their intervals (Welch, delta method on the log ratio: core.stats.ratio); the product's own verdict lines; the keys
+recommended and those without effect; the search trials it took to reach 95 % of the best search trial; the
+recommendation's rate as a share of the ceiling the testbed's profile gives; and the wall clock.
+
+    .venv/bin/python benchmarks/tuning/run.py                       # every scenario, about 40 min each
+    .venv/bin/python benchmarks/tuning/run.py lan control --quick   # 4 search trials each: the pipeline, not a claim
+    .venv/bin/python benchmarks/tuning/run.py --study runs/tuning-lan --scenario lan   # a finished study's figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # benchmarks/_common, which puts the repository on the path
+
+from _common import log, result_file, sweep, testbed  # noqa: E402
+
+from advisor import verdict  # noqa: E402
+from brokerconf.apply import BrokerConfigs  # noqa: E402
+from core import stats  # noqa: E402
+from records.confirmation import Arm, Confirmation  # noqa: E402
+from records.summary import Summary  # noqa: E402
+from records.trial import read_trial  # noqa: E402
+from testbed import netns  # noqa: E402
+from testbed.lifecycle import Testbed  # noqa: E402
+
+NIC_MB_S = 25.0
+QUICK_TRIALS = 4  # search trials per scenario under --quick (the confirmation keeps its 3 repeats per arm)
+REACHED = 0.95  # "trials to reach": the first search trial at this share of the best search trial
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A cluster condition, a workload and a starting configuration (`start`: the confirmation arm it is)."""
+
+    spec: str  # the sweep spec beside this file
+    start: str  # "baseline:kafka-defaults" or "baseline:current"
+    known: str  # the better configuration, as known by construction
+    delay_ms: float = 0.0  # added to every broker's link, each way (testbed.netns.degrade)
+    broker: Mapping[str, str] = field(default_factory=dict)  # dynamic broker configs the cluster starts with
+    planted: tuple[str, ...] = ()  # the keys set badly on purpose: each must be found, or its miss explained
+
+
+DEFAULTS, CURRENT = "baseline:kafka-defaults", "baseline:current"
+SCENARIOS = {
+    "lan": Scenario("lan.yaml", DEFAULTS, "batches larger than Kafka's 16 KB"),
+    "lan-text": Scenario("lan-text.yaml", DEFAULTS, "compression of a payload lz4 halves, larger batches"),
+    "stretched": Scenario("stretched.yaml", DEFAULTS, "more bytes in flight: larger batches, more producers", 5.0),
+    "small-records": Scenario("small-records.yaml", DEFAULTS, "larger batches and more producers for 100-B records"),
+    "misconfig": Scenario(
+        "misconfig.yaml",
+        CURRENT,
+        "no fsync per message, batches above 4 KB, fetches above 8 KB per partition",
+        broker={"log.flush.interval.messages": "1"},
+        planted=("log.flush.interval.messages", "batch.size", "linger.ms", "max.partition.fetch.bytes"),
+    ),
+    "control": Scenario("control.yaml", CURRENT, "none: the start is the demo's best (no change is the answer)"),
+}
+
+
+def spec_file(sc: Scenario, out: Path, quick: bool) -> Path:
+    """The scenario's spec merged onto common.yaml (its `current` files made absolute); --quick caps the search."""
+    doc = {**yaml.safe_load((HERE / "common.yaml").read_text()), **yaml.safe_load((HERE / sc.spec).read_text())}
+    if "current" in doc:
+        doc["current"] = {k: str(HERE / v) if k != "topic" else v for k, v in doc["current"].items()}
+    if quick:
+        doc["budget"] = {"trials": QUICK_TRIALS}
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+@contextlib.contextmanager
+def condition(tb: Testbed, sc: Scenario) -> Iterator[None]:
+    """The scenario's delay on every broker's link and its broker configs, for the block; both undone after."""
+    net = tb.network(tb.state())
+    hosts = [f"b{n.id}" for n in tb.state().nodes] if sc.delay_ms else []
+    bc = BrokerConfigs.connect(tb.state().bootstrap_servers, testbed=tb, progress=log)
+    snap = bc.snapshot()
+    try:
+        for h in hosts:
+            assert net is not None, "a delay needs the shaped testbed"
+            netns.degrade(net, h, delay_ms=sc.delay_ms)
+        if sc.broker:
+            log(f"the cluster starts with {dict(sc.broker)} on every broker")
+            bc.apply(sc.broker, {}, snap)
+        yield
+    finally:
+        for h in hosts:
+            assert net is not None
+            netns.undo_degrade(net, h)
+        bc.restore(snap)
+
+
+def arm_figures(arm: Arm | None) -> dict[str, Any] | None:
+    """An arm's runs (MB/s, None: failed) and the 95 % interval of its mean."""
+    if arm is None:
+        return None
+    vals = [v for v in arm.repeats if v is not None]
+    return {
+        "label": arm.label,
+        "runs_mb_s": list(arm.repeats),
+        "interval": stats.mean_interval(vals).as_dict() if vals else None,
+        "config": dict(arm.config),
+    }
+
+
+def ratio(a: Arm | None, b: Arm | None) -> dict[str, Any] | None:
+    """mean(a) / mean(b) over their confirmation runs (interleaved in the same rounds), with its 95 % interval."""
+    if a is None or b is None:
+        return None
+    r = stats.ratio([v for v in a.repeats if v is not None], [v for v in b.repeats if v is not None])
+    return r.as_dict() if r else None
+
+
+def search_progress(study: Path) -> dict[str, Any]:
+    """The search trials' figures in the order they ran; the first (1-based) to reach REACHED of the best."""
+    recs = [r for p in sorted(study.glob("trials/*/")) if (r := read_trial(p)) is not None]
+    search = sorted(
+        (r for r in recs if r.confirms is None and r.baseline is None and r.stage not in ("confirm", "ablate", "hold")),
+        key=lambda r: r.started_ns,
+    )
+    figs = [float((r.measured or {}).get(r.objective) or 0.0) if r.complete else 0.0 for r in search]
+    best = max(figs, default=0.0)
+    reached = next((i + 1 for i, v in enumerate(figs) if best > 0 and v >= REACHED * best), None)
+    return {"trials_mb_s": figs, "best_mb_s": best, "trials_to_95pct": reached}
+
+
+def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
+    """The scenario's figures from the study: arms, ratios, keys, the product's verdict and the ceiling share."""
+    conf: Confirmation | None = s.confirmation
+    if conf is None:
+        return {"error": "the study has no confirmation"}
+    chosen, start = conf.arm(None), conf.arm(sc.start)
+    confluent = conf.arm("baseline:confluent-throughput")
+    head = conf.headline()
+    head_mean = statistics.fmean(v for v in head.repeats if v is not None) if head and any(head.repeats) else None
+    found = {k.key for k in conf.recommended}
+    return {
+        "chosen": conf.chosen,
+        "arms": [arm_figures(a) for a in conf.candidates],
+        "recommended_vs_start": ratio(chosen, start),
+        "recommended_vs_confluent": ratio(chosen, confluent),
+        "recommended": [{"key": k.key, "old": k.old, "new": k.new} for k in conf.recommended],
+        "no_measurable_effect": [k.key for k in conf.no_measurable_effect],
+        "planted_found": {k: k in found for k in sc.planted},
+        "headline_mb_s": head_mean,
+        "ceiling_mb_s": s.ceiling_mb_s,
+        "headline_of_ceiling": head_mean / s.ceiling_mb_s if head_mean and s.ceiling_mb_s else None,
+        "search": search_progress(study),
+    }
+
+
+def run(name: str, quick: bool, keep: Path | None) -> dict[str, Any]:
+    sc = SCENARIOS[name]
+    work = Path(tempfile.mkdtemp(prefix=f"kt-tuning-{name}-"))
+    spec = spec_file(sc, work / f"{name}.yaml", quick)
+    log(f"scenario {name}: {sc.known}")
+    up = {"network": "shaped", "nic_mb_s": NIC_MB_S, "subnet": "198.18.5"}
+    with testbed(work / "tb", warm_up_s=120, **up) as tb, condition(tb, sc):
+        raw, study, wall = sweep(tb, spec, work / "runs")
+    if keep:
+        subprocess.run(["cp", "-r", str(study), str(keep / name)], check=True)
+    return report(name, sc, Summary.from_json(raw), study, wall, quick)
+
+
+def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None, quick: bool) -> dict[str, Any]:
+    figures = {"scenario": name, "known": sc.known, "start": sc.start, "quick": quick, "wall_s": wall}
+    figures |= {"delay_ms": sc.delay_ms, "broker_start": dict(sc.broker), "nic_mb_s": NIC_MB_S}
+    figures |= judge(sc, s, study)
+    figures["verdict"] = verdict.lines(s)
+    print(f"== {name}: {sc.known}")
+    print("\n".join(figures["verdict"]))
+    for key in ("recommended_vs_start", "recommended_vs_confluent"):
+        r = figures.get(key)
+        print(f"{key}: {stats.Interval(**r).text('{:.2f}', '×') if isinstance(r, dict) else r}")
+    sp = figures.get("search") or {}
+    print(f"search trials to 95 % of the best: {sp.get('trials_to_95pct')} of {len(sp.get('trials_mb_s') or [])}")
+    result_file(f"tuning_{name}" + ("_quick" if quick else ""), figures)
+    return figures
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scenarios", nargs="*", help=f"which to run (default: all): {', '.join(SCENARIOS)}")
+    ap.add_argument("--quick", action="store_true", help=f"{QUICK_TRIALS} search trials per scenario")
+    ap.add_argument("--keep", type=Path, default=None, help="copy each study folder into this (empty) folder")
+    ap.add_argument("--study", type=Path, default=None, help="print a finished study's figures; run nothing")
+    ap.add_argument("--scenario", default=None, help="with --study: the scenario it ran")
+    a = ap.parse_args()
+    unknown = sorted(set(a.scenarios) - set(SCENARIOS))
+    if unknown:
+        sys.exit(f"unknown scenario(s) {unknown}: known are {', '.join(SCENARIOS)}")
+    if a.keep and a.keep.exists() and any(a.keep.iterdir()):
+        sys.exit(f"--keep {a.keep}: not empty")
+    if a.study:
+        if a.scenario not in SCENARIOS:
+            sys.exit(f"--study needs --scenario, one of {', '.join(SCENARIOS)}")
+        raw = json.loads((a.study / "summary.json").read_text())
+        report(a.scenario, SCENARIOS[a.scenario], Summary.from_json(raw), a.study, None, a.quick)
+        return
+    if a.keep:
+        a.keep.mkdir(parents=True, exist_ok=True)
+    for name in a.scenarios or list(SCENARIOS):
+        run(name, a.quick, a.keep)
+
+
+if __name__ == "__main__":
+    main()

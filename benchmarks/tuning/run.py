@@ -136,13 +136,11 @@ def ratio(a: Arm | None, b: Arm | None) -> dict[str, Any] | None:
     return r.as_dict() if r else None
 
 
-def search_progress(study: Path) -> dict[str, Any]:
-    """The search trials' figures in the order they ran; the first (1-based) to reach REACHED of the best."""
+def search_progress(study: Path, stages: set[str]) -> dict[str, Any]:
+    """The search trials' figures (those of the plan's `stages`) in the order they ran; the first (1-based) to
+    reach REACHED of the best."""
     recs = [r for p in sorted(study.glob("trials/*/")) if (r := read_trial(p)) is not None]
-    search = sorted(
-        (r for r in recs if r.confirms is None and r.baseline is None and r.stage not in ("confirm", "ablate", "hold")),
-        key=lambda r: r.started_ns,
-    )
+    search = sorted((r for r in recs if r.stage in stages and r.confirms is None), key=lambda r: r.started_ns)
     figs = [float((r.measured or {}).get(r.objective) or 0.0) if r.complete else 0.0 for r in search]
     best = max(figs, default=0.0)
     reached = next((i + 1 for i, v in enumerate(figs) if best > 0 and v >= REACHED * best), None)
@@ -170,7 +168,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
         "headline_mb_s": head_mean,
         "ceiling_mb_s": s.ceiling_mb_s,
         "headline_of_ceiling": head_mean / s.ceiling_mb_s if head_mean and s.ceiling_mb_s else None,
-        "search": search_progress(study),
+        "search": search_progress(study, {st.name for st in s.stages}),
     }
 
 
@@ -188,6 +186,8 @@ def run(name: str, quick: bool, keep: Path | None) -> dict[str, Any]:
 
 
 def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None, quick: bool) -> dict[str, Any]:
+    if wall is None and s.this_invocation is not None:  # a finished study read again: the sweep's own clock
+        wall = s.this_invocation.wall_s
     figures = {"scenario": name, "known": sc.known, "start": sc.start, "quick": quick, "wall_s": wall}
     figures |= {"delay_ms": sc.delay_ms, "broker_start": dict(sc.broker), "nic_mb_s": NIC_MB_S}
     figures |= judge(sc, s, study)

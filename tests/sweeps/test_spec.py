@@ -134,6 +134,21 @@ def test_valid_spec_and_examples_parse() -> None:
         assert "budget:" in p.stdout and "baselines: kafka-defaults" in p.stdout
 
 
+def test_the_tuning_benchmarks_scenarios_are_valid_specs_of_at_most_30_search_trials() -> None:
+    """benchmarks/tuning/: each scenario merged onto common.yaml (as its run.py merges them) is a spec the sweep
+    accepts, its `current` files read, with at most 30 search trials (issue 38's bound)."""
+    from tests.helpers import REPO
+
+    here = REPO / "benchmarks" / "tuning"
+    common = yaml.safe_load((here / "common.yaml").read_text())
+    scenarios = sorted(p for p in here.glob("*.yaml") if p.name != "common.yaml")
+    assert len(scenarios) >= 5, scenarios
+    for p in scenarios:
+        spec = parse_spec({**common, **yaml.safe_load(p.read_text())}, str(p), here)
+        assert spec.planned[1] <= 30 and list(spec.objectives) == ["sustainable_mb_s"], p
+        assert spec.current is None or "current" in spec.baselines, p
+
+
 def test_bad_specs_leave_the_cluster_untouched(testbed: Testbed, tmp_path: Path) -> None:
     """Runs against the real testbed: configs before == after every refused spec and the unreachable one."""
     from brokerconf.apply import BrokerConfigs

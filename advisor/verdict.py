@@ -11,8 +11,9 @@ import math
 from collections.abc import Mapping
 
 from advisor.recommendation import Recommendation
+from brokerconf import catalogue
 from loadgen.sustainable import Slo
-from records.confirmation import Arm, Comparison, Confirmation, KeyEffect
+from records.confirmation import Arm, Comparison, Config, Confirmation, KeyEffect
 from records.summary import Summary
 
 CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
@@ -96,10 +97,40 @@ def choice_lines(s: Summary) -> list[str]:
     return lines + _current_lines(s, conf) + _resolution_lines(conf)
 
 
+def current_changes(chosen: Config, current: Config) -> list[tuple[str, str, str]]:
+    """(key, the current configuration's value, the chosen one's) for every catalogue key the two run differently,
+    sorted. A broker key a configuration leaves out ran as the cluster runs it, which is the current value; a client
+    or workload key left out runs Kafka's default. The recommended files hold keys against Kafka's defaults; this is
+    what an operator starting from the current configuration changes."""
+    out = []
+    for key in sorted(set(chosen) | set(current)):
+        p = catalogue.CATALOGUE.get(key)
+        if p is None:
+            continue
+        cur = current.get(key, p.default)
+        new = chosen.get(key, cur if p.scope == "broker" else p.default)
+        if str(cur) != str(new):
+            out.append((key, "unset" if cur is None else str(cur), "unset" if new is None else str(new)))
+    return out
+
+
+def _changes_line(conf: Confirmation, vs: Comparison) -> list[str]:
+    """What the chosen configuration changes from the current one, judged as a whole by `vs`."""
+    chosen, cur = conf.arm(None), conf.arm("baseline:current")
+    changes = current_changes(chosen.config, cur.config) if chosen and cur else []
+    if not changes:
+        return []
+    said = "; ".join(f"{k} {a} -> {b}" for k, a, b in changes)
+    if vs.distinguishable:
+        return [f"  from {CURRENT_WORDS}, the recommended one changes (judged as a whole): {said}"]
+    return [f"  no change from {CURRENT_WORDS} is shown to help; the chosen one would change: {said}"]
+
+
 def _current_lines(s: Summary, conf: Confirmation) -> list[str]:
-    """The chosen configuration against what the cluster runs now (sweeps.current), or why it was not compared."""
+    """The chosen configuration against what the cluster runs now (sweeps.current) and what it changes from it, or
+    why it was not compared."""
     if conf.vs_current:
-        return [_vs_defaults_line(conf.vs_current, CURRENT_WORDS)]
+        return [_vs_defaults_line(conf.vs_current, CURRENT_WORDS), *_changes_line(conf, conf.vs_current)]
     if conf.chosen == "baseline:current":
         return [f"  {CURRENT_WORDS} measured best: no change is recommended"]
     cur = s.baselines.get("current")

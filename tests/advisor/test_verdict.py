@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.verdict import choice_lines, objective_line, rule_confirmed
+from advisor.verdict import choice_lines, current_changes, objective_line, rule_confirmed
 from loadgen.sustainable import Slo
 from records.summary import Summary
 
@@ -45,6 +45,30 @@ def _typed(sweep: dict[str, Any]) -> Summary:
 
 def _key(key: str) -> dict[str, Any]:
     return {"key": key, "old": None, "new": "x"}
+
+
+def test_what_the_choice_changes_from_the_current_configuration_is_listed_and_judged_as_a_whole() -> None:
+    """A broker key the chosen configuration leaves out ran as the cluster runs it (current's value); a client key
+    left out runs Kafka's default: the inherited 8-KB fetch and the fsync per message are both changes."""
+    current = {"batch.size": 4096, "max.partition.fetch.bytes": 8192, "log.flush.interval.messages": "1"}
+    chosen = {"batch.size": 131072, "log.flush.interval.messages": "9223372036854775807"}
+    assert current_changes(chosen, current) == [
+        ("batch.size", "4096", "131072"),
+        ("log.flush.interval.messages", "1", "9223372036854775807"),
+        ("max.partition.fetch.bytes", "8192", "1048576"),
+    ]
+    assert current_changes({"batch.size": 4096}, current) == [("max.partition.fetch.bytes", "8192", "1048576")]
+    sw = _sweep([], [], [])
+    sw["confirmation"]["candidates"][0]["config"] = chosen
+    cur = {"label": "baseline:current", "config": current, "repeats": [], "trial_ids": ["confirm-003"]}
+    sw["confirmation"]["candidates"].append(cur)
+    diff = {"estimate": 4.0, "low": 3.0, "high": 5.0, "n": 6, "sd": 0.6, "level": 0.9}
+    sw["confirmation"]["vs_current"] = {"label": "baseline:current", "difference": diff, "distinguishable": True}
+    said = "\n".join(choice_lines(_typed(sw)))
+    assert "the recommended one changes (judged as a whole): batch.size 4096 -> 131072; log.flush" in said, said
+    sw["confirmation"]["vs_current"]["distinguishable"] = False
+    said = "\n".join(choice_lines(_typed(sw)))
+    assert "no change from the current configuration is shown to help; the chosen one would change: batch" in said
 
 
 def test_a_winner_whose_keys_made_no_difference_promises_no_gain() -> None:

@@ -100,7 +100,8 @@ def choice_lines(s: Summary) -> list[str]:
 def current_changes(chosen: Config, current: Config) -> list[tuple[str, str, str]]:
     """(key, the current configuration's value, the chosen one's) for every catalogue key the two run differently,
     sorted. A broker key a configuration leaves out ran as the cluster runs it, which is the current value; a client
-    or workload key left out runs Kafka's default. The recommended files hold keys against Kafka's defaults; this is
+    key left out runs Kafka's default, and a workload count left out is taken as the catalogue's (a workload file
+    that sets another count is not known here). The recommended files hold keys against Kafka's defaults; this is
     what an operator starting from the current configuration changes."""
     out = []
     for key in sorted(set(chosen) | set(current)):

@@ -158,10 +158,18 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     head_mean = statistics.fmean(v for v in head.repeats if v is not None) if head and any(head.repeats) else None
     # a planted key is found when the chosen configuration runs it otherwise than the start (advisor.verdict)
     moved = {k for k, _, _ in verdict.current_changes(chosen.config, start.config)} if chosen and start else set()
+    found = max(  # the search's best configuration in the confirmation: what a chosen start was held against
+        (a for a in conf.candidates if not a.label.startswith("baseline:") and any(v is not None for v in a.repeats)),
+        key=lambda a: statistics.fmean(v for v in a.repeats if v is not None),
+        default=None,
+    )
     return {
         "chosen": conf.chosen,
         "arms": [arm_figures(a) for a in conf.candidates],
-        "recommended_vs_start": ratio(chosen, start),
+        # None when the start itself was chosen: a ratio of one arm's runs with themselves says nothing
+        "recommended_vs_start": None if chosen is None or chosen == start else ratio(chosen, start),
+        "best_found": found.label if found else None,
+        "best_found_vs_start": ratio(found, start),
         "recommended_vs_confluent": ratio(chosen, confluent),
         "recommended": [{"key": k.key, "old": k.old, "new": k.new} for k in conf.recommended],
         "no_measurable_effect": [k.key for k in conf.no_measurable_effect],
@@ -196,7 +204,7 @@ def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None,
     figures["verdict"] = verdict.lines(s)
     print(f"== {name}: {sc.known}")
     print("\n".join(figures["verdict"]))
-    for key in ("recommended_vs_start", "recommended_vs_confluent"):
+    for key in ("recommended_vs_start", "recommended_vs_confluent", "best_found_vs_start"):
         r = figures.get(key)
         print(f"{key}: {stats.Interval(**r).text('{:.2f}', '×') if isinstance(r, dict) else r}")
     sp = figures.get("search") or {}

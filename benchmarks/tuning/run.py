@@ -13,7 +13,7 @@ their intervals (Welch, delta method on the log ratio: core.stats.ratio); the pr
 recommended and those without effect; the search trials it took to reach 95 % of the best search trial; the
 recommendation's rate as a share of the ceiling the testbed's profile gives; and the wall clock.
 
-    .venv/bin/python benchmarks/tuning/run.py                       # every scenario, about 40 min each
+    .venv/bin/python benchmarks/tuning/run.py                       # every scenario, 36-60 min each here
     .venv/bin/python benchmarks/tuning/run.py lan control --quick   # 4 search trials each: the pipeline, not a claim
     .venv/bin/python benchmarks/tuning/run.py --study runs/tuning-lan --scenario lan   # a finished study's figures
 """

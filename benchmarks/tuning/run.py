@@ -45,6 +45,7 @@ from core import stats  # noqa: E402
 from records.confirmation import Arm, Confirmation  # noqa: E402
 from records.summary import Summary  # noqa: E402
 from records.trial import read_trial  # noqa: E402
+from sweeps.confirm import values  # noqa: E402
 from testbed import netns  # noqa: E402
 from testbed.lifecycle import Testbed  # noqa: E402
 
@@ -119,7 +120,7 @@ def arm_figures(arm: Arm | None) -> dict[str, Any] | None:
     """An arm's runs (MB/s, None: failed) and the 95 % interval of its mean."""
     if arm is None:
         return None
-    vals = [v for v in arm.repeats if v is not None]
+    vals = values(arm)
     return {
         "label": arm.label,
         "runs_mb_s": list(arm.repeats),
@@ -132,7 +133,7 @@ def ratio(a: Arm | None, b: Arm | None) -> dict[str, Any] | None:
     """mean(a) / mean(b) over their confirmation runs (interleaved in the same rounds), with its 95 % interval."""
     if a is None or b is None:
         return None
-    r = stats.ratio([v for v in a.repeats if v is not None], [v for v in b.repeats if v is not None])
+    r = stats.ratio(values(a), values(b))
     return r.as_dict() if r else None
 
 
@@ -155,12 +156,13 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     chosen, start = conf.arm(None), conf.arm(sc.start)
     confluent = conf.arm("baseline:confluent-throughput")
     head = conf.headline()
-    head_mean = statistics.fmean(v for v in head.repeats if v is not None) if head and any(head.repeats) else None
+    head_mean = statistics.fmean(values(head)) if head and values(head) else None
     # a planted key is found when the chosen configuration runs it otherwise than the start (advisor.verdict)
-    moved = {k for k, _, _ in verdict.current_changes(chosen.config, start.config)} if chosen and start else set()
+    changes = verdict.current_changes(chosen.config, start.config) if chosen and start else []
+    moved = {k for k, _, _ in changes}
     found = max(  # the search's best configuration in the confirmation: what a chosen start was held against
-        (a for a in conf.candidates if not a.label.startswith("baseline:") and any(v is not None for v in a.repeats)),
-        key=lambda a: statistics.fmean(v for v in a.repeats if v is not None),
+        (a for a in conf.candidates if not a.label.startswith("baseline:") and values(a)),
+        key=lambda a: statistics.fmean(values(a)),
         default=None,
     )
     return {
@@ -173,7 +175,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
         "recommended_vs_confluent": ratio(chosen, confluent),
         "recommended": [{"key": k.key, "old": k.old, "new": k.new} for k in conf.recommended],
         "no_measurable_effect": [k.key for k in conf.no_measurable_effect],
-        "changes_from_start": verdict.current_changes(chosen.config, start.config) if chosen and start else [],
+        "changes_from_start": changes,
         "planted_found": {k: k in moved for k in sc.planted},
         "headline_mb_s": head_mean,
         "ceiling_mb_s": s.ceiling_mb_s,

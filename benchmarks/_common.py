@@ -14,6 +14,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core import interrupts, reaper
 from testbed import dist
 from testbed.lifecycle import Testbed
 
@@ -36,7 +37,10 @@ def testbed(
 ) -> Iterator[Testbed]:
     """A private testbed, wiped before and after; `warm_up_s` of load at the most, ended sooner once the brokers'
     JIT compilers are quiet (loadgen.warmup; `paced`: its fixed-rate shape, None: none), so the first figure is not
-    a cold cluster's. `jvm_extra`: JVM options the brokers run with beyond the testbed's own (testbed.nodes)."""
+    a cold cluster's. `jvm_extra`: JVM options the brokers run with beyond the testbed's own (testbed.nodes).
+    A `kill` of the benchmark tears the testbed down as Ctrl-C does; a `kill -9` leaves it to core.reaper."""
+    interrupts.interrupt_on_signals()
+    reaper.watch()
     tb = Testbed(state_dir, dist.install(), base_port=base_port, prefix="ktb", jvm_extra=jvm_extra)
     tb.down(wipe=True, progress=lambda m: None)
     try:

@@ -18,6 +18,18 @@ from typing import Any
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def interrupt_on_signals() -> None:
+    """Make Ctrl-C and `kill` both raise KeyboardInterrupt in the main thread, so every `finally` (config
+    restore, testbed teardown) runs. SIGINT explicitly: a shell that starts a job in the background (`cmd &`
+    without job control) leaves SIGINT ignored for it, and a plain `kill` would otherwise skip every cleanup."""
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +12,7 @@ import click
 
 from advisor import ceiling
 from brokerconf.guard import ConfigGuard
-from core import paths
+from core import interrupts, paths
 from core.errors import RunFailed
 from kafkatune.options import say
 from kafkatune.sweep_text import print_plan, print_summary
@@ -26,10 +25,6 @@ from sweeps.target import resolve
 def _ceiling_of(profile: Mapping[str, Any] | None, rf: int) -> float | None:
     c = ceiling.from_profile(dict(profile) if profile else None, rf=rf)
     return c.mb_s if c else None
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 @click.command("sweep")
@@ -81,10 +76,7 @@ def command(
     if dry_run:
         print_plan(spec, run_dir, url)
         return
-    # Ctrl-C and `kill` both end in the restore; SIGINT explicitly, as a shell that starts a job in
-    # the background (`cmd &` without job control) leaves SIGINT ignored for it.
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupts.interrupt_on_signals()  # Ctrl-C and `kill` both end in the restore
     target = resolve(
         spec,
         spec_file,

@@ -37,12 +37,14 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/_common, which puts the repository on the path
 
-from _common import log, result_file, sweep, testbed  # noqa: E402
+from _common import commit, log, result_file, sweep, testbed  # noqa: E402
 
-from advisor import verdict  # noqa: E402
+from advisor import limit, verdict  # noqa: E402
 from brokerconf.apply import BrokerConfigs  # noqa: E402
 from core import stats  # noqa: E402
 from records.confirmation import Arm, Confirmation  # noqa: E402
+from records.profile import Limits  # noqa: E402
+from records.study import open_study  # noqa: E402
 from records.summary import Summary  # noqa: E402
 from records.trial import read_trial  # noqa: E402
 from sweeps.confirm import values  # noqa: E402
@@ -148,6 +150,22 @@ def search_progress(study: Path, stages: set[str]) -> dict[str, Any]:
     return {"trials_mb_s": figs, "best_mb_s": best, "trials_to_95pct": reached}
 
 
+def limits(study: Path, label: str, stage: str) -> list[dict[str, Any]]:
+    """What bound each run of the arm `label` in the phase `stage` (confirm, written), in the order run:
+    advisor.limit, the step that held against the lowest above it that missed (None: nothing above it missed)."""
+    st = open_study(study)
+    nic = Limits.of(st.profile).nic_mb_s
+    out = []
+    for d in st.trial_dirs:
+        rec = read_trial(d)
+        if rec is None or rec.stage != stage or (rec.confirms or "").rpartition("@")[0] != label:
+            continue
+        found = limit.of_trial(d, nic)
+        mb_s = (rec.measured or {}).get(rec.objective)
+        out.append({"trial": d.name, "mb_s": mb_s, "bound": found and found.bound, "why": found and found.reason})
+    return out
+
+
 def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     """The scenario's figures from the study: arms, ratios, keys, the product's verdict and the ceiling share."""
     conf: Confirmation | None = s.confirmation
@@ -156,6 +174,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     chosen, start = conf.arm(None), conf.arm(sc.start)
     confluent = conf.arm("baseline:confluent-throughput")
     head = conf.headline()
+    phase = "written" if conf.written and head in conf.written.arms else "confirm"
     head_mean = statistics.fmean(values(head)) if head and values(head) else None
     # a planted key is found when the chosen configuration runs it otherwise than the start (advisor.verdict)
     changes = verdict.current_changes(chosen.config, start.config) if chosen and start else []
@@ -180,6 +199,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
         "headline_mb_s": head_mean,
         "ceiling_mb_s": s.ceiling_mb_s,
         "headline_of_ceiling": head_mean / s.ceiling_mb_s if head_mean and s.ceiling_mb_s else None,
+        "headline_limits": limits(study, head.label, phase) if head and head.label else [],
         "search": search_progress(study, {st.name for st in s.stages}),
     }
 
@@ -198,7 +218,8 @@ def run(name: str, quick: bool, keep: Path | None) -> dict[str, Any]:
 
 
 def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None, quick: bool) -> dict[str, Any]:
-    if wall is None and s.this_invocation is not None:  # a finished study read again: the sweep's own clock
+    reread = wall is None
+    if reread and s.this_invocation is not None:  # a finished study read again: the sweep's own clock
         wall = s.this_invocation.wall_s
     figures = {"scenario": name, "known": sc.known, "start": sc.start, "quick": quick, "wall_s": wall}
     figures |= {"delay_ms": sc.delay_ms, "broker_start": dict(sc.broker), "nic_mb_s": NIC_MB_S}
@@ -211,8 +232,27 @@ def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None,
         print(f"{key}: {stats.Interval(**r).text('{:.2f}', '×') if isinstance(r, dict) else r}")
     sp = figures.get("search") or {}
     print(f"search trials to 95 % of the best: {sp.get('trials_to_95pct')} of {len(sp.get('trials_mb_s') or [])}")
-    result_file(f"tuning_{name}" + ("_quick" if quick else ""), figures)
+    for lim in figures.get("headline_limits") or []:
+        print(f"  {lim['trial']} ({lim['mb_s'] or 0:.2f} MB/s) bound by {lim['bound']}: {lim['why']}")
+    if reread:
+        keep_envelope(f"tuning_{name}" + ("_quick" if quick else ""), figures)
+    else:
+        result_file(f"tuning_{name}" + ("_quick" if quick else ""), figures)
     return figures
+
+
+def keep_envelope(name: str, figures: dict[str, Any]) -> None:
+    """A kept study's figures read again (--study) into the result file that study wrote, under its envelope (when,
+    on what machine, at which commit it was measured): the measurement is that run's, only the reading is new. The
+    file is left alone when it is another study's (its wall clock differs)."""
+    out = HERE.parent / "results" / f"{name}.json"
+    old = json.loads(out.read_text()) if out.exists() else {}
+    if old.get("wall_s") != figures["wall_s"]:
+        log(f"{out}: not this study's result file (its wall clock differs); not written")
+        return
+    envelope = {k: old[k] for k in ("benchmark", "measured_at", "commit", "machine") if k in old}
+    out.write_text(json.dumps({**envelope, **figures, "read_again_by": commit()}, indent=1, default=str) + "\n")
+    log(f"results: {out} (read again from the study)")
 
 
 def main() -> None:

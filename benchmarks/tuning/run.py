@@ -16,11 +16,13 @@ recommendation's rate as a share of the ceiling the testbed's profile gives; and
     .venv/bin/python benchmarks/tuning/run.py                       # every scenario, 36-60 min each here
     .venv/bin/python benchmarks/tuning/run.py lan control --quick   # 4 search trials each: the pipeline, not a claim
     .venv/bin/python benchmarks/tuning/run.py --study runs/tuning-lan --scenario lan   # a finished study's figures
+    .venv/bin/python benchmarks/tuning/run.py --table   # the README's table, from the result files
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import statistics
@@ -255,6 +257,55 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
     log(f"results: {out} (read again from the study)")
 
 
+def _interval(r: Mapping[str, Any] | None) -> str:
+    return f"{r['estimate']:.2f}× ({r['low']:.2f}–{r['high']:.2f})" if r else "—"
+
+
+def table_row(name: str, d: Mapping[str, Any]) -> str:
+    """One scenario's row of the README's table, from its result file."""
+    start = "Kafka's defaults" if d["start"] == DEFAULTS else "current"
+    planted = d.get("planted_found") or {}
+    bounds = collections.Counter(str(lim["bound"]) for lim in d.get("headline_limits") or [])
+    sp = d["search"]
+    cells = [
+        f"`{name}` (benchmarks/results/tuning_{name}.json)",
+        start,
+        "the start" if d["chosen"] == d["start"] else d["chosen"],
+        _interval(d["recommended_vs_start"]),
+        _interval(d["recommended_vs_confluent"]),
+        _interval(d.get("best_found_vs_start")),
+        ", ".join(k["key"] for k in d["recommended"]) or "none",
+        f"{sum(planted.values())} of {len(planted)}" if planted else "—",
+        f"{sp['trials_to_95pct']} of {len(sp['trials_mb_s'])}",
+        f"{d['headline_of_ceiling'] * 100:.0f} %" if d.get("headline_of_ceiling") else "—",
+        ", ".join(f"{b} {n}" for b, n in bounds.most_common()) or "—",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table() -> str:
+    """The README's table: one row per scenario with a result file, in SCENARIOS' order."""
+    head = [
+        "scenario",
+        "start",
+        "chosen",
+        "chosen / start (95 % CI)",
+        "chosen / Confluent (95 % CI)",
+        "search's best / start (95 % CI)",
+        "keys beyond noise",
+        "planted keys changed",
+        "search trials to 95 % of best",
+        "of ceiling",
+        "what bound the chosen runs (advisor.limit)",
+    ]
+    rows = [
+        table_row(name, json.loads(f.read_text()))
+        for name in SCENARIOS
+        if (f := HERE.parent / "results" / f"tuning_{name}.json").exists()
+    ]
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="*", help=f"which to run (default: all): {', '.join(SCENARIOS)}")
@@ -262,7 +313,11 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="copy each study folder into this (empty) folder")
     ap.add_argument("--study", type=Path, default=None, help="print a finished study's figures; run nothing")
     ap.add_argument("--scenario", default=None, help="with --study: the scenario it ran")
+    ap.add_argument("--table", action="store_true", help="print the README's table from the result files; run nothing")
     a = ap.parse_args()
+    if a.table:
+        print(table())
+        return
     unknown = sorted(set(a.scenarios) - set(SCENARIOS))
     if unknown:
         sys.exit(f"unknown scenario(s) {unknown}: known are {', '.join(SCENARIOS)}")

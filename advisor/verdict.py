@@ -188,15 +188,19 @@ def operating_lines(s: Summary) -> list[str]:
 
 
 def key_lines(s: Summary) -> list[str]:
-    lines = [f"  {e.key}: {e.old or '(unset)'} -> {e.new}: {_effect(e)}" for e in s.recommended]
+    alone = [e for e in s.recommended if e.beyond_noise]
+    lines = [f"  {e.key}: {e.old or '(unset)'} -> {e.new}: {_effect(e)}" for e in alone]
+    if lines:
+        lines.insert(0, "keys with an effect beyond noise (each put back alone, interleaved with the recommended):")
+    if group := [e for e in s.recommended if not e.beyond_noise]:
+        lines.append(f"kept as a group (in the recommended files): {group[0].why}")
+        lines += [f"  {e.key}: {e.old or '(unset)'} -> {e.new}: put back alone {_effect(e)}" for e in group]
     if none := s.no_measurable_effect:
         lines.append("no measurable effect (left out of the recommended files):")
         lines += [f"  {e.key}: {e.old or '(unset)'} -> {e.new}: {_effect(e)}; {e.why}" for e in none]
     if blocked := (s.confirmation.not_ablated if s.confirmation else ()):
         lines.append("not ablated (left out of the recommended files):")
         lines += [f"  {e.key}: {e.old or '(unset)'} -> {e.new}: {e.why}" for e in blocked]
-    if lines and s.recommended:
-        lines.insert(0, "keys with an effect beyond noise (each put back alone, interleaved with the recommended):")
     return lines
 
 
@@ -260,7 +264,10 @@ def rule_confirmed(sweep: Summary) -> list[Recommendation]:
     none = [e.key for e in sweep.no_measurable_effect]
     if none:
         ev.append(f"no measurable effect, not recommended: {', '.join(none)}")
+    alone = sum(e.beyond_noise for e in sweep.recommended)
     title = f"Apply the confirmed configuration's {len(action)} key(s) with an effect beyond noise"
+    if alone < len(action):  # some are kept as a group (sweeps.written): their effect is the group's
+        title = f"Apply the confirmed configuration's {len(action)} key(s), {alone} beyond noise alone, as a group"
     if not action:  # applying nothing gains nothing: the lead over the defaults is no key's to promise
         title, gain = _nothing_to_apply(none, [e.key for e in conf.not_ablated]), None
     return [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.verdict import choice_lines, current_changes, objective_line, rule_confirmed
+from advisor.verdict import choice_lines, current_changes, key_lines, objective_line, rule_confirmed
 from loadgen.sustainable import Slo
 from records.summary import Summary
 
@@ -86,10 +86,27 @@ def test_a_key_beyond_noise_is_applied_with_the_confirmations_gain() -> None:
         "old": "16384",
         "new": "83559",
         "interval": {"estimate": 2.5, "low": 1.0, "high": 4.0, "n": 4, "sd": 0.5, "level": 0.95},
+        "beyond_noise": True,
     }
     (r,) = rule_confirmed(_typed(_sweep([key], [], [])))
     assert r.title == "Apply the confirmed configuration's 1 key(s) with an effect beyond noise"
     assert r.action == {"batch.size": "83559"} and r.expected_gain_mb_s == 2.87 and r.severity == "high"
+
+
+def test_keys_kept_as_a_group_are_not_said_to_be_beyond_noise_alone() -> None:
+    """The written phase keeps keys that stand in for each other (sweeps.written): they are applied, under their
+    own heading with why, not listed among the keys whose effect alone is beyond noise."""
+    iv = {"estimate": 0.4, "low": -3.0, "high": 3.8, "n": 4, "sd": 1.0, "level": 0.95}
+    alone = {**_key("compression.type"), "interval": {**iv, "estimate": 3.0, "low": 1.0}, "beyond_noise": True}
+    group = [{**_key(k), "interval": iv, "why": "they stand in for each other"} for k in ("batch.size", "linger.ms")]
+    s = _typed(_sweep([alone, *group], [], []))
+    text = "\n".join(key_lines(s))
+    beyond, kept = text.split("kept as a group (in the recommended files): they stand in for each other")
+    assert "compression.type" in beyond and "batch.size" not in beyond and "linger.ms" not in beyond, text
+    assert "batch.size: (unset) -> x: put back alone +0.40 MB/s" in kept, text
+    (r,) = rule_confirmed(s)
+    assert r.title == "Apply the confirmed configuration's 3 key(s), 1 beyond noise alone, as a group", r.title
+    assert r.action == {"compression.type": "x", "batch.size": "x", "linger.ms": "x"}
 
 
 def test_the_objective_states_the_studys_slo_in_the_words_the_search_judges_it_by() -> None:

@@ -1,8 +1,9 @@
 """The recommended settings as files an operator applies: producer/consumer/server .properties and topics.
 
 A study with ablations (sweeps.confirm): only the keys whose ablation lost throughput beyond noise, each with
-its effect, 95 % interval, n and the trials it comes from. An older study without them: the swept keys whose
-best value differs from the baseline, each with the gain its stage measured.
+its effect, 95 % interval, n and the trials it comes from; for a study started from the `current` configuration,
+also each key that configuration runs otherwise than the one measured (from_current). An older study without
+them: the swept keys whose best value differs from the baseline, each with the gain its stage measured.
 """
 
 from __future__ import annotations
@@ -87,6 +88,32 @@ def from_ablations(recommended: Sequence[KeyEffect]) -> list[Change]:
         else:
             note = e.why or "needed"
         out.append(Change(e.key, p.scope, e.old, e.new, e.effect_mb_s, note, ", ".join(e.trial_ids)))
+    return out
+
+
+def from_current(
+    recommended: Sequence[KeyEffect],
+    dropped: set[str],
+    chosen: Mapping[str, Any],
+    current: Mapping[str, Any],
+    trials: str = "",
+) -> list[Change]:
+    """For a study started from the `current` configuration: each key it runs otherwise than the configuration the
+    files describe (the chosen one with the `dropped` keys at Kafka's defaults; a broker key the chosen one leaves
+    out ran as the cluster runs it), beside the `recommended` ones. Without these, an operator who applies the files
+    onto what runs now keeps such a key's current value and runs a configuration that was never measured. `trials`:
+    where the configuration was measured."""
+    out = []
+    for key in sorted(set(current) - {e.key for e in recommended}):
+        p = CATALOGUE.get(key)
+        if p is None or (key not in chosen and key not in dropped and p.scope == "broker"):
+            continue
+        measured = p.default if key in dropped or key not in chosen else chosen[key]
+        cur = current[key]
+        if measured is None or _same(cur, measured):
+            continue
+        note = "set from the current configuration's value to the one measured"
+        out.append(Change(key, p.scope, None if cur is None else str(cur), str(measured), None, note, trials))
     return out
 
 

@@ -1,0 +1,49 @@
+"""reports.properties.from_current: the files of a study started from the `current` configuration set back every
+key that configuration runs otherwise than the configuration measured as written."""
+
+from __future__ import annotations
+
+from records.confirmation import KeyEffect
+from reports.properties import from_current, render
+
+# the misconfig scenario's start (benchmarks/tuning/misconfig.yaml) and a chosen configuration from its sweep
+CURRENT = {
+    "batch.size": 4096,
+    "linger.ms": 0,
+    "acks": "all",
+    "max.partition.fetch.bytes": 8192,
+    "partitions": 6,
+    "log.flush.interval.messages": "1",
+    "num.io.threads": "8",
+}
+CHOSEN = {
+    "batch.size": 717036,
+    "linger.ms": 23,
+    "acks": "all",
+    "max.partition.fetch.bytes": 1048576,
+    "partitions": 6,
+    "log.flush.interval.messages": 3864658,
+}
+
+
+def test_keys_the_current_configuration_runs_otherwise_are_set_to_what_was_measured() -> None:
+    """batch.size is recommended (beyond noise); linger.ms and the flush were dropped (no effect against the
+    defaults), so the written configuration runs their defaults; the fetch size ran at its default in the chosen
+    configuration; partitions and acks are the same; num.io.threads, a broker key the chosen configuration left
+    out, ran as the cluster runs it."""
+    recommended = [KeyEffect("batch.size", "16384", "717036", beyond_noise=True)]
+    dropped = {"linger.ms", "log.flush.interval.messages"}
+    changes = from_current(recommended, dropped, CHOSEN, CURRENT, "confirm-001")
+    got = {c.key: (c.old, c.new) for c in changes}
+    assert got == {
+        "linger.ms": ("0", "5"),
+        "log.flush.interval.messages": ("1", "9223372036854775807"),
+        "max.partition.fetch.bytes": ("8192", "1048576"),
+    }, got
+    files = render(changes, "header")
+    assert (
+        "linger.ms=5" in files["producer.properties"]
+        and "max.partition.fetch.bytes=1048576" in files["consumer.properties"]
+    )
+    assert "log.flush.interval.messages=9223372036854775807" in files["server.properties"]
+    assert from_current([], set(), CURRENT, CURRENT) == []  # the current configuration chosen: nothing to set back

@@ -53,10 +53,11 @@ def build(
     shown = _charts(a)
     confirmed = bool(a.sweep and a.sweep.confirmation)
     changes = properties.from_ablations(a.sweep.recommended) if a.sweep and confirmed else _search_changes(a)
-    changes += _from_current(a)
+    back = _from_current(a)
+    changes += back
     header = (
         f"kafkatune recommendation for study {study.name}: keys whose ablation lost throughput beyond noise"
-        + (", and those the current configuration runs otherwise" if _from_current(a) else "")
+        + (", and those the current configuration runs otherwise" if back else "")
         if confirmed
         else f"kafkatune recommendation for study {study.name}, from trial {best.trial_id if best else '-'}"
     )
@@ -127,15 +128,15 @@ def _tail_lines(a: advice.StudyAdvice) -> list[str]:
 def _from_current(a: advice.StudyAdvice) -> list[properties.Change]:
     """For a study whose chosen configuration beat the `current` one beyond noise: the keys the current configuration
     runs otherwise than the configuration the files describe (properties.from_current)."""
-    conf = a.sweep.confirmation if a.sweep else None
-    if conf is None or conf.vs_current is None or not conf.vs_current.distinguishable:
+    s = a.sweep
+    conf = s.confirmation if s else None
+    if s is None or conf is None or conf.vs_current is None or not conf.vs_current.distinguishable:
         return []
     chosen, cur = conf.arm(None), conf.arm("baseline:current")
     if chosen is None or cur is None:
         return []
-    dropped = {e.key for e in (*a.sweep.no_measurable_effect, *conf.not_ablated)} if a.sweep else set()
-    recommended = a.sweep.recommended if a.sweep else ()
-    return properties.from_current(recommended, dropped, chosen.config, cur.config, ", ".join(chosen.trial_ids))
+    dropped = {e.key for e in (*s.no_measurable_effect, *conf.not_ablated)}
+    return properties.from_current(s.recommended, dropped, chosen.config, cur.config, ", ".join(chosen.trial_ids))
 
 
 def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:

@@ -152,19 +152,20 @@ def search_progress(study: Path, stages: set[str]) -> dict[str, Any]:
     return {"trials_mb_s": figs, "best_mb_s": best, "trials_to_95pct": reached}
 
 
-def limits(study: Path, label: str, stage: str) -> list[dict[str, Any]]:
-    """What bound each run of the arm `label` in the phase `stage` (confirm, written), in the order run:
-    advisor.limit, the step that held against the lowest above it that missed (None: nothing above it missed)."""
+def limits(study: Path, arm: Arm) -> list[dict[str, Any]]:
+    """What bound each of the arm's runs (its trial_ids), in the order run: advisor.limit, the step that held against
+    the lowest above it that missed (None: nothing above it missed)."""
     st = open_study(study)
     nic = Limits.of(st.profile).nic_mb_s
     out = []
-    for d in st.trial_dirs:
-        rec = read_trial(d)
-        if rec is None or rec.stage != stage or (rec.confirms or "").rpartition("@")[0] != label:
+    for tid in arm.trial_ids:
+        d = st.trial(tid)
+        rec = read_trial(d) if d else None
+        if d is None or rec is None:
             continue
         found = limit.of_trial(d, nic)
         mb_s = (rec.measured or {}).get(rec.objective)
-        out.append({"trial": d.name, "mb_s": mb_s, "bound": found and found.bound, "why": found and found.reason})
+        out.append({"trial": tid, "mb_s": mb_s, "bound": found and found.bound, "why": found and found.reason})
     return out
 
 
@@ -176,7 +177,6 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     chosen, start = conf.arm(None), conf.arm(sc.start)
     confluent = conf.arm("baseline:confluent-throughput")
     head = conf.headline()
-    phase = "written" if conf.written and head in conf.written.arms else "confirm"
     head_mean = statistics.fmean(values(head)) if head and values(head) else None
     # a planted key is found when the chosen configuration runs it otherwise than the start (advisor.verdict)
     changes = verdict.current_changes(chosen.config, start.config) if chosen and start else []
@@ -201,7 +201,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
         "headline_mb_s": head_mean,
         "ceiling_mb_s": s.ceiling_mb_s,
         "headline_of_ceiling": head_mean / s.ceiling_mb_s if head_mean and s.ceiling_mb_s else None,
-        "headline_limits": limits(study, head.label, phase) if head and head.label else [],
+        "headline_limits": limits(study, head) if head else [],
         "search": search_progress(study, {st.name for st in s.stages}),
     }
 

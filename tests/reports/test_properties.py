@@ -14,7 +14,7 @@ CURRENT = {
     "max.partition.fetch.bytes": 8192,
     "partitions": 6,
     "log.flush.interval.messages": "1",
-    "num.io.threads": "8",
+    "num.io.threads": "4",
 }
 CHOSEN = {
     "batch.size": 717036,

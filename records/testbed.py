@@ -61,6 +61,9 @@ class TestbedState:
     security: str = "plaintext"  # "sasl_ssl": each node also has a SASL_SSL client listener
     # the network namespaces of the client hosts when shaped; empty: load workers run on this host
     client_netns: tuple[str, ...] = ()
+    # the brokers' JVM options as the testbed was brought up (testbed.nodes.jvm_options): every process that starts
+    # a node (a sweep's rolling restart, a heal) starts it with these, not with its own defaults
+    jvm_options: tuple[str, ...] = ()
 
     @property
     def bootstrap_servers(self) -> str:
@@ -98,13 +101,14 @@ def load_state(path: Path) -> TestbedState:
     d = _migrate(json.loads(path.read_text()))
     d["nodes"] = tuple(Node(**n) for n in d["nodes"])
     d["client_netns"] = tuple(d["client_netns"])
+    d["jvm_options"] = tuple(d.get("jvm_options") or ())
     return TestbedState(**d)
 
 
 def save_state(path: Path, st: TestbedState) -> None:
     doc = asdict(st)
     doc["nodes"] = [asdict(n) for n in st.nodes]
-    doc["client_netns"] = list(st.client_netns)
+    doc["client_netns"], doc["jvm_options"] = list(st.client_netns), list(st.jvm_options)
     doc["pids"], doc["overrides"] = dict(st.pids), dict(st.overrides)
     files.write_json(path, doc)
 

@@ -46,15 +46,28 @@ class Testbed:
         *,
         base_port: int = 29090,
         prefix: str = "kt",
-        heap: str = "1g",
-        jvm_extra: Sequence[str] = (),
+        heap: str | None = None,
+        jvm_extra: Sequence[str] | None = None,
     ) -> None:
+        """`heap` and `jvm_extra` set the brokers' JVM options (testbed.nodes.jvm_options) when given; when neither
+        is, the nodes start with the options the testbed was brought up with, so a sweep that restarts a node in
+        another process does not change its heap."""
         self.state_dir = state_dir
         self.dist = dist
         self.base_port = base_port
         self.prefix = prefix
-        self.jvm_options = nodes.jvm_options(heap, jvm_extra)  # every start of a node, and the profile, use these
+        asked = heap is not None or jvm_extra is not None
+        self._jvm_asked = tuple(nodes.jvm_options(heap or nodes.HEAP, jvm_extra or ())) if asked else None
         self.security = Security(state_dir, dist.java)
+
+    @property
+    def jvm_options(self) -> list[str]:
+        """What every start of a node, and the profile, use: the options asked for, else the state's, else the
+        defaults."""
+        if self._jvm_asked is not None:
+            return list(self._jvm_asked)
+        kept = self.state().jvm_options if self.state_file.exists() else ()
+        return list(kept) or nodes.jvm_options(nodes.HEAP)
 
     # ---- state -------------------------------------------------------------------------------------
     @property
@@ -210,7 +223,9 @@ class Testbed:
         if st is None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             st = self._new_state(network, nic_mb_s, subnet, security or "plaintext")
-            self._save(st)
+        if st.jvm_options != tuple(self.jvm_options):  # a new testbed, or options asked anew: the next starts use them
+            st = st.replace(jvm_options=tuple(self.jvm_options))
+        self._save(st)
         if st.security == "sasl_ssl":
             self.security.make_keystore(st)
         net = self.network(st)

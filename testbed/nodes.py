@@ -107,6 +107,9 @@ def format_storage(dist: KafkaDist, state_dir: Path, st: TestbedState, node: Nod
         raise EnvironmentProblem(f"formatting node {node.id} failed: {proc.stdout[-500:]}{proc.stderr[-500:]}")
 
 
+HEAP = "1g"  # each broker's, unless the testbed is brought up with another
+
+
 def jvm_options(heap: str, extra: Sequence[str] = ()) -> list[str]:
     """The brokers' JVM settings, the same for every node and written into the cluster profile (records.profile):
     a fixed heap (no resizing mid-run) and G1 with Kafka's own pause target (kafka-run-class.sh's), then `extra`

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(not netns.can_shape()[0], reason=f"shaped mode: 
 @pytest.fixture(scope="module")
 def shaped(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist) -> Iterator[Testbed]:
     # Its own name and /24, so it can run beside a developer's shaped testbed.
-    tb = Testbed(tmp_path_factory.mktemp("shaped"), kafka_dist, prefix="ktt", heap="512m")
+    tb = Testbed(tmp_path_factory.mktemp("shaped"), kafka_dist, prefix="ktt")  # brought up by the CLI below
     proc = kafkatune(
         "testbed",
         "up",

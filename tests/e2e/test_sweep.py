@@ -173,6 +173,8 @@ class Rolled:
     log: str
     before: dict[str, Any]
     after: dict[str, Any]
+    heaps: dict[str, list[str]]  # each node's -Xms/-Xmx after the sweep's restarts, from its command line
+    asked: list[str]  # the ones the testbed was brought up with
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +204,10 @@ def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled
     run_dir = tmp / "roll-jit"
     (rec,) = records(run_dir)
     summary = json.loads(p.stdout.strip().splitlines()[-1])
-    return Rolled(run_dir, summary, rec, p.stderr, before, after)
+    pids = testbed.state().pids
+    argv = {b: Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") for b, pid in pids.items()}
+    heaps = {b: [a for a in args if a.startswith(("-Xms", "-Xmx"))] for b, args in argv.items()}
+    return Rolled(run_dir, summary, rec, p.stderr, before, after, heaps, testbed.jvm_options[:2])
 
 
 def test_a_restart_only_key_is_rolled_in_read_back_and_rolled_back(rolled: Rolled) -> None:
@@ -222,6 +227,7 @@ def test_a_restart_only_key_is_rolled_in_read_back_and_rolled_back(rolled: Rolle
     assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
     assert same_configs(rolled.after, rolled.before)
     assert not json.loads(next(rolled.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
+    assert rolled.heaps == dict.fromkeys(("1", "2", "3"), rolled.asked)  # restarted as the testbed was brought up
 
 
 def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm_up(rolled: Rolled) -> None:

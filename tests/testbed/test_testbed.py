@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from cluster import admin, metrics
-from records.testbed import TestbedState
+from records.testbed import Node, TestbedState, load_state, save_state
 from testbed import netns, writeback
+from testbed.dist import KafkaDist
 from testbed.lifecycle import Testbed
+from testbed.nodes import HEAP, jvm_options
 from tests.helpers import REPO, kafkatune
 
 
@@ -151,3 +153,19 @@ def test_a_node_that_exited_while_starting_is_reported_with_its_last_error(tmp_p
     )
     assert why_exited(log).startswith("org.apache.kafka.common.KafkaException: Socket server failed to bind")
     assert why_exited(tmp_path / "none.log") == "no server.log"
+
+
+def test_a_node_another_process_starts_gets_the_jvm_options_the_testbed_was_brought_up_with(tmp_path: Path) -> None:
+    """A sweep restarts nodes from its own process, which asks for no heap: the nodes keep the testbed's JVM options
+    (the suite's 768-MiB brokers once came back from a rolling restart with 1 GiB)."""
+    kafka = KafkaDist(tmp_path / "kafka")
+    assert Testbed(tmp_path / "none", kafka).jvm_options == jvm_options(HEAP)  # no testbed yet: the defaults
+    asked = Testbed(tmp_path / "tb", kafka, heap="512m", jvm_extra=["-XX:+AlwaysPreTouch"])
+    assert asked.jvm_options[:2] == ["-Xms512m", "-Xmx512m"] and asked.jvm_options[-1] == "-XX:+AlwaysPreTouch"
+    node = Node(1, "127.0.0.1", 24091, 24191, 24291, None, None)
+    st = TestbedState(1, "loopback", "id", "4.3.1", (node,), jvm_options=tuple(asked.jvm_options))
+    asked.state_dir.mkdir()
+    save_state(asked.state_file, st)
+    assert load_state(asked.state_file) == st
+    assert Testbed(asked.state_dir, kafka).jvm_options == asked.jvm_options  # another process, asking nothing
+    assert Testbed(asked.state_dir, kafka, heap="2g").jvm_options[:2] == ["-Xms2g", "-Xmx2g"]  # asked anew

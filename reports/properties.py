@@ -9,7 +9,7 @@ them: the swept keys whose best value differs from the baseline, each with the g
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,15 @@ class Change:
     gain_mb_s: float | None  # measured: the key's own effect in its stage, when it was swept alone
     gain_note: str
     trial: str
+    # what the study's `current` configuration runs, where it differs from `old` (the value the effect is measured
+    # against, Kafka's default): an operator reads the change from what runs now (with_current)
+    current: str | None = None
+
+    @property
+    def was(self) -> str:
+        """The value before the change, as the files and the report state it."""
+        old = self.old if self.old is not None else "(unset)"
+        return old if self.current is None else f"{self.current} now (the effect is against {old})"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -117,6 +126,17 @@ def from_current(
     return out
 
 
+def with_current(changes_: Sequence[Change], current: Mapping[str, Any]) -> list[Change]:
+    """`changes_` with the value the `current` configuration runs for each key where it is neither the change's old
+    value nor its new one (a study started from Kafka's defaults has no `current`: unchanged)."""
+    out = []
+    for c in changes_:
+        cur = current.get(c.key)
+        keep = cur is None or _same(cur, c.old) or _same(cur, c.new)
+        out.append(c if keep else replace(c, current=str(cur)))
+    return out
+
+
 def render(changes_: list[Change], header: str) -> dict[str, str]:
     """File name → text."""
     files: dict[str, list[str]] = {}
@@ -128,7 +148,7 @@ def render(changes_: list[Change], header: str) -> dict[str, str]:
             if c.gain_mb_s is None or "CI" in c.gain_note
             else f"+{c.gain_mb_s:.2f} MB/s measured ({c.gain_note})"
         )
-        lines.append(f"# {c.key}: {c.old if c.old is not None else '(unset)'} -> {c.new}; {gain}; trials {c.trial}")
+        lines.append(f"# {c.key}: {c.was} -> {c.new}; {gain}; trials {c.trial}")
         if c.scope == "workload":
             lines.append(f"# a client count for the deployment, not a Kafka config: run {c.new} {c.key}")
         lines.append(f"{c.key}={c.new}")

@@ -8,7 +8,7 @@ the report computes no figure of its own: it picks, formats and plots them, thro
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +54,7 @@ def build(
     confirmed = bool(a.sweep and a.sweep.confirmation)
     changes = properties.from_ablations(a.sweep.recommended) if a.sweep and confirmed else _search_changes(a)
     back = _from_current(a)
-    changes += back
+    changes = properties.with_current([*changes, *back], _current_config(a))
     header = (
         f"kafkatune recommendation for study {study.name}: keys whose ablation lost throughput beyond noise"
         + (", and those the current configuration runs otherwise" if back else "")
@@ -137,6 +137,13 @@ def _from_current(a: advice.StudyAdvice) -> list[properties.Change]:
         return []
     dropped = {e.key for e in (*s.no_measurable_effect, *conf.not_ablated)}
     return properties.from_current(s.recommended, dropped, chosen.config, cur.config, ", ".join(chosen.trial_ids))
+
+
+def _current_config(a: advice.StudyAdvice) -> Mapping[str, Any]:
+    """What the study's `current` baseline ran ({} when it has none)."""
+    conf = a.sweep.confirmation if a.sweep else None
+    cur = conf.arm("baseline:current") if conf else None
+    return cur.config if cur else {}
 
 
 def _search_changes(a: advice.StudyAdvice) -> list[properties.Change]:
@@ -276,7 +283,7 @@ def markdown(c: dict[str, Any]) -> str:
         L += ["| file | key | old | new | measured gain | trial |", "|---|---|---|---|---|---|"]
         for ch in c["changes"]:
             gain = ch.gain_note if "CI" in ch.gain_note or ch.gain_mb_s is None else f"+{ch.gain_mb_s:.2f} MB/s"
-            L.append(f"| {properties.FILES[ch.scope]} | `{ch.key}` | {ch.old} | {ch.new} | {gain} | {ch.trial} |")
+            L.append(f"| {properties.FILES[ch.scope]} | `{ch.key}` | {ch.was} | {ch.new} | {gain} | {ch.trial} |")
     elif c["verdict"]:
         L.append("No key's ablation lost throughput beyond noise: no key is recommended (see above).")
     else:

@@ -4,7 +4,7 @@ key that configuration runs otherwise than the configuration measured as written
 from __future__ import annotations
 
 from records.confirmation import KeyEffect
-from reports.properties import from_current, render
+from reports.properties import from_ablations, from_current, render, with_current
 
 # the misconfig scenario's start (benchmarks/tuning/misconfig.yaml) and a chosen configuration from its sweep
 CURRENT = {
@@ -47,3 +47,17 @@ def test_keys_the_current_configuration_runs_otherwise_are_set_to_what_was_measu
     )
     assert "log.flush.interval.messages=9223372036854775807" in files["server.properties"]
     assert from_current([], set(), CURRENT, CURRENT) == []  # the current configuration chosen: nothing to set back
+
+
+def test_a_recommended_key_is_stated_from_what_the_current_configuration_runs() -> None:
+    """The ablation measures batch.size against Kafka's default (16384), but the operator runs 4096 now: the files say
+    both; a key whose old value is the current one, or one current runs already, is stated as before."""
+    recommended = [KeyEffect("batch.size", "16384", "717036", beyond_noise=True), KeyEffect("acks", "1", "all")]
+    back = from_current(recommended, {"linger.ms"}, CHOSEN, CURRENT)
+    changes = with_current([*from_ablations(recommended), *back], CURRENT)
+    was = {c.key: c.was for c in changes}
+    assert was["batch.size"] == "4096 now (the effect is against 16384)", was
+    assert was["acks"] == "1" and was["linger.ms"] == "0", was  # current runs acks=all already; linger.ms set back
+    line = next(x for x in render(changes, "h")["producer.properties"].splitlines() if x.startswith("# batch.size"))
+    assert line.startswith("# batch.size: 4096 now (the effect is against 16384) -> 717036;"), line
+    assert with_current(changes, {}) == changes  # a study from Kafka's defaults: no current to state

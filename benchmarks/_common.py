@@ -19,6 +19,7 @@ from testbed import dist
 from testbed.lifecycle import Testbed
 
 REPO = Path(__file__).resolve().parent.parent
+STOP_S = 300  # how long a child asked to stop may take: a sweep's restore rolls brokers back one at a time
 
 
 def log(msg: str) -> None:
@@ -65,13 +66,32 @@ def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
+def run_child(cmd: list[str], *, stderr: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`cmd` with its stdout (and `stderr`, when PIPE) captured. Interrupted, the benchmark asks the child to stop
+    with SIGTERM and waits STOP_S for it before killing it: a sweep then restores the broker configs it changed
+    itself, as `kafkatune sweep` does on Ctrl-C (subprocess.run would kill it at once)."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        out, err = proc.communicate()
+    except KeyboardInterrupt:
+        log(f"asking {cmd[3]} (pid {proc.pid}) to stop")
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path, float]:
     """`kafkatune sweep SPEC --json` against `tb`: its summary, its study folder and its wall clock (s).
     Exits the benchmark when the sweep fails."""
     t0 = time.monotonic()
     cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
     cmd += ["--runs-dir", str(runs_dir), "--json"]
-    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
+    proc = run_child(cmd)
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"sweep failed with exit code {proc.returncode}")
@@ -87,7 +107,7 @@ def bench(tb: Testbed, workload: Path, out: Path, slo_ms: float) -> dict[str, An
     cmd = [sys.executable, "-m", "kafkatune", "bench", str(workload), "--state-dir", str(tb.state_dir)]
     cmd += ["--out", str(out), "--json", "--slo-p99-e2e-ms", str(slo_ms)]
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+    proc = run_child(cmd, stderr=subprocess.PIPE)
     if proc.returncode != 0:
         sys.exit(f"bench failed ({proc.returncode}): {proc.stderr[-2000:]}")
     d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

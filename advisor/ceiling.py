@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import UserError
-from records.profile import Limits
+from records.profile import ClusterProfile, Limits
 
 RESOURCES = ("network_in", "network_out", "disk", "client_network")
 ACKS = ("0", "1", "all", "-1")
@@ -142,7 +142,7 @@ def p_max(
     return Ceiling(p, binding, terms, per_broker, tuple(notes))
 
 
-def from_profile(profile: dict[str, Any] | None, rf: int = 3, consumer_groups: int = 1) -> Ceiling | None:
+def from_profile(profile: ClusterProfile | None, rf: int = 3, consumer_groups: int = 1) -> Ceiling | None:
     """The ceiling of a cluster profile (None when no network rate is known, e.g. unshaped loopback).
 
     The disk term uses the probe's concurrent per-broker rate (all brokers writing at once), since on the

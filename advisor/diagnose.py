@@ -18,7 +18,7 @@ from typing import Any
 from advisor import links
 from advisor.trials import num
 from loadgen import clientside
-from records.profile import Limits
+from records.profile import ClusterProfile, Limits
 from records.trialrow import TrialRow
 
 SATURATED = 0.85  # a link or disk carrying ≥ 85 % of its measured rate is the bottleneck
@@ -277,7 +277,7 @@ def _unsaturated(row: TrialRow) -> str:
     return "the rate is set by round trips (acks=all waits for the ISR)"
 
 
-def binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
+def binding(row: TrialRow, profile: ClusterProfile | None) -> Diagnosis:
     """What bound the trial's run. A sweep's sustainable-rate trial's evidence is its max-rate probe's (the run
     that pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate.
     A bench run's is its search run's, said so with the rate it held."""
@@ -292,7 +292,7 @@ def binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
     return d
 
 
-def _binding(row: TrialRow, profile: dict[str, Any] | None) -> Diagnosis:
+def _binding(row: TrialRow, profile: ClusterProfile | None) -> Diagnosis:
     lim = Limits.of(profile)
     nic, disk_mb_s = lim.nic_mb_s, lim.disk_mb_s
     if row.state != "complete" or row.mb_s is None:

@@ -26,6 +26,7 @@ from brokerconf.catalogue import READ_BACK_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
 from core.units import MB
+from records.profile import ClusterProfile
 from records.trialrow import TrialRow
 from spark.series import EVIDENCE, evidence
 
@@ -87,7 +88,7 @@ class LiveSample:
     under_replicated_max: int = 0
 
 
-def live_metric_rules(sample: LiveSample, profile: dict[str, Any] | None) -> list[Recommendation]:
+def live_metric_rules(sample: LiveSample, profile: ClusterProfile | None) -> list[Recommendation]:
     """Rules over a few seconds of live broker metrics (idle fractions, under-replicated partitions)."""
     recs: list[Recommendation] = []
     row, secs = sample.row, sample.seconds

@@ -19,7 +19,7 @@ from advisor import diagnose
 from advisor.trials import best_trial, complete, representative, strict_mask
 from core.errors import UserError
 from core.stats import Interval, mean_interval
-from records.profile import Limits
+from records.profile import ClusterProfile, Limits
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
 # 6 consumers. Used only when no study is given, and named in the plan's assumptions.
@@ -219,7 +219,7 @@ def _check(target_mb_s: float, headroom: float, message_bytes: int, rf: int, spa
 
 
 def _bandwidths(
-    nic_mb_s: float | None, disk_mb_s: float | None, profile: dict[str, Any] | None
+    nic_mb_s: float | None, disk_mb_s: float | None, profile: ClusterProfile | None
 ) -> tuple[float, float | None]:
     """The link and disk MB/s per broker: as given, else the profile's measured ones; a UserError without a link."""
     lim = Limits.of(profile)
@@ -270,7 +270,7 @@ def plan(
     headroom: float = 0.7,
     spare_brokers: int = 1,
     trials: pd.DataFrame | None = None,
-    profile: dict[str, Any] | None = None,
+    profile: ClusterProfile | None = None,
     confirmed: Sequence[str] = (),
 ) -> Plan:
     """The plan for `target_mb_s`. With `trials` (a study's), its efficiency and per-client rates are measured:

@@ -152,7 +152,7 @@ class RemoteProber:
         nic = min((p["mb_s"] for p in pairs), default=None)
         return ClusterProfile(
             source=f"inventory {self.inv.name}",
-            brokers=[ProfileBroker(b.id, b.host) for _, b in brokers],
+            brokers=tuple(ProfileBroker(b.id, b.host) for _, b in brokers),
             bootstrap_servers=self.inv.bootstrap,
             network={
                 "mode": "remote",
@@ -179,7 +179,7 @@ def probe_inventory(
     out: Path | None,
     accept_new_host_keys: bool,
     progress: Callable[[str], None],
-) -> tuple[dict[str, Any], Path]:
+) -> tuple[ClusterProfile, Path]:
     """Probe the cluster of `inventory` over SSH and write its profile (default: where sweeps of that
     inventory read it); returns the profile and where it was written."""
     inv = load_inventory(inventory)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cluster import admin
 from cluster.clients import RemoteClient, client_hosts
@@ -22,7 +21,7 @@ from cluster.ssh import SshPool
 from cluster.ssh import Target as SshTarget
 from core import procs
 from core.errors import EnvironmentProblem
-from records.profile import PROFILE, inventory_profile_path, read_profile
+from records.profile import PROFILE, ClusterProfile, inventory_profile_path, read_profile
 from records.testbed import Node, TestbedState, load_state, node_config, state_path
 
 # Where a load worker runs: this host (None), a network namespace on it (its name), or a client host over SSH.
@@ -37,7 +36,7 @@ class Target:
     common: Mapping[str, str] = field(default_factory=dict)
     placements: tuple[Placement, ...] = (None,)
     metrics_urls: Mapping[int, str] = field(default_factory=dict)
-    profile: dict[str, Any] | None = None
+    profile: ClusterProfile | None = None
     broker_ids: tuple[int, ...] = ()
     state_dir: Path | None = None  # the testbed's
     inventory: Inventory | None = None

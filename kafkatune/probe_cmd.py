@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -13,12 +12,13 @@ from cluster.probe import probe_disk
 from cluster.remote_probe import probe_inventory
 from core.errors import EnvironmentProblem
 from kafkatune.options import inventory_options, say, testbed
+from records.profile import ClusterProfile
 from testbed import profile as profiles
 
 
-def _print_profile(profile: dict[str, Any], as_json: bool) -> None:
+def _print_profile(profile: ClusterProfile, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(profile, indent=2))
+        click.echo(json.dumps(profile.to_json(), indent=2))
         return
     c = ceiling.from_profile(profile)
     click.echo(

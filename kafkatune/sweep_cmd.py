@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -17,13 +15,14 @@ from core.errors import RunFailed
 from kafkatune.options import say
 from kafkatune.sweep_text import print_plan, print_summary
 from kafkatune.sweep_view import SweepView
+from records.profile import ClusterProfile
 from sweeps import engine
 from sweeps.spec import load_spec, redacted_text
 from sweeps.target import resolve
 
 
-def _ceiling_of(profile: Mapping[str, Any] | None, rf: int) -> float | None:
-    c = ceiling.from_profile(dict(profile) if profile else None, rf=rf)
+def _ceiling_of(profile: ClusterProfile | None, rf: int) -> float | None:
+    c = ceiling.from_profile(profile, rf=rf)
     return c.mb_s if c else None
 
 

@@ -20,6 +20,7 @@ from core.units import MB
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
+from records.profile import ClusterProfile
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 
@@ -138,7 +139,7 @@ def _loss(raw: RawRun) -> dict[str, Any]:
 
 def build(
     raw: RawRun,
-    profile: dict[str, Any] | None = None,
+    profile: ClusterProfile | None = None,
     driver_info: dict[str, Any] | None = None,
     slo_ms: float | None = None,
     tail_seconds: Sequence[int] | None = None,
@@ -176,7 +177,7 @@ def build(
         "producerConfig": w.str_map("producerConfig"),
         "consumerConfig": w.str_map("consumerConfig"),
         "topicConfig": w.str_map("topicConfig"),
-        "profile": profile,
+        "profile": profile.to_json() if profile else None,
         "driver_info": driver_info or {},
     }
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})

@@ -13,12 +13,12 @@ record embeds it. advisor.ceiling turns it into the ceiling model's limits.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import files, paths
+from core import files, paths, typed
 
 SCHEMA_VERSION = 1
 PROFILE = "profile.json"
@@ -34,18 +34,25 @@ class ProfileBroker:
 
 @dataclass(frozen=True)
 class ClusterProfile:
-    source: str  # "testbed" | "inventory <name>" | "synthetic"
-    brokers: Sequence[ProfileBroker]
-    bootstrap_servers: str | None
-    network: Mapping[str, Any]  # mode, shaped, nic_mb_s_configured, nic_mb_s_measured, and how it was measured
-    disk: Mapping[str, Any]  # the disk probe (write_mb_s_measured, fsync_per_s, …), per broker when remote
+    """profile.json, typed: the readers get attributes; dicts stay at its JSON edge (from_json, to_json)."""
+
+    source: str = "unknown"  # "testbed" | "inventory <name>" | "synthetic"
+    brokers: tuple[ProfileBroker, ...] = ()
+    bootstrap_servers: str | None = None
+    network: Mapping[str, Any] = field(default_factory=dict)  # mode, shaped, nic_mb_s_configured, _measured, how
+    disk: Mapping[str, Any] = field(default_factory=dict)  # write_mb_s_measured, fsync_per_s, …, per broker if remote
     machine: Mapping[str, Any] = field(default_factory=dict)
     kafka_version: str | None = None
     probed_ns: int = field(default_factory=time.time_ns)
     schema_version: int = SCHEMA_VERSION
 
-    def as_json(self) -> dict[str, Any]:
-        d = asdict(self)
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], where: str = PROFILE) -> ClusterProfile:
+        """A profile as written by any schema version up to SCHEMA_VERSION (keys it does not know are left out)."""
+        return typed.from_json(cls, doc, where)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = typed.to_json(self)
         order = [
             "schema_version",
             "source",
@@ -71,13 +78,12 @@ class Limits:
     brokers: int = 3
 
     @classmethod
-    def of(cls, profile: Mapping[str, Any] | None) -> Limits:
-        """A profile as read (read_profile, a run record's copy), any schema version; None: nothing measured."""
-        if not profile:
+    def of(cls, profile: ClusterProfile | None) -> Limits:
+        """The limits of `profile`; None: nothing measured."""
+        if profile is None:
             return cls()
-        nic = (profile.get("network") or {}).get("nic_mb_s_measured")
-        disk = (profile.get("disk") or {}).get("write_mb_s_measured")
-        return cls(float(nic) if nic else None, float(disk) if disk else None, len(profile.get("brokers") or ()) or 3)
+        nic, disk = profile.network.get("nic_mb_s_measured"), profile.disk.get("write_mb_s_measured")
+        return cls(float(nic) if nic else None, float(disk) if disk else None, len(profile.brokers) or 3)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,8 @@ class Machine:
     broker_jvm_options: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, profile: Mapping[str, Any] | None) -> Machine:
-        m = (profile or {}).get("machine") or {}
+    def of(cls, profile: ClusterProfile | None) -> Machine:
+        m = profile.machine if profile else {}
         rng = m.get("cpu_probe_ms_range")
         return cls(
             cpus=m.get("cpus"),
@@ -105,22 +111,16 @@ class Machine:
         )
 
 
-def write_profile(path: Path, profile: ClusterProfile) -> dict[str, Any]:
-    """Write the profile; returns it as the JSON the readers get."""
-    doc = profile.as_json()
-    files.write_json(path, doc)
-    return doc
+def write_profile(path: Path, profile: ClusterProfile) -> ClusterProfile:
+    """Write the profile (a study's copy too, so the study says what it ran against); returns it."""
+    files.write_json(path, profile.to_json())
+    return profile
 
 
-def copy_profile(path: Path, profile: Mapping[str, Any]) -> None:
-    """A profile as read (any schema version) into a study folder, so the study says what it ran against."""
-    files.write_json(path, dict(profile))
-
-
-def read_profile(path: Path) -> dict[str, Any] | None:
+def read_profile(path: Path) -> ClusterProfile | None:
     """A profile as written (every schema version up to SCHEMA_VERSION; a newer one is refused), or None when
     there is none."""
-    return files.read_record(path, SCHEMA_VERSION) if path.exists() else None
+    return ClusterProfile.from_json(files.read_record(path, SCHEMA_VERSION), str(path)) if path.exists() else None
 
 
 def inventory_profile_path(inventory_name: str) -> Path:

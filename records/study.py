@@ -29,7 +29,7 @@ from records import result
 from records import run as runs
 from records import summary as summaries
 from records import trial as trials
-from records.profile import PROFILE, Limits, read_profile
+from records.profile import PROFILE, ClusterProfile, Limits, read_profile
 
 SPEC = "spec.yaml"
 INVENTORY = "inventory.yaml"
@@ -96,7 +96,7 @@ class Study:
     kind: str  # "sweep" | "bench"
     trial_dirs: list[Path]
     objectives: list[str]
-    profile: dict[str, Any] | None
+    profile: ClusterProfile | None
     rf: int
     synthetic: bool
 
@@ -131,7 +131,8 @@ def open_study(root: Path) -> Study:
     profile = read_profile(root / PROFILE)
     if profile is None:  # older studies: each result.json carries the profile
         first = next((d for d in dirs if runs.has_result(d)), None)
-        profile = dict(result.read(first).profile or {}) or None if first else None
+        copy = result.read(first).profile if first else None
+        profile = ClusterProfile.from_json(copy, str(first)) if copy else None
     return Study(
         root=root,
         name=str((summary and summary.study) or spec.get("name") or wl.get("name") or root.name),

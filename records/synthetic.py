@@ -47,7 +47,7 @@ def generate(root: Path, *, trials: int = 100, samples: int = 10_000_000, seed: 
     )
     profile = ClusterProfile(
         source="synthetic",
-        brokers=[ProfileBroker(i + 1) for i in range(BROKERS)],
+        brokers=tuple(ProfileBroker(i + 1) for i in range(BROKERS)),
         bootstrap_servers=None,
         network={"mode": "synthetic", "shaped": True, "nic_mb_s_measured": NIC_MB_S},
         disk={"write_mb_s_measured": 400.0, "fsync_per_s": 2000.0},

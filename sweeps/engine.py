@@ -29,7 +29,7 @@ from core.typed import to_json
 from loadgen.runner import RawRun, Tick
 from records import study as studies
 from records.confirmation import Confirmation, KeyEffect
-from records.profile import PROFILE, copy_profile
+from records.profile import PROFILE, write_profile
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import Summary, confirmation_parts, write_summary
@@ -69,7 +69,7 @@ def start_study(run_dir: Path, spec_text: str, target: SweepTarget) -> Path:
     if target.inventory is not None:
         studies.write_inventory_copy(run_dir, target.inventory.public())
     if target.profile:  # the ceilings this study ran against (each trial's result.json has it too)
-        copy_profile(run_dir / PROFILE, target.profile)
+        write_profile(run_dir / PROFILE, target.profile)
     return studies.snapshot_path(run_dir, target.tag())
 
 

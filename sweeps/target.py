@@ -8,7 +8,7 @@ testbed's rolling restart or, for an inventory, over SSH) and the ceiling the tr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,13 +18,14 @@ from brokerconf.restarts import RemoteRestarts
 from cluster import admin, target
 from cluster.inventory import Inventory, load_inventory
 from cluster.target import Placement
+from records.profile import ClusterProfile
 from sweeps.spec import Spec
 from testbed.dist import default_dist
 from testbed.lifecycle import Testbed
 
 Progress = Callable[[str], None]
 # The ceiling model (advisor.ceiling) is above the sweep: its caller passes it in.
-CeilingOf = Callable[[Mapping[str, Any] | None, int], float | None]
+CeilingOf = Callable[[ClusterProfile | None, int], float | None]
 
 
 @dataclass
@@ -35,7 +36,7 @@ class SweepTarget:
     configs: BrokerConfigs
     placements: list[Placement]  # where load workers run (cluster.target)
     metrics_urls: dict[int, str]
-    profile: dict[str, Any] | None
+    profile: ClusterProfile | None
     ceiling_mb_s: float | None
     common: dict[str, str] = field(default_factory=dict)  # client security settings (never written out)
     inventory: Inventory | None = None

@@ -35,7 +35,7 @@ def measure(
     measure_network: bool = True,
     jvm: list[str] | None = None,
     writeback: Mapping[str, int] | str | None = None,
-) -> dict[str, Any]:
+) -> ClusterProfile:
     """Measure and write `<state>/profile.json` (`jvm`: the brokers' JVM options, and `writeback`: the host's
     page-cache writeback settings or why they were left alone, recorded beside the machine);
     with measure_network=False the network figures already in the profile are kept. Returns the profile as
@@ -58,7 +58,7 @@ def measure(
         ClusterProfile(
             source="testbed",
             kafka_version=st.kafka_version,
-            brokers=[ProfileBroker(n.id, n.host, n.listener, n.netns) for n in st.nodes],
+            brokers=tuple(ProfileBroker(n.id, n.host, n.listener, n.netns) for n in st.nodes),
             bootstrap_servers=st.bootstrap_servers,
             network=network,
             disk={**d.as_profile(), "free_bytes": du.free if du else None},
@@ -77,7 +77,7 @@ def measure(
 def _network(
     st: TestbedState,
     net: netns.ShapedNetwork | None,
-    old: dict[str, Any] | None,
+    old: ClusterProfile | None,
     measure_network: bool,
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def _network(
     when `measure_network` is False), none known on loopback."""
     network: dict[str, Any] = {"mode": st.network, "shaped": net is not None}
     if not measure_network and old is not None:
-        network = dict(old["network"])
+        network = dict(old.network)
     elif net is not None:
         progress("measuring the host-to-host rate (iperf3, b1 -> b2)")
         measured = netns.measure_rate(net.host("b1"), net.host("b2"))

@@ -5,13 +5,13 @@ sampler on the brokers' endpoints) runs in tests/advisor/test_diagnosis.py."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from advisor.live import live_config_rules, live_metric_rules, summarize
+from records.profile import read_profile
 from tests.helpers import FIXTURES
 
 RECORDED = FIXTURES / "recorded" / "shaped-tuned"
@@ -43,10 +43,11 @@ def test_seconds_of_broker_metrics_summarize_to_per_second_sums_and_the_busiest_
 def test_a_recorded_run_below_its_knee_is_not_bound_and_says_what_its_links_carried() -> None:
     rows = _seconds()
     got = summarize(rows)
-    profile = json.loads((RECORDED / "profile.json").read_text())
+    profile = read_profile(RECORDED / "profile.json")
+    assert profile is not None
     (rec,) = [r for r in live_metric_rules(got, profile) if r.rule.startswith("live")]
     assert rec.rule == "live-ok", rec
-    links = round(100 * (got.row.broker_in_max_mb_s or 0) / profile["network"]["nic_mb_s_measured"])
+    links = round(100 * (got.row.broker_in_max_mb_s or 0) / profile.network["nic_mb_s_measured"])
     assert f"links at {links}%" in rec.title, (links, rec.title)
     assert f"exactly one in {got.seconds} of {got.seconds} s" in rec.evidence[-1]
     # the same seconds with one broker's controller count at 0: the quorum had no leader, named as such

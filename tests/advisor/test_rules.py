@@ -8,6 +8,7 @@ handler pool, a client loop at a full core, followers dropping out of the ISR) a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -29,10 +30,13 @@ from advisor.rules import (
 from advisor.setup import rule_controller, rule_durability, rule_recompression
 from brokerconf import catalogue
 from records.analysis import TRIAL_FIELDS
+from records.profile import ClusterProfile
 from records.summary import Summary
 from records.trialrow import TrialRow
 
-PROFILE = {"brokers": [{"id": 1}, {"id": 2}, {"id": 3}], "network": {"nic_mb_s_measured": 100.0}}
+PROFILE = ClusterProfile.from_json(
+    {"brokers": [{"id": 1}, {"id": 2}, {"id": 3}], "network": {"nic_mb_s_measured": 100.0}}
+)
 STUDY = Context(brokers=3, rf=3)
 
 
@@ -76,7 +80,7 @@ def test_a_link_at_its_measured_rate_is_network_bound_either_way() -> None:
 
 
 def test_a_disk_at_its_measured_rate_binds() -> None:
-    prof = {**PROFILE, "network": {"nic_mb_s_measured": 1000.0}, "disk": {"write_mb_s_measured": 60.0}}
+    prof = replace(PROFILE, network={"nic_mb_s_measured": 1000.0}, disk={"write_mb_s_measured": 60.0})
     d = diagnose.binding(row(broker_in_max_mb_s=58.0), prof)
     assert d.bound == "disk" and "60 MB/s" in d.reason
 

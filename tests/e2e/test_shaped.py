@@ -19,6 +19,7 @@ from advisor.analysis import analyze
 from advisor.verdict import operating_lines
 from loadgen.knee import LOAD_SLOPE, fit_knee
 from records.analysis import load_table, rows
+from records.profile import ClusterProfile
 from records.summary import Summary
 from reports.properties import parse
 from sweeps.hold import chosen_steps
@@ -516,7 +517,7 @@ def test_remote_probes_measure_links_and_disks_over_ssh(
     for b, d in disks.items():
         assert d["log_dirs"] == [str(shaped.node_dir(int(b)) / "data")] and d["write_mb_s_measured"] > 0
     assert prof["disk"]["write_mb_s_measured"] == min(d["write_mb_s_measured"] for d in disks.values())
-    c = ceiling.from_profile(prof)
+    c = ceiling.from_profile(ClusterProfile.from_json(prof))
     assert c is not None and c.mb_s <= NIC_MB_S * 1.15
     assert not list(Path("/tmp").glob("kafkatune-probe-*.py"))  # the hosts' /tmp is this one
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from core.errors import UserError
-from records.profile import read_profile
+from records.profile import ClusterProfile, read_profile
 from records.run import read_result
 from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
@@ -38,7 +38,7 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
 
 
 def version(rec: Any) -> int:
-    return int(rec.schema_version if isinstance(rec, TrialRecord | Summary) else rec["schema_version"])
+    return int(rec.schema_version if isinstance(rec, TrialRecord | Summary | ClusterProfile) else rec["schema_version"])
 
 
 def test_a_trial_record_reads_typed_keeps_what_it_knows_and_names_what_it_lacks(tmp_path: Path) -> None:

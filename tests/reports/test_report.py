@@ -15,7 +15,7 @@ import pytest
 from advisor.analysis import analyze
 from records import synthetic
 from records.analysis import load_table, rows
-from records.profile import Machine
+from records.profile import ClusterProfile, Machine
 from reports.properties import parse
 from reports.study import measured_on
 from tests.helpers import FIXTURES, kafkatune
@@ -143,7 +143,7 @@ def test_the_machine_a_study_was_measured_on_is_stated_from_its_profile() -> Non
         "writeback": {"dirty_expire_centisecs": 100},
         "broker_jvm_options": ["-Xmx1g", "-XX:+UseG1GC"],
     }
-    lines = measured_on(Machine.of({"machine": machine}))
+    lines = measured_on(Machine.of(ClusterProfile(machine=machine)))
     assert lines[0].startswith("CPU probe 81.5 ms (median of 5, 60.25-90; lower is faster")
     assert lines[1:] == [
         "2 CPUs, shared by the brokers and the load generator",
@@ -151,7 +151,7 @@ def test_the_machine_a_study_was_measured_on_is_stated_from_its_profile() -> Non
         "brokers' JVM: `-Xmx1g -XX:+UseG1GC`",
     ]
     left = measured_on(
-        Machine.of({"machine": {"writeback": "left as the kernel has them: changing vm.dirty_* needs root"}})
+        Machine.of(ClusterProfile(machine={"writeback": "left as the kernel has them: changing vm.dirty_* needs root"}))
     )
     assert left == ["host page-cache writeback: left as the kernel has them: changing vm.dirty_* needs root"]
     assert "says nothing of its machine" in measured_on(Machine.of(None))[0]

@@ -23,6 +23,7 @@ from core import paths
 from loadgen import result as res
 from loadgen import runner
 from loadgen.workload import Workload
+from records.result import RunResult
 from records.run import write_run
 from testbed.servers import Servers
 
@@ -95,11 +96,12 @@ def workload(t: SystemTarget, name: str, size: int, **kw: Any) -> Workload:
     )
 
 
-def harness_run(t: SystemTarget, w: Workload, out: Path) -> tuple[runner.RawRun, dict[str, Any]]:
+def harness_run(t: SystemTarget, w: Workload, out: Path) -> tuple[runner.RawRun, RunResult]:
+    """One run of `w` on the system, its record written to `out`; the raw run and its result, typed."""
     raw = runner.run(w, runner.RunSettings(t.common, t.client_netns).quiet())
     rec = res.build(raw, None, {"client": t.system.driver, "system": t.name})
     write_run(out, rec)
-    return raw, rec.result
+    return raw, RunResult.from_json(rec.result, str(out))
 
 
 def per_second(raw: runner.RawRun, role: str) -> list[float]:

@@ -7,6 +7,7 @@ import statistics
 import threading
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from compare.spec import CompareSpec
 from core.errors import EnvironmentProblem
 from loadgen import recorder, runner
 from records import comparison as comparisons
+from records.comparison import PeriodicRow, SporadicRow
+from records.result import RunResult
 
 
 def _second_pcts(raw: runner.RawRun, q: float) -> dict[int, float]:
@@ -30,7 +33,7 @@ def _second_pcts(raw: runner.RawRun, q: float) -> dict[int, float]:
     return out
 
 
-def periodic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> list[dict[str, Any]]:
+def periodic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> list[PeriodicRow]:
     assert spec.iot is not None and spec.iot.periodic is not None
     cfg = spec.iot.periodic
     rows = []
@@ -43,29 +46,30 @@ def periodic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
             testDurationMinutes=cfg.seconds / 60,
             warmupDurationMinutes=cfg.warmupSeconds / 60,
         )
-        row: dict[str, Any] = {"system": t.name, "rate": rate, "size": cfg.size}
+        row = PeriodicRow(system=t.name, rate=rate, size=cfg.size)
         try:
             _raw, result = harness_run(t, w, comparisons.run_dir(out, t.name, "iot-periodic", f"{rate:g}"))
-            s = result["summary"]
-            q = result.get("aggregatedEndToEndLatencyQuantiles", {})
-            row.update(
-                delivered_msg_s=s["consume_msg_s"],
+            q = result.e2e_quantiles
+            row = replace(
+                row,
+                delivered_msg_s=result.summary.consume_msg_s,
                 e2e_p50_ms=q.get("50"),
                 e2e_p90_ms=q.get("90"),
                 e2e_p99_ms=q.get("99"),
-                lost=s["lost"],
-                error=None,
+                lost=result.summary.lost,
             )
-            say(f"  {t.name:<16} periodic {rate:g} msg/s: e2e p90 {row['e2e_p90_ms'] or float('nan'):.2f} ms")
+            say(f"  {t.name:<16} periodic {rate:g} msg/s: e2e p90 {_ms(row.e2e_p90_ms)}")
         except Exception as e:  # a size or mode the system cannot carry: its row says why
-            row["error"] = error_text(e)
-            say(f"  {t.name} periodic {rate:g} msg/s: FAILED {row['error']}")
+            row = replace(row, error=error_text(e))
+            say(f"  {t.name} periodic {rate:g} msg/s: FAILED {row.error}")
         rows.append(row)
         tick()
     return rows
 
 
-def _burst_effect(praw: Any, presult: dict[str, Any], braw: Any, bresult: dict[str, Any]) -> dict[str, Any]:
+def _burst_effect(
+    row: SporadicRow, praw: runner.RawRun, presult: RunResult, braw: runner.RawRun, bresult: RunResult
+) -> SporadicRow:
     """The periodic flow's per-second p90 before, during and after the burst's measured window (on the periodic
     flow's time line, in whole seconds), the burst's rate, and each flow's losses."""
     t0 = praw.timing["t0_ns"]
@@ -75,21 +79,21 @@ def _burst_effect(praw: Any, presult: dict[str, Any], braw: Any, bresult: dict[s
     before = [v for sec, v in p90.items() if sec + 1 <= b_start]
     during = [v for sec, v in p90.items() if sec >= b_start and sec + 1 <= b_end]
     after = [v for sec, v in p90.items() if sec >= b_end + 1]
-    return {
-        "burst_msg_s": bresult["summary"]["consume_msg_s"],
-        "burst_mb_s": bresult["summary"]["consume_mb_s"],
-        "periodic_p90_before_ms": statistics.median(before) if before else None,
-        "periodic_p90_during_ms": statistics.median(during) if during else None,
-        "periodic_p90_after_ms": statistics.median(after) if after else None,
-        "periodic_lost": presult["summary"]["lost"],
-        "burst_lost": bresult["summary"]["lost"],
-        "burst_window_s": [round(b_start, 2), round(b_end, 2)],
-        "per_second_p90_ms": {str(k): v for k, v in sorted(p90.items())},
-        "error": None,
-    }
+    return replace(
+        row,
+        burst_msg_s=bresult.summary.consume_msg_s,
+        burst_mb_s=bresult.summary.consume_mb_s,
+        periodic_p90_before_ms=statistics.median(before) if before else None,
+        periodic_p90_during_ms=statistics.median(during) if during else None,
+        periodic_p90_after_ms=statistics.median(after) if after else None,
+        periodic_lost=presult.summary.lost,
+        burst_lost=bresult.summary.lost,
+        burst_window_s=(round(b_start, 2), round(b_end, 2)),
+        per_second_p90_ms={str(k): v for k, v in sorted(p90.items())},
+    )
 
 
-def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> dict[str, Any]:
+def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> SporadicRow:
     """A periodic flow; after burstStartSeconds a burst flow of large messages runs beside it."""
     assert spec.iot is not None and spec.iot.sporadic is not None
     cfg = spec.iot.sporadic
@@ -109,7 +113,7 @@ def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
         testDurationMinutes=cfg.burstSeconds / 60,
         warmupDurationMinutes=0,
     )
-    row: dict[str, Any] = {"system": t.name, "periodic_rate": cfg.periodicRate, "burst_size": cfg.burstSize}
+    row = SporadicRow(system=t.name, periodic_rate=cfg.periodicRate, burst_size=cfg.burstSize)
     got: dict[str, Any] = {}
 
     def run_burst() -> None:
@@ -129,16 +133,16 @@ def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
         if "burst" not in got:
             raise EnvironmentProblem("the burst flow did not finish")
         braw, bresult = got["burst"]
-        row.update(_burst_effect(praw, presult, braw, bresult))
+        row = _burst_effect(row, praw, presult, braw, bresult)
         say(
-            f"  {t.name:<16} sporadic: periodic p90 {_ms(row['periodic_p90_before_ms'])} before, "
-            f"{_ms(row['periodic_p90_during_ms'])} during a {cfg.burstSize} B burst "
-            f"({row['burst_mb_s']:.1f} MB/s)"
+            f"  {t.name:<16} sporadic: periodic p90 {_ms(row.periodic_p90_before_ms)} before, "
+            f"{_ms(row.periodic_p90_during_ms)} during a {cfg.burstSize} B burst "
+            f"({row.burst_mb_s or 0.0:.1f} MB/s)"
         )
     except Exception as e:  # a size or mode the system cannot carry: its row says why
         th.join(cfg.seconds + 300)
-        row["error"] = error_text(e)
-        say(f"  {t.name} sporadic: FAILED {row['error']}")
+        row = replace(row, error=error_text(e))
+        say(f"  {t.name} sporadic: FAILED {row.error}")
     tick()
     return row
 

@@ -11,13 +11,13 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import Any
 
 from compare.harness import Say
 from compare.pingpong import PCTS
 from compare.spec import CompareSpec
 from core import procs
 from core.errors import EnvironmentProblem
+from records.comparison import Iperf, LatencyRow, Native
 
 
 @contextlib.contextmanager
@@ -32,62 +32,65 @@ def _server(cmd: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
         procs.stop(proc.pid, group=True, timeout_s=5)
 
 
-def native(spec: CompareSpec, say: Say) -> dict[str, Any]:
+def native(spec: CompareSpec, say: Say) -> Native:
     """iperf3 TCP stream bit/s and sockperf TCP ping-pong RTT/2 on 127.0.0.1: the floor under everything."""
     cfg = spec.native
     assert cfg is not None
-    out: dict[str, Any] = {}
-    if cfg.iperf3:
-        exe = shutil.which("iperf3")
-        if exe is None:
-            out["iperf3"] = {"error": "iperf3 is not installed (`make deps` installs Debian's iperf3)"}
-        else:
-            port = procs.free_port()
-            with _server([exe, "-s", "-B", "127.0.0.1", "-p", str(port)], port):
-                time.sleep(0.2)
-                r = subprocess.run(
-                    [exe, "-c", "127.0.0.1", "-p", str(port), "-t", f"{cfg.seconds:g}", "-J"],
-                    capture_output=True,
-                    text=True,
-                    timeout=cfg.seconds + 30,
-                )
-            try:
-                bps = json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"]
-                out["iperf3"] = {"bit_s": float(bps), "seconds": cfg.seconds}
-                say(f"  native iperf3 TCP stream: {bps / 1e9:.2f} Gbit/s")
-            except (KeyError, ValueError):
-                out["iperf3"] = {"error": (r.stderr or r.stdout).strip()[-300:] or f"exit {r.returncode}"}
-    if cfg.sockperf:
-        exe = shutil.which("sockperf")
-        if exe is None:
-            out["sockperf"] = {"error": "sockperf is not installed (`make deps` installs Debian's sockperf)"}
-        else:
-            port = procs.free_port()
-            size = spec.pingpong.size if spec.pingpong else 64
-            with _server([exe, "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)], port):
-                r = subprocess.run(
-                    [exe, "pp", "--tcp", "-i", "127.0.0.1", "-p", str(port), "-m", str(size), "-t", f"{cfg.seconds:g}"],
-                    capture_output=True,
-                    text=True,
-                    timeout=cfg.seconds + 30,
-                )
-            out["sockperf"] = _parse_sockperf(r.stdout + r.stderr, size)
-            if "p50_us" in out["sockperf"]:
-                say(f"  native sockperf TCP ping-pong {size} B: RTT/2 median {out['sockperf']['p50_us']:.1f} µs")
-    return out
+    return Native(_iperf3(cfg.seconds, say) if cfg.iperf3 else None, _sockperf(spec, say) if cfg.sockperf else None)
 
 
-def _parse_sockperf(text: str, size: int) -> dict[str, Any]:
+def _iperf3(seconds: float, say: Say) -> Iperf:
+    """iperf3's TCP stream on 127.0.0.1 for `seconds`, or why there is no figure."""
+    exe = shutil.which("iperf3")
+    if exe is None:
+        return Iperf(error="iperf3 is not installed (`make deps` installs Debian's iperf3)")
+    port = procs.free_port()
+    with _server([exe, "-s", "-B", "127.0.0.1", "-p", str(port)], port):
+        time.sleep(0.2)
+        r = subprocess.run(
+            [exe, "-c", "127.0.0.1", "-p", str(port), "-t", f"{seconds:g}", "-J"],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 30,
+        )
+    try:
+        bps = float(json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"])
+    except (KeyError, ValueError):
+        return Iperf(error=(r.stderr or r.stdout).strip()[-300:] or f"exit {r.returncode}")
+    say(f"  native iperf3 TCP stream: {bps / 1e9:.2f} Gbit/s")
+    return Iperf(bit_s=bps, seconds=seconds)
 
-    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
-    row: dict[str, Any] = {"size": size}
-    for p in PCTS:
-        m = re.search(rf"percentile {p:.3f} =\s*([0-9.]+)", text)
-        if m:
-            row[f"p{p:g}_us"] = float(m.group(1))
-    m = re.search(r"avg-latency=([0-9.]+)", text)
-    if m:
-        row["mean_us"] = float(m.group(1))
-    if "p50_us" not in row:
-        return {"error": text.strip()[-300:] or "no output"}
+
+def _sockperf(spec: CompareSpec, say: Say) -> LatencyRow:
+    """sockperf's TCP ping-pong on 127.0.0.1 at the ping-pong's size (RTT/2, µs), or why there is no figure."""
+    assert spec.native is not None
+    exe = shutil.which("sockperf")
+    if exe is None:
+        return LatencyRow(error="sockperf is not installed (`make deps` installs Debian's sockperf)")
+    port = procs.free_port()
+    size = spec.pingpong.size if spec.pingpong else 64
+    secs = spec.native.seconds
+    with _server([exe, "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)], port):
+        r = subprocess.run(
+            [exe, "pp", "--tcp", "-i", "127.0.0.1", "-p", str(port), "-m", str(size), "-t", f"{secs:g}"],
+            capture_output=True,
+            text=True,
+            timeout=secs + 30,
+        )
+    row = _parse_sockperf(r.stdout + r.stderr, size)
+    if row.p50_us is not None:
+        say(f"  native sockperf TCP ping-pong {size} B: RTT/2 median {row.p50_us:.1f} µs")
     return row
+
+
+def _parse_sockperf(text: str, size: int) -> LatencyRow:
+    """sockperf's percentiles (PCTS) and mean as a latency row; its output's end as the error when it has none."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    found = [re.search(rf"percentile {p:.3f} =\s*([0-9.]+)", text) for p in PCTS]
+    p50, p90, p99, p999 = (float(m.group(1)) if m else None for m in found)
+    if p50 is None:
+        return LatencyRow(error=text.strip()[-300:] or "no output")
+    mean = re.search(r"avg-latency=([0-9.]+)", text)
+    return LatencyRow(
+        size=size, p50_us=p50, p90_us=p90, p99_us=p99, p999_us=p999, mean_us=float(mean.group(1)) if mean else None
+    )

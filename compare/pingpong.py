@@ -10,7 +10,7 @@ import struct
 import time
 import traceback
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from compare.spec import CompareSpec, PingPong
 from core.errors import EnvironmentProblem
 from drivers import api
 from records import comparison as comparisons
+from records.comparison import LatencyRow
 
 SEQ = struct.Struct("<Q")
 
@@ -198,7 +199,7 @@ def _exchange(cfg: PingPong, p: api.Producer, c: api.Consumer, replies: list[byt
     return rtts, missing
 
 
-def pingpong(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> dict[str, Any]:
+def pingpong(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> LatencyRow:
     cfg = spec.pingpong
     assert cfg is not None
     rtts: list[float] = []
@@ -215,27 +216,25 @@ def pingpong(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
         rtts += r
         missing += m
         tick()
-    row = _latency_row(t.name, t.system.driver, [x / 2 for x in rtts], cfg.size)
-    row.update(round_trips=len(rtts), missing_replies=missing, error=error)
+    row = replace(
+        latency_row(t.name, t.system.driver, [x / 2 for x in rtts], cfg.size),
+        round_trips=len(rtts),
+        missing_replies=missing,
+        error=error,
+    )
     comparisons.write_round_trips(out, t.name, rtts)
     if rtts:
-        say(f"  {t.name:<16} ping-pong {cfg.size} B: RTT/2 median {row['p50_us']:.1f} µs, p99 {row['p99_us']:.1f} µs")
+        say(f"  {t.name:<16} ping-pong {cfg.size} B: RTT/2 median {row.p50_us:.1f} µs, p99 {row.p99_us:.1f} µs")
     return row
 
 
 PCTS = (50, 90, 99, 99.9)
 
 
-def _latency_row(name: str, driver: str, one_way_us: list[float], size: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"system": name, "driver": driver, "size": size}
-    if one_way_us:
-        a = np.asarray(one_way_us)
-        for p in PCTS:
-            row[f"p{p:g}_us"] = float(np.percentile(a, p))
-        row["mean_us"] = float(a.mean())
-        row["max_us"] = float(a.max())
-    else:
-        for p in PCTS:
-            row[f"p{p:g}_us"] = None
-        row["mean_us"] = row["max_us"] = None
-    return row
+def latency_row(name: str, driver: str, one_way_us: list[float], size: int) -> LatencyRow:
+    """The percentiles (PCTS), mean and max of one-way latencies (µs); every figure None without one."""
+    if not one_way_us:
+        return LatencyRow(name, driver, size)
+    a = np.asarray(one_way_us)
+    p50, p90, p99, p999 = (float(np.percentile(a, p)) for p in PCTS)
+    return LatencyRow(name, driver, size, p50, p90, p99, p999, float(a.mean()), float(a.max()))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from compare import fixed_rate, iot, native, pingpong, throughput
 from compare.harness import Say, SystemTarget, Tick, targets
@@ -18,6 +19,8 @@ from compare.spec import CompareSpec, System
 from core.errors import UserError
 from drivers import api
 from records import comparison as comparisons
+from records.comparison import Comparison
+from records.comparison import System as SystemRow
 
 
 def steps(spec: CompareSpec, systems: list[System]) -> int:
@@ -54,19 +57,21 @@ def validate_systems(spec: CompareSpec, only: list[str] | None = None) -> None:
             raise UserError(f"systems.{s.name} ({s.driver}): {e}") from None
 
 
-def _methods(t: SystemTarget, spec: CompareSpec, out: Path, doc: dict[str, Any], say: Say, tick: Tick) -> None:
-    """Every method the spec asks for on one system, its rows added to `doc`, which is saved after each."""
-    methods = (
-        (spec.throughput, "throughput", lambda: throughput.throughput(t, spec, out, say, tick)),
-        (spec.pingpong, "pingpong", lambda: [pingpong.pingpong(t, spec, out, say, tick)]),
-        (spec.fixedRate, "fixed_rate", lambda: fixed_rate.fixed_rate(t, spec, out, say, tick)),
-        (spec.iot and spec.iot.periodic, "iot_periodic", lambda: iot.periodic(t, spec, out, say, tick)),
-        (spec.iot and spec.iot.sporadic, "iot_sporadic", lambda: [iot.sporadic(t, spec, out, say, tick)]),
+def _methods(t: SystemTarget, spec: CompareSpec, out: Path, doc: Comparison, say: Say, tick: Tick) -> Comparison:
+    """Every method the spec asks for on one system: `doc` with its rows added, saved after each method."""
+    args = (t, spec, out, say, tick)
+    methods: tuple[tuple[object, Callable[[Comparison], Comparison]], ...] = (
+        (spec.throughput, lambda d: replace(d, throughput=(*d.throughput, *throughput.throughput(*args)))),
+        (spec.pingpong, lambda d: replace(d, pingpong=(*d.pingpong, pingpong.pingpong(*args)))),
+        (spec.fixedRate, lambda d: replace(d, fixed_rate=(*d.fixed_rate, *fixed_rate.fixed_rate(*args)))),
+        (spec.iot and spec.iot.periodic, lambda d: replace(d, iot_periodic=(*d.iot_periodic, *iot.periodic(*args)))),
+        (spec.iot and spec.iot.sporadic, lambda d: replace(d, iot_sporadic=(*d.iot_sporadic, iot.sporadic(*args)))),
     )
-    for wanted, key, run in methods:
+    for wanted, add in methods:
         if wanted:
-            doc[key] += run()
+            doc = add(doc)
             comparisons.write_comparison(out, doc)
+    return doc
 
 
 def compare(
@@ -77,51 +82,37 @@ def compare(
     say: Say = print,
     tick: Tick = lambda: None,
     only: list[str] | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
     """Run every method on every system; write out/comparison.json and return it."""
     out.mkdir(parents=True, exist_ok=True)
     comparisons.write_spec(out, spec.model_dump_json(indent=2))
-    doc: dict[str, Any] = {
-        "name": spec.name,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "spec": json.loads(spec.model_dump_json()),
-        "systems": [],
-        "throughput": [],
-        "pingpong": [],
-        "native": {},
-        "fixed_rate": [],
-        "iot_periodic": [],
-        "iot_sporadic": [],
-    }
+    doc = Comparison(name=spec.name, started=_now(), spec=json.loads(spec.model_dump_json()))
     validate_systems(spec, only)  # and an unknown --system name is refused here
-
-    def save() -> None:
-        comparisons.write_comparison(out, doc)
-
     if spec.native:
         say("native floors (iperf3, sockperf) on 127.0.0.1")
-        doc["native"] = native.native(spec, say)
-        save()
+        doc = replace(doc, native=native.native(spec, say))
+        comparisons.write_comparison(out, doc)
     with targets(spec, state_dir, say, only) as ts:
         for t in ts:
-            doc["systems"].append(
-                {
-                    "name": t.name,
-                    "driver": t.system.driver,
-                    "server": t.system.server_kind,
-                    "partitioned": t.system.partitioned,
-                }
-            )
-            say(f"{t.name} ({t.system.driver})")
-            _methods(t, spec, out, doc, say, tick)
-    doc["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    save()
+            s = t.system
+            doc = replace(doc, systems=(*doc.systems, SystemRow(t.name, s.driver, s.server_kind, s.partitioned)))
+            say(f"{t.name} ({s.driver})")
+            doc = _methods(t, spec, out, doc, say, tick)
+    doc = replace(doc, finished=_now())
+    comparisons.write_comparison(out, doc)
     return doc
 
 
-def succeeded(doc: dict[str, Any]) -> bool:
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def succeeded(doc: Comparison) -> bool:
     """Whether any run of any system produced a figure (a spec with no such method asks for none)."""
-    ran = [r for k in ("throughput", "pingpong", "fixed_rate") for r in doc[k]]
-    return not ran or any(
-        not r.get("error") and (r.get("msg_s") or r.get("p50_us") or r.get("publish_msg_s")) for r in ran
-    )
+    ran = len(doc.throughput) + len(doc.pingpong) + len(doc.fixed_rate)
+    figures = [
+        *(r.msg_s for r in doc.throughput if not r.error),
+        *(r.p50_us for r in doc.pingpong if not r.error),
+        *(r.publish_msg_s for r in doc.fixed_rate if not r.error),
+    ]
+    return not ran or any(figures)

@@ -5,14 +5,14 @@ msg/s and bit/s."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from compare.harness import Say, SystemTarget, Tick, error_text, harness_run, per_second, trimmed_median, workload
 from compare.spec import CompareSpec
 from records import comparison as comparisons
+from records.comparison import ThroughputRow
 
 
-def throughput(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> list[dict[str, Any]]:
+def throughput(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> list[ThroughputRow]:
     cfg = spec.throughput
     assert cfg is not None
     rows = []
@@ -39,31 +39,31 @@ def throughput(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Ti
                 say(f"  {t.name} {size} B repeat {rep + 1}: FAILED {errors[-1]}")
                 tick()
                 break  # the same size fails the same way again; report it once
-            s = result["summary"]
-            lost += s["lost"]
-            if s["acknowledged"] == 0:
-                errors.append(f"no message acknowledged: {'; '.join(s['publish_error_samples']) or 'no error given'}")
+            s = result.summary
+            lost += s.lost or 0
+            if not s.acknowledged:
+                errors.append(f"no message acknowledged: {'; '.join(s.publish_error_samples) or 'no error given'}")
             delivered += per_second(raw, "consumer")
             published += per_second(raw, "producer")
             tick()
         med, kept, p25, p75 = trimmed_median(delivered, *cfg.trim)
         pub_med = trimmed_median(published, *cfg.trim)[0]
-        row: dict[str, Any] = {
-            "system": t.name,
-            "driver": t.system.driver,
-            "size": size,
-            "repeats": cfg.repeats,
-            "samples": len(delivered),
-            "samples_kept": kept,
-            "msg_s": med if delivered else None,
-            "msg_s_p25": p25 if delivered else None,
-            "msg_s_p75": p75 if delivered else None,
-            "bit_s": med * size * 8 if delivered else None,
-            "publish_msg_s": pub_med if published else None,
-            "lost": lost,
-            "error": "; ".join(dict.fromkeys(errors)) or None,
-        }
-        if row["msg_s"] is not None and not errors:
-            say(f"  {t.name:<16} {size:>8} B {row['msg_s']:>12,.0f} msg/s {row['bit_s'] / 1e6:>10.1f} Mbit/s")
+        row = ThroughputRow(
+            system=t.name,
+            driver=t.system.driver,
+            size=size,
+            repeats=cfg.repeats,
+            samples=len(delivered),
+            samples_kept=kept,
+            msg_s=med if delivered else None,
+            msg_s_p25=p25 if delivered else None,
+            msg_s_p75=p75 if delivered else None,
+            bit_s=med * size * 8 if delivered else None,
+            publish_msg_s=pub_med if published else None,
+            lost=lost,
+            error="; ".join(dict.fromkeys(errors)) or None,
+        )
+        if row.msg_s is not None and not errors:
+            say(f"  {t.name:<16} {size:>8} B {row.msg_s:>12,.0f} msg/s {row.msg_s * size * 8 / 1e6:>10.1f} Mbit/s")
         rows.append(row)
     return rows

@@ -11,6 +11,7 @@ import click
 from compare import run
 from compare.spec import load
 from core.errors import RunFailed
+from core.typed import to_json
 from kafkatune.options import say
 from reports import comparison
 
@@ -79,7 +80,8 @@ def command(
     say(f"report: {r.html} (and {r.markdown.name}); records under {d}/")
     if as_json:
         files = {"out": str(d), "html": str(r.html), "markdown": str(r.markdown), "charts": r.charts}
-        click.echo(json.dumps({**files, **{k: doc[k] for k in OUT_TABLES}}))
+        tables = to_json(doc)
+        click.echo(json.dumps({**files, **{k: tables[k] for k in OUT_TABLES}}))
     else:
         click.echo(r.markdown.read_text())
     if not run.succeeded(doc):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from core import files
-from core.typed import from_json
+from core.typed import from_json, to_json
 
 SCHEMA_VERSION = 1
 COMPARISON = "comparison.json"
@@ -32,8 +32,9 @@ def write_spec(root: Path, spec_json: str) -> None:
     files.write_bytes(root / SPEC, spec_json.encode(), mode=0o644)
 
 
-def write_comparison(root: Path, doc: Mapping[str, Any]) -> None:
-    body = json.dumps({"schema_version": SCHEMA_VERSION, **doc}, indent=2, default=str)
+def write_comparison(root: Path, doc: Comparison) -> None:
+    """comparison.json, rewritten whole (kafkatune compare writes it after every method)."""
+    body = json.dumps(to_json(doc), indent=2, default=str)
     files.write_bytes(root / COMPARISON, body.encode(), mode=0o644)
 
 
@@ -111,10 +112,14 @@ class FixedRateRow:
     lost: int | None = None
     error: str | None = None
     publish_p50_ms: float | None = None
+    publish_p75_ms: float | None = None
+    publish_p95_ms: float | None = None
     publish_p99_ms: float | None = None
     publish_p999_ms: float | None = field(default=None, metadata={"json": "publish_p99.9_ms"})
     publish_max_ms: float | None = None
     e2e_p50_ms: float | None = None
+    e2e_p75_ms: float | None = None
+    e2e_p95_ms: float | None = None
     e2e_p99_ms: float | None = None
     e2e_p999_ms: float | None = field(default=None, metadata={"json": "e2e_p99.9_ms"})
     e2e_max_ms: float | None = None

@@ -35,7 +35,10 @@ class RunSummary:
     consume_mb_s: float | None = None
     consume_msg_s: float | None = None
     publish_mb_s: float | None = None
+    publish_msg_s: float | None = None
+    acknowledged: int | None = None
     lost: int | None = None
+    publish_error_samples: tuple[str, ...] = ()  # a few distinct errors the producers were given
     client_bound: bool = False
     broker_rates: Mapping[str, float | None] = field(default_factory=dict)
     client: ClientSummary = ClientSummary()

@@ -49,9 +49,6 @@ class Testbed:
         heap: str | None = None,
         jvm_extra: Sequence[str] | None = None,
     ) -> None:
-        """`heap` and `jvm_extra` set the brokers' JVM options (testbed.nodes.jvm_options) when given; when neither
-        is, the nodes start with the options the testbed was brought up with, so a sweep that restarts a node in
-        another process does not change its heap."""
         self.state_dir = state_dir
         self.dist = dist
         self.base_port = base_port
@@ -62,12 +59,10 @@ class Testbed:
 
     @property
     def jvm_options(self) -> list[str]:
-        """What every start of a node, and the profile, use: the options asked for, else the state's, else the
-        defaults."""
-        if self._jvm_asked is not None:
-            return list(self._jvm_asked)
-        kept = self.state().jvm_options if self.state_file.exists() else ()
-        return list(kept) or nodes.jvm_options(nodes.HEAP)
+        """What every start of a node, and the profile, use: `heap` and `jvm_extra` when given (nodes.jvm_options),
+        else those the testbed was brought up with (a sweep restarting a node from its own process keeps its heap)."""
+        kept = self.state().jvm_options if self._jvm_asked is None and self.state_file.exists() else ()
+        return list(self._jvm_asked or kept) or nodes.jvm_options(nodes.HEAP)
 
     # ---- state -------------------------------------------------------------------------------------
     @property

@@ -1,12 +1,13 @@
-"""A delay line for one host of the shaped testbed, on kernels without the netem qdisc: every packet the host
-sends or receives waits `delay_ms` in a queue of netfilter's before it goes on.
+"""A delay line for one host of the shaped testbed, on kernels without the netem qdisc: every packet netfilter
+hands it waits `delay_ms` in a queue of netfilter's before it goes on.
 
-iptables sends the host's packets (not its loopback) to an NFQUEUE (`--queue-bypass`: with no program on the
-queue they pass); this process, run inside the host's namespace, binds that queue over netlink with metadata
-only (no payload copied) and accepts the packets in arrival order once each has waited `delay_ms`: one batch
-verdict accepts every packet up to an id, so a burst costs one message back. The queue fails open when full
-(the kernel accepts what it cannot queue): a delay line never drops a packet. Measured on a veth pair: 64-B
-TCP round trips 0.02 ms without it, 40.7 ms (median of 20) with 20 ms each way.
+iptables sends what the host receives (not its loopback) to an NFQUEUE (testbed.netns.degrade; `--queue-bypass`:
+with no program on the queue they pass); this process, run inside the host's namespace, binds that queue over
+netlink with metadata only (no payload copied) and GSO packets whole (NFQA_CFG_F_GSO: the kernel does not cut
+them into segments first, so there are fewer to hold), and accepts the packets in arrival order once each has
+waited `delay_ms`: one batch verdict accepts every packet up to an id, so a burst costs one message back. The
+queue fails open when full (the kernel accepts what it cannot queue): a delay line never drops a packet. What a
+stream through it carries: benchmarks/delay_line.py.
 
     ip netns exec <ns> python -m testbed.delayline --queue 7 --delay-ms 20
 
@@ -34,7 +35,7 @@ NFQA_VERDICT_HDR = 2
 NFQA_CFG_CMD, NFQA_CFG_PARAMS, NFQA_CFG_QUEUE_MAXLEN, NFQA_CFG_MASK, NFQA_CFG_FLAGS = 1, 2, 3, 4, 5
 NFQNL_CFG_CMD_BIND = 1
 NFQNL_COPY_META = 1
-NFQA_CFG_F_FAIL_OPEN = 1
+NFQA_CFG_F_FAIL_OPEN, NFQA_CFG_F_GSO = 1, 4
 NLM_F_REQUEST, NLM_F_ACK = 1, 4
 NLMSG_ERROR = 2
 NF_ACCEPT = 1
@@ -75,7 +76,7 @@ def bind(queue: int) -> socket.socket:
     _check_ack(sock, f"bind queue {queue}")
     params = _attr(NFQA_CFG_PARAMS, struct.pack(">IB", 0, NFQNL_COPY_META))
     params += _attr(NFQA_CFG_QUEUE_MAXLEN, struct.pack(">I", QUEUE_MAXLEN))
-    flags = struct.pack(">I", NFQA_CFG_F_FAIL_OPEN)
+    flags = struct.pack(">I", NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO)
     params += _attr(NFQA_CFG_FLAGS, flags) + _attr(NFQA_CFG_MASK, flags)
     sock.send(_msg(NFQNL_MSG_CONFIG, queue, params, NLM_F_REQUEST | NLM_F_ACK, 2))
     _check_ack(sock, "configure")
@@ -150,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queue", type=int, required=True, help="the NFQUEUE number iptables sends the packets to")
     ap.add_argument("--delay-ms", type=float, required=True, help="how long each packet waits, ms")
     a = ap.parse_args(argv)
-    if not 0 < a.delay_ms <= 10_000:
-        print("--delay-ms: between 0 and 10000 ms", file=sys.stderr)
+    if not 0 < a.delay_ms <= 20_000:  # testbed.netns.degrade holds 2 x a fault's delay (at most 10 s) here
+        print("--delay-ms: between 0 and 20000 ms", file=sys.stderr)
         return 2
     run(a.queue, a.delay_ms)
     return 0

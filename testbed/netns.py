@@ -185,11 +185,12 @@ _delay_lines: dict[str, subprocess.Popen[str]] = {}  # netns -> its delay line (
 
 
 def _delay_rules(netns: str, action: str) -> list[subprocess.CompletedProcess[str]]:
-    """Insert (-I) or delete (-D) the two rules that send a host's packets, loopback aside, to its delay line."""
+    """Insert (-I) or delete (-D) the rule that sends what a host receives, loopback aside, to its delay line.
+    Only what it receives: a packet held on its way out still counts against its TCP socket's small-queue budget
+    (TSQ), which then caps the stream far below the link (benchmarks/delay_line.py)."""
     rule = ["-j", "NFQUEUE", "--queue-num", str(DELAY_QUEUE), "--queue-bypass"]
     return [
-        _run("ip", "netns", "exec", netns, "iptables", action, chain, "!", flag, "lo", *rule, check=action == "-I")
-        for chain, flag in (("OUTPUT", "-o"), ("INPUT", "-i"))
+        _run("ip", "netns", "exec", netns, "iptables", action, "INPUT", "!", "-i", "lo", *rule, check=action == "-I")
     ]
 
 
@@ -199,8 +200,10 @@ def delay_missing() -> str | None:
 
 
 def degrade(net: ShapedNetwork, host: str, *, delay_ms: float) -> None:
-    """`delay_ms` more delay on `host`'s link, each way: every packet it sends or receives (not its loopback) waits
-    in a delay line (testbed.delayline) run in its namespace. The tbf qdiscs are untouched, so the link keeps its
+    """`delay_ms` more delay on `host`'s link each way, as round trips see it: every packet it receives (not its
+    loopback) waits 2 x `delay_ms` in a delay line (testbed.delayline) run in its namespace, so a round trip through
+    the host takes 2 x `delay_ms` longer, and one between two such hosts 4 x, as with `delay_ms` on each way of
+    each link; one way is uneven (all of it on the way in). The tbf qdiscs are untouched, so the link keeps its
     rate. A delay line that dies (its parent gone) lets the packets pass at once. `undo_degrade` removes it."""
     h = net.host(host)
     if why := delay_missing():
@@ -215,7 +218,7 @@ def degrade(net: ShapedNetwork, host: str, *, delay_ms: float) -> None:
             "--queue",
             str(DELAY_QUEUE),
             "--delay-ms",
-            f"{delay_ms:g}",
+            f"{2 * delay_ms:g}",  # all of it on the way in: the round trip through this host is 2 x delay_ms
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,6 @@ from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
 from core.errors import RunFailed, UserError
-from core.typed import from_json
 from drivers.api import load_driver
 from faults.inject import Injector
 from faults.spec import Fault, check_schedule
@@ -28,7 +28,7 @@ from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
-from records.result import Link
+from records.result import Link, RunResult, RunSummary
 from records.run import RunRecord
 from records.study import link_maps
 from records.trialrow import TrialRow
@@ -67,18 +67,16 @@ def _measure(
     return rec
 
 
-def _degraded(links: list[dict[str, Any]] | None) -> str | None:
+def _degraded(links: Sequence[Link]) -> str | None:
     """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
-    typed = [from_json(Link, x, "result.json links") for x in links or ()]
-    return links_judge.degraded(TrialRow.of(link_maps(typed))) if typed else None
+    return links_judge.degraded(TrialRow.of(link_maps(links))) if links else None
 
 
-def _show(rec: RunRecord, d: Path, as_json: bool) -> None:
+def _show(rec: RunRecord, res: RunResult, d: Path, as_json: bool) -> None:
     """The run's summary: one JSON line (--json), or the tables (with the search, scale-out and degraded link)."""
-    s = rec.summary
-    degraded = _degraded(rec.result.get("links"))
+    degraded = _degraded(res.links)
     if as_json:
-        summary = {k: v for k, v in s.items() if k != "per_producer"}
+        summary = {k: v for k, v in rec.summary.items() if k != "per_producer"}
         extra = {
             "sustainable": rec.result.get("sustainable"),
             "degraded_link": degraded,
@@ -86,30 +84,28 @@ def _show(rec: RunRecord, d: Path, as_json: bool) -> None:
         }
         click.echo(json.dumps({"out": str(d), **summary, **extra}))
         return
-    if rec.result.get("sustainable"):  # the search run's totals mix its steps: the steps are the result
-        render.sustainable(rec.result["sustainable"], s, d)
+    if res.sustainable:  # the search run's totals mix its steps: the steps are the result
+        render.sustainable(res.sustainable, res.summary, d)
     else:
-        render.bench_summary(s, d)
+        render.bench_summary(res.summary, d)
     if rec.result.get("scaled_out"):
         render.scaled_out(rec.result["scaled_out"])
     if degraded:
         say(f"degraded link: {degraded}")
 
 
-def _judge(s: dict[str, Any], d: Path) -> None:
+def _judge(s: RunSummary, d: Path) -> None:
     """Exit 4 when an acknowledged message was lost (naming their sequence numbers) or nothing was acknowledged."""
-    if s["lost"]:
-        raise RunFailed(
-            f"{s['lost']} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}"
-        )
-    if s["acknowledged"] == 0:
-        raise RunFailed(f"no message was acknowledged: {s['publish_error_samples']}")
+    if s.lost:
+        raise RunFailed(f"{s.lost} acknowledged message(s) were never consumed (see {d}/result.json): {_lost_seqs(s)}")
+    if not s.acknowledged:
+        raise RunFailed(f"no message was acknowledged: {list(s.publish_error_samples)}")
 
 
-def _lost_seqs(s: dict[str, Any]) -> str:
+def _lost_seqs(s: RunSummary) -> str:
     """Per producer, the ranges of its lost sequence numbers (loadgen.result keeps the first 200)."""
     out = []
-    for pid, p in s["per_producer"].items():
+    for pid, p in s.per_producer.items():
         if p.get("lost"):
             rs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in p.get("lost_seqs", [])[:20])
             out.append(f"producer {pid}: {p['lost']} lost, sequence numbers {rs}")
@@ -283,5 +279,6 @@ def command(
         _name_driver_file(rec, df, notes)
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
-    _show(rec, d, as_json)
-    _judge(rec.summary, d)
+    res = RunResult.from_json(rec.result, str(d / runs.RESULT))
+    _show(rec, res, d, as_json)
+    _judge(res.summary, d)

@@ -20,7 +20,9 @@ from advisor.recommendation import Recommendation
 from core import fmt
 from core.fmt import num
 from loadgen import tail
+from loadgen.sustainable import Step
 from records.analysis import trial_rows
+from records.result import RunSummary, Sustainable
 
 
 def testbed_status(st: dict[str, Any]) -> None:
@@ -41,43 +43,47 @@ def testbed_status(st: dict[str, Any]) -> None:
     click.echo(f"under-replicated partitions: {'unknown' if ur is None else len(ur)}")
 
 
-def bench_summary(s: dict[str, Any], d: Path) -> None:
-    pl, e2e = s["publish_latency_ms"], s["end_to_end_latency_ms"]
+def bench_summary(s: RunSummary, d: Path) -> None:
+    """A run's figures over its measure window (a max-rate or fixed-rate bench)."""
     lines = [
-        f"publish  {s['publish_msg_s']:>12,.0f} msg/s {s['publish_mb_s']:>9.2f} MB/s "
-        f"{s['publish_bit_s'] / 1e9:.3f} Gbit/s",
-        f"consume  {s['consume_msg_s']:>12,.0f} msg/s {s['consume_mb_s']:>9.2f} MB/s",
-        fmt.latency_line("publish latency ms ", pl),
-        fmt.latency_line("end-to-end ms      ", e2e),
-        f"acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
-        f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}",
+        f"publish  {s.publish_msg_s or 0:>12,.0f} msg/s {s.publish_mb_s or 0:>9.2f} MB/s "
+        f"{(s.publish_bit_s or 0) / 1e9:.3f} Gbit/s",
+        f"consume  {s.consume_msg_s or 0:>12,.0f} msg/s {s.consume_mb_s or 0:>9.2f} MB/s",
+        fmt.latency_line("publish latency ms ", s.publish_latency_ms),
+        fmt.latency_line("end-to-end ms      ", s.end_to_end_latency_ms),
+        _counts(s),
         *_late(s),
     ]
-    if s["unacknowledged_at_end"]:
-        lines.append(
-            f"{s['unacknowledged_at_end']:,} message(s) still unacknowledged when the producers' flush timed out"
-        )
-    b = s["broker_rates"]
+    if s.unacknowledged_at_end:
+        lines.append(f"{s.unacknowledged_at_end:,} message(s) still unacknowledged when the producers' flush timed out")
+    b = s.broker_rates
     if b:
         lines.append(
             f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
             f"consume {b['consume_mb_s']:.2f} MB/s"
         )
-    if s.get("tail"):
-        lines += tail.words(s["tail"])
-    lines += [f"WARNING: {w}" for w in s["warnings"]]
+    if s.tail:
+        lines += tail.words(s.tail)
+    lines += [f"WARNING: {w}" for w in s.warnings]
     lines.append(f"results: {d}/result.json")
     print("\n".join(lines), file=sys.stderr)
 
 
-def _late(s: dict[str, Any]) -> list[str]:
+def _counts(s: RunSummary) -> str:
+    return (
+        f"acknowledged {s.acknowledged or 0:,}  consumed {s.consumed or 0:,}  lost {s.lost}  "
+        f"duplicated {s.duplicated}  publish errors {s.publish_errors}"
+    )
+
+
+def _late(s: RunSummary) -> list[str]:
     """What the log read again said of the messages no consumer received (loadgen.verify)."""
-    if s.get("not_consumed_in_time"):
+    if s.not_consumed_in_time:
         return [
-            f"{s['not_consumed_in_time']:,} acknowledged message(s) not consumed before the drain ended were in "
+            f"{s.not_consumed_in_time:,} acknowledged message(s) not consumed before the drain ended were in "
             "the log when it was read again: late, not lost"
         ]
-    if s.get("loss_verified") is False and s["lost"]:
+    if s.loss_verified is False and s.lost:
         return ["the lost count is not verified: this system keeps no log to read again"]
     return []
 
@@ -92,36 +98,33 @@ def scaled_out(d: dict[str, Any]) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
-def sustainable(d: dict[str, Any], s: dict[str, Any], out: Path) -> None:
+def sustainable(d: Sustainable, s: RunSummary, out: Path) -> None:
     """The discovered rate, and every step of the search that found it (`s`: the search run's summary)."""
     lines = [
-        f"probe (max rate): {d['probe_msg_s']:,.0f} msg/s, {d['probe_mb_s']:.2f} MB/s",
-        f"search, SLO {d['slo']['describe']} (bracket, bisect, confirm; each step judged on its own seconds):",
+        f"probe (max rate): {d.probe_msg_s or 0:,.0f} msg/s, {d.probe_mb_s or 0:.2f} MB/s",
+        f"search, SLO {d.slo.get('describe')} (bracket, bisect, confirm; each step judged on its own seconds):",
     ]
-    for st in d["steps"]:
-        verdict = "held" if st["held"] else f"missed: {st['why']}"
-        secs = f"{len(st['judged_s'])} s{'*' if st.get('early') else ''}"
+    steps = [Step.of(x) for x in d.steps]
+    for st in steps:
+        verdict = "held" if st.held else f"missed: {st.why}"
+        secs = f"{len(st.judged_s)} s{'*' if st.early else ''}"
         lines.append(
-            f"  {st.get('phase', ''):<8} {st['rate_msg_s']:>10,.0f} msg/s  {secs:>5}  {st['mb_s']:7.2f} MB/s  "
-            f"p99 e2e {num(st['p99_e2e_ms'], '{:.1f}')} ms  {verdict}"
+            f"  {st.phase:<8} {st.rate_msg_s:>10,.0f} msg/s  {secs:>5}  {st.mb_s:7.2f} MB/s  "
+            f"p99 e2e {num(st.p99_e2e_ms, '{:.1f}')} ms  {verdict}"
         )
-    if any(st.get("early") for st in d["steps"]):
+    if any(st.early for st in steps):
         lines.append("  * decided early: its figures were clear of the SLO (loadgen.search)")
-    lines += [f"  re-measured: {r}" for r in d.get("remeasured") or []]
-    if d["rate_msg_s"] is None:
-        lines.append(f"SUSTAINABLE RATE: not found: {d['note']}")
+    lines += [f"  re-measured: {r}" for r in d.remeasured]
+    if d.rate_msg_s is None:
+        lines.append(f"SUSTAINABLE RATE: not found: {d.note}")
     else:
         lines.append(
-            f"SUSTAINABLE RATE: {d['rate_msg_s']:,.0f} msg/s, {d['mb_s']:.2f} MB/s delivered "
-            f"({d['note']}; one search: repeat it for an interval)"
+            f"SUSTAINABLE RATE: {d.rate_msg_s:,.0f} msg/s, {d.mb_s or 0:.2f} MB/s delivered "
+            f"({d.note}; one search: repeat it for an interval)"
         )
-    lines.append(
-        f"search run: acknowledged {s['acknowledged']:,}  consumed {s['consumed']:,}  lost {s['lost']}  "
-        f"duplicated {s['duplicated']}  publish errors {s['publish_errors']}"
-    )
-    lines += _late(s)
-    if s.get("tail"):  # over the steps that held, or every step when none did (loadgen.sustainable.tail_seconds)
-        lines += tail.words(s["tail"])
+    lines += [f"search run: {_counts(s)}", *_late(s)]
+    if s.tail:  # over the steps that held, or every step when none did (loadgen.sustainable.tail_seconds)
+        lines += tail.words(s.tail)
     lines.append(f"results: {out}/result.json (the answer and its steps under `sustainable`)")
     print("\n".join(lines), file=sys.stderr)
 

@@ -36,9 +36,18 @@ class RunSummary:
     consume_msg_s: float | None = None
     publish_mb_s: float | None = None
     publish_msg_s: float | None = None
+    publish_bit_s: float | None = None
     acknowledged: int | None = None
+    consumed: int | None = None
     lost: int | None = None
+    duplicated: int | None = None
+    publish_errors: int | None = None
+    unacknowledged_at_end: int | None = None  # still queued in a producer when its flush timed out
+    # acknowledged, not consumed before the drain ended, found in the log when it was read again (loadgen.verify)
+    not_consumed_in_time: int | None = None
+    loss_verified: bool | None = None  # False: the system keeps no log to read again
     publish_error_samples: tuple[str, ...] = ()  # a few distinct errors the producers were given
+    per_producer: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # its counts and lost_seqs
     client_bound: bool = False
     broker_rates: Mapping[str, float | None] = field(default_factory=dict)
     client: ClientSummary = ClientSummary()
@@ -55,8 +64,12 @@ class Sustainable:
 
     mb_s: float | None = None
     rate_msg_s: float | None = None
-    steps: tuple[Mapping[str, Any], ...] = ()
+    steps: tuple[Mapping[str, Any], ...] = ()  # loadgen.sustainable.Step.of reads one
     note: str = ""
+    probe_msg_s: float | None = None
+    probe_mb_s: float | None = None
+    remeasured: tuple[str, ...] = ()  # rates that held, then missed when measured again
+    slo: Mapping[str, Any] = field(default_factory=dict)  # its `describe` says it in words
 
 
 @dataclass(frozen=True)

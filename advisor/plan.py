@@ -30,6 +30,35 @@ ASSUMED_PER_PARTITION_MB_S = 10.0  # a common sizing rule of thumb; not measured
 
 
 @dataclass(frozen=True)
+class Basis:
+    """What a plan measured in a study: the efficiency from the confirmed configuration's repeats (or the best
+    trial), and MB/s per producer, consumer and partition from the `unit_trial` at the plan's message size."""
+
+    trial: str
+    mb_s: float
+    mb_s_interval: Interval
+    trials: tuple[str, ...]
+    ceiling_mb_s: float | None
+    efficiency: float | None  # None: the study knows no ceiling
+    excluded_client_bound: int
+    unit_trial: str
+    unit_mb_s: float
+    unit_message_bytes: int
+    producers: int
+    consumers: int
+    partitions: int
+    bound: str | None
+
+    def count(self, what: str) -> int:
+        """The unit trial's producers, consumers or partitions (`what`)."""
+        return {"producers": self.producers, "consumers": self.consumers, "partitions": self.partitions}[what]
+
+    def per(self, what: str) -> float:
+        """MB/s per producer, consumer or partition (`what`, plural) of the unit trial."""
+        return self.unit_mb_s / self.count(what)
+
+
+@dataclass(frozen=True)
 class Plan:
     target_mb_s: float
     target_msg_s: float
@@ -49,7 +78,7 @@ class Plan:
     ceiling_mb_s: float  # of the planned cluster
     bound: str
     assumptions: list[str] = field(default_factory=list)
-    basis: dict[str, Any] = field(default_factory=dict)
+    basis: Basis | None = None  # None: no study, the published figures assumed
     explain: list[str] = field(default_factory=list)  # where each number comes from
 
     def as_json(self) -> dict[str, Any]:
@@ -58,6 +87,10 @@ class Plan:
             d[k] = {a: round(b, 2) for a, b in d[k].items()}
         for k in ("nic_mb_s_needed", "disk_mb_s_needed", "ceiling_mb_s", "target_msg_s", "efficiency"):
             d[k] = round(d[k], 3)
+        if self.basis:
+            d["basis"].update(
+                {f"per_{w[:-1]}_mb_s": self.basis.per(w) for w in ("producers", "consumers", "partitions")}
+            )
         return d
 
 
@@ -82,7 +115,7 @@ def _not_client_bound(trials: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
 def _study_basis(
     trials: pd.DataFrame, message_bytes: int, assumptions: list[str], confirmed: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> Basis:
     """Efficiency from the confirmed configuration's repeats (their mean, with its interval) when the study
     confirmed one, else from the best trial (one run); only trials that were not client-bound. MB/s per producer,
     consumer and partition from the best such trial at the plan's message size (per-record costs differ by size)."""
@@ -113,31 +146,27 @@ def _study_basis(
             f"({unit.trial_id}), not at the plan's {message_bytes} B: per-record costs make them differ; "
             f"run the study at {message_bytes} B to measure them"
         )
-    unit_mb_s = rate.estimate if unit is best else unit.rate
-    return {
-        "trial": best.trial_id,
-        "mb_s": rate.estimate,
-        "mb_s_interval": rate.as_dict(),
-        "trials": list(reps["trial_id"]) if not reps.empty else [best.trial_id],
-        "ceiling_mb_s": ceiling,
-        "efficiency": min(1.0, fraction) if fraction else None,
-        "excluded_client_bound": excluded,
-        "unit_trial": unit.trial_id,
-        "unit_mb_s": unit_mb_s,
-        "unit_message_bytes": at,
-        "producers": count("producers"),
-        "consumers": count("consumers"),
-        "partitions": count("partitions"),
-        "per_producer_mb_s": unit_mb_s / count("producers"),
-        "per_consumer_mb_s": unit_mb_s / count("consumers"),
-        "per_partition_mb_s": unit_mb_s / count("partitions"),
-        "bound": best.bound,
-    }
+    return Basis(
+        trial=best.trial_id,
+        mb_s=rate.estimate,
+        mb_s_interval=rate,
+        trials=tuple(reps["trial_id"]) if not reps.empty else (best.trial_id,),
+        ceiling_mb_s=ceiling,
+        efficiency=min(1.0, fraction) if fraction else None,
+        excluded_client_bound=excluded,
+        unit_trial=unit.trial_id,
+        unit_mb_s=rate.estimate if unit is best else unit.rate,
+        unit_message_bytes=at,
+        producers=count("producers"),
+        consumers=count("consumers"),
+        partitions=count("partitions"),
+        bound=best.bound,
+    )
 
 
 def _rates(
     trials: pd.DataFrame | None, message_bytes: int, assumptions: list[str], confirmed: Sequence[str] = ()
-) -> tuple[float, float, float, float, dict[str, Any]]:
+) -> tuple[float, float, float, float, Basis | None]:
     """Efficiency and MB/s per producer, consumer and partition: measured in the study when there is one,
     else the published figures (each assumption said in `assumptions`)."""
     if trials is None or trials.empty:
@@ -148,14 +177,13 @@ def _rates(
             f"{per_cons:.0f} MB/s per consumer (docs/reference.md §1, hand-tuned, 1 KB records)",
             f"{per_part:g} MB/s per partition (rule of thumb, not measured): run a sweep and plan --from it",
         ]
-        return eff, per_prod, per_cons, per_part, {}
-    basis = _study_basis(trials, message_bytes, assumptions, confirmed)
-    if basis["efficiency"] is None:
+        return eff, per_prod, per_cons, per_part, None
+    b = _study_basis(trials, message_bytes, assumptions, confirmed)
+    if b.efficiency is None:
         assumptions.append(
             f"the study has no known ceiling: efficiency {REF_EFFICIENCY:.0%} (docs/reference.md §1) assumed"
         )
-    eff = basis["efficiency"] or REF_EFFICIENCY
-    return eff, basis["per_producer_mb_s"], basis["per_consumer_mb_s"], basis["per_partition_mb_s"], basis
+    return b.efficiency or REF_EFFICIENCY, b.per("producers"), b.per("consumers"), b.per("partitions"), b
 
 
 def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float]) -> list[str]:
@@ -163,18 +191,18 @@ def _explain(p: Plan, per_broker_capacity: float, per: tuple[float, float, float
     b = p.basis
     carry = p.brokers - p.spare_brokers
     eff_src = "assumed (see the assumptions)"
-    if b and b.get("efficiency") is not None:
-        left_out = b.get("excluded_client_bound")
-        rate = Interval(**b["mb_s_interval"]).text(unit="MB/s")
-        runs = f"{', '.join(b['trials'])}: {rate}" if len(b["trials"]) > 1 else f"{b['trial']}: {rate}, one run"
-        eff_src = f"{runs}, over the ceiling of {b['ceiling_mb_s']:.2f} MB/s" + (
+    if b and b.efficiency is not None:
+        left_out = b.excluded_client_bound
+        rate = b.mb_s_interval.text(unit="MB/s")
+        runs = f"{', '.join(b.trials)}: {rate}" if len(b.trials) > 1 else f"{b.trial}: {rate}, one run"
+        eff_src = f"{runs}, over the ceiling of {b.ceiling_mb_s or 0:.2f} MB/s" + (
             f" ({left_out} client-bound trial(s) left out)" if left_out else ""
         )
 
     def source(what: str) -> str:
         if not b:
             return "assumed: see the assumptions"
-        return f"measured: {b['unit_trial']}'s {b['unit_mb_s']:.2f} MB/s over its {b[what]} {what}"
+        return f"measured: {b.unit_trial}'s {b.unit_mb_s:.2f} MB/s over its {b.count(what)} {what}"
 
     per_prod, per_cons, per_part = per
     writable = (

@@ -164,7 +164,7 @@ def plan(p: Plan, message_bytes: int) -> None:
         f"needed per broker: NIC ≥ {p.nic_mb_s_needed:.1f} MB/s each way, disk ≥ {p.disk_mb_s_needed:.1f} MB/s",
         f"planned cluster ceiling: {p.ceiling_mb_s:.1f} MB/s ({p.bound}); "
         f"efficiency used {p.efficiency:.0%}, headroom {p.headroom:.0%}"
-        + (f"; basis: {p.basis['trial']} ({p.basis['mb_s']:.2f} MB/s)" if p.basis else ""),
+        + (f"; basis: {p.basis.trial} ({p.basis.mb_s:.2f} MB/s)" if p.basis else ""),
         *[f"  why {e}" for e in p.explain],
         *[f"assumption: {a}" for a in p.assumptions],
     ]

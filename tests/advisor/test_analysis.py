@@ -333,9 +333,9 @@ def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_m
         ]
     )
     p = plan(100, nic_mb_s=100, message_bytes=100, trials=trials)
-    assert p.basis["trial"] == "big" and p.efficiency == pytest.approx(0.6)  # not the client-bound 90 %
-    assert p.basis["excluded_client_bound"] == 1 and "1 client-bound trial(s) left out" in p.explain[0]
-    assert p.basis["unit_trial"] == "small" and p.basis["per_producer_mb_s"] == pytest.approx(15.0)  # at 100 B
+    assert p.basis is not None and p.basis.trial == "big" and p.efficiency == pytest.approx(0.6)  # not the 90 %
+    assert p.basis.excluded_client_bound == 1 and "1 client-bound trial(s) left out" in p.explain[0]
+    assert p.basis.unit_trial == "small" and p.basis.per("producers") == pytest.approx(15.0)  # at 100 B
     assert not any("not at the plan's" in a for a in p.assumptions)
     q = plan(100, nic_mb_s=100, message_bytes=4096, trials=trials)
     assert any("measured at 1024-B messages (big), not at the plan's 4096 B" in a for a in q.assumptions)
@@ -344,8 +344,8 @@ def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_m
     # a confirmed configuration: its repeats' mean with the interval, not its luckiest run
     reps = pd.DataFrame([t("c1", 50.0, 1024), t("c2", 58.0, 1024), t("c3", 54.0, 1024), t("lucky", 66.0, 1024)])
     c = plan(100, nic_mb_s=100, trials=reps, confirmed=["c1", "c2", "c3"])
-    assert c.efficiency == pytest.approx(0.54) and c.basis["trials"] == ["c1", "c2", "c3"]
-    assert c.basis["per_producer_mb_s"] == pytest.approx(27.0)  # 54 MB/s over 2 producers
+    assert c.efficiency == pytest.approx(0.54) and c.basis is not None and c.basis.trials == ("c1", "c2", "c3")
+    assert c.basis.per("producers") == pytest.approx(27.0)  # 54 MB/s over 2 producers
     assert "c1, c2, c3: 54.00 MB/s (95 % CI 44.06–63.94, n=3)" in c.explain[0]
     assert "one run" in plan(100, nic_mb_s=100, trials=reps).explain[0]  # no confirmation: the best run, n=1
 

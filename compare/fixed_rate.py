@@ -3,26 +3,34 @@ has partitions, with publish and end-to-end percentile tables, and whether the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from compare.harness import Say, SystemTarget, Tick, error_text, harness_run, workload
 from compare.spec import CompareSpec
 from core import fmt
+from core.typed import from_json, to_json
 from records import comparison as comparisons
 from records.comparison import FixedRateRow
+from records.result import RunSummary
 
 LAT_KEYS = ("p50", "p75", "p95", "p99", "p99.9", "max")
 
 
-def _ms(summary: Mapping[str, float | str | None]) -> dict[str, float | None]:
-    """The percentiles of a latency summary (loadgen.recorder.summary_ms) the table shows; None: not measured."""
-    out: dict[str, float | None] = {}
-    for k in LAT_KEYS:
-        v = summary.get(k)
-        out[k] = float(v) if isinstance(v, int | float) else None
-    return out
+def _measured(row: FixedRateRow, s: RunSummary, rate: float) -> FixedRateRow:
+    """`row` with the run's rates, losses and the percentiles of both latencies (None: not measured), each under
+    its JSON name (publish_p99.9_ms…)."""
+    figures: dict[str, object] = {
+        "publish_msg_s": s.publish_msg_s,
+        "consume_msg_s": s.consume_msg_s,
+        "sustained": (s.publish_msg_s or 0.0) >= 0.95 * rate,
+        "lost": s.lost,
+    }
+    for side, ms in (("publish", s.publish_latency_ms), ("e2e", s.end_to_end_latency_ms)):
+        for k in LAT_KEYS:
+            v = ms.get(k)
+            figures[f"{side}_{k}_ms"] = float(v) if isinstance(v, int | float) else None
+    return from_json(FixedRateRow, {**to_json(row), **figures})
 
 
 def fixed_rate(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick) -> list[FixedRateRow]:
@@ -45,30 +53,10 @@ def fixed_rate(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Ti
         try:
             _raw, result = harness_run(t, w, comparisons.run_dir(out, t.name, "fixed-rate", f"p{parts or 'na'}"))
             s = result.summary
-            got = s.publish_msg_s or 0.0
-            pub, e2e = _ms(s.publish_latency_ms), _ms(s.end_to_end_latency_ms)
-            row = replace(
-                row,
-                publish_msg_s=s.publish_msg_s,
-                consume_msg_s=s.consume_msg_s,
-                sustained=got >= 0.95 * cfg.rate,
-                lost=s.lost,
-                publish_p50_ms=pub["p50"],
-                publish_p75_ms=pub["p75"],
-                publish_p95_ms=pub["p95"],
-                publish_p99_ms=pub["p99"],
-                publish_p999_ms=pub["p99.9"],
-                publish_max_ms=pub["max"],
-                e2e_p50_ms=e2e["p50"],
-                e2e_p75_ms=e2e["p75"],
-                e2e_p95_ms=e2e["p95"],
-                e2e_p99_ms=e2e["p99"],
-                e2e_p999_ms=e2e["p99.9"],
-                e2e_max_ms=e2e["max"],
-            )
+            row = _measured(row, s, cfg.rate)
             say(
                 f"  {t.name:<16} {cfg.rate:,.0f} msg/s × {cfg.size} B, partitions {parts or 'n/a'}: "
-                f"got {got:,.0f} msg/s, e2e p99 {fmt.latency(s.end_to_end_latency_ms, 'p99')} ms"
+                f"got {s.publish_msg_s or 0:,.0f} msg/s, e2e p99 {fmt.latency(s.end_to_end_latency_ms, 'p99')} ms"
             )
         except Exception as e:  # a size or mode the system cannot carry: its row says why
             row = replace(row, error=error_text(e))

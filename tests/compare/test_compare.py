@@ -12,8 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
+from compare.fixed_rate import _measured
 from compare.harness import trimmed_median
 from compare.spec import Sizes
+from core.typed import to_json
+from records.comparison import FixedRateRow
+from records.result import RunSummary
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.conftest import ensure_healthy
@@ -302,3 +306,15 @@ def test_system_option_needs_only_that_systems_server(tmp_path: Path) -> None:
     assert [s["name"] for s in out["systems"]] == ["dds"]
     assert [(t["system"], t["error"], t["lost"]) for t in out["throughput"]] == [("dds", None, 0)]
     assert not (tmp_path / "home" / "servers" / "pulsar").exists()
+
+
+def test_a_fixed_rate_row_keeps_each_measured_percentile_under_its_json_name() -> None:
+    """compare.fixed_rate's row from a run's summary: rates, whether the rate was sustained (95 % of it published),
+    and each percentile of both latencies; one the run did not measure is None, never a number."""
+    pub = {"p50": 1.0, "p75": 2, "p95": 3.0, "p99": 4.0, "p99.9": 5.0, "max": 6.0, "count": 10}
+    s = RunSummary(publish_msg_s=950.0, consume_msg_s=949.0, lost=0, publish_latency_ms=pub)
+    row = _measured(FixedRateRow(system="k", size=1024, target_msg_s=1000, partitions=6), s, 1000)
+    doc = to_json(row)
+    assert row.sustained and doc["publish_p99.9_ms"] == 5.0 and doc["publish_p75_ms"] == 2.0
+    assert doc["e2e_p99_ms"] is None and doc["partitions"] == 6 and doc["consume_msg_s"] == 949.0
+    assert not _measured(row, RunSummary(publish_msg_s=949.0), 1000).sustained

@@ -69,7 +69,7 @@ def one_testbed(name: str, no: int, tmp: Path, a: argparse.Namespace) -> dict[st
         w = warm_up(
             st.bootstrap_servers, a.warm_up, say=log, placements=tb.client_netns(st), metrics_urls=st.metrics_urls
         )
-        row["warm_up"] = {"s": w["s"], "quiet": w["quiet"], "jit_cores": w["jit_cores"]}
+        row["warm_up"] = {"s": w.s, "quiet": w.quiet, "jit_cores": w.jit_cores}
         d = bench(
             tb,
             demo_workload(tmp / "search.json", f"jvm-{name}-search", ACKS_ALL, 0, 0.1),

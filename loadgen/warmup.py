@@ -28,6 +28,7 @@ from cluster.target import Placement
 from core.units import MB
 from loadgen import brokerside, result, runner
 from loadgen.workload import parse_workload
+from records.result import RunResult
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
 JIT_WINDOW_S = 10.0
@@ -107,6 +108,30 @@ class JitBusyWatch:
         return bool(self.busy)
 
 
+@dataclass(frozen=True)
+class WarmShape:
+    """One shape of a warm-up's load: its producer settings, its rate (None: the maximum), how long it ran, the
+    acknowledged msg/s, the brokers' JIT cores per broker at its end and whether it ended quiet (None: no metrics)."""
+
+    producer: Mapping[str, Any]
+    rate_msg_s: float | None
+    s: float
+    msg_s: float
+    jit_cores: float | None
+    quiet: bool | None
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """A warm-up (warm_up): how long it ran, the last shape's JIT cores, whether every shape ended quiet (None: no
+    metrics), and each shape; trial records keep it as JSON (to_json)."""
+
+    s: float
+    jit_cores: float | None
+    quiet: bool | None
+    shapes: tuple[WarmShape, ...]
+
+
 def warm_up(
     bootstrap: str,
     seconds: float,
@@ -120,7 +145,7 @@ def warm_up(
     shapes: Sequence[Mapping[str, Any]] = SHAPES,
     paced: float | None = PACED,
     paced_shape: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> WarmUp:
     """Run acks=all load through every broker (6 partitions) and read it back, in each of `shapes` (producer
     settings) at the maximum rate, then (`paced`) at that share of the first one's rate with `paced_shape` (default:
     the client's defaults),
@@ -142,13 +167,12 @@ def warm_up(
     t0 = time.monotonic()
     watch = JitWatch(list(metrics_urls), quiet_cores, window_s) if metrics_urls else None
     done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch) for shape in shapes]
-    if paced and done[0]["msg_s"]:
-        rate = round(paced * done[0]["msg_s"])
+    if paced and done[0].msg_s:
+        rate = round(paced * done[0].msg_s)
         shape = dict(paced_shape or {})
         done.append(_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch, rate))
-    last = done[-1]
-    quiet = all(d["quiet"] for d in done) if metrics_urls else None
-    return {"s": round(time.monotonic() - t0, 1), "jit_cores": last["jit_cores"], "quiet": quiet, "shapes": done}
+    quiet = all(d.quiet for d in done) if metrics_urls else None
+    return WarmUp(round(time.monotonic() - t0, 1), done[-1].jit_cores, quiet, tuple(done))
 
 
 def _acked_rate(raw: runner.RawRun) -> float:
@@ -171,7 +195,7 @@ def _warm_shape(
     metrics_urls: Mapping[int, str] | None,
     watch: JitWatch | None,
     rate: float | None = None,
-) -> dict[str, Any]:
+) -> WarmShape:
     """One shape of warm_up's load (at `rate` msg/s, or the maximum): for `seconds`, or until `watch` finds the JIT
     quiet (given with `metrics_urls`)."""
     w = parse_workload(
@@ -191,10 +215,9 @@ def _warm_shape(
     raw = runner.run(w, where.quiet(), drain=False, stop_when=watch)
     took = time.monotonic() - t0
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
-    summary: dict[str, Any] = result.build(raw)[0]["summary"]
+    e2e = RunResult.from_json(result.build(raw).result).summary.end_to_end_latency_ms.get("p99")
     msg_s = _acked_rate(raw)
-    e2e = summary["end_to_end_latency_ms"]
-    p99 = f"end-to-end p99 {e2e['p99']:.2f} ms" if e2e.get("p99") is not None else "end-to-end latency not measured"
+    p99 = f"end-to-end p99 {e2e:.2f} ms" if isinstance(e2e, float) else "end-to-end latency not measured"
     state = ""
     if watch:
         jit_text = f"{jit:.2f} core per broker" if jit is not None else "not read"
@@ -203,11 +226,4 @@ def _warm_shape(
     at = f" at {rate:,.0f} msg/s" if rate else ""
     say(f"warm-up ({batches}{at}) done in {took:.0f} s: {msg_s * w.messageSize / MB:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return {
-        "producer": dict(shape),
-        "rate_msg_s": rate,
-        "s": round(took, 1),
-        "msg_s": msg_s,
-        "jit_cores": None if jit is None else round(jit, 3),
-        "quiet": quiet,
-    }
+    return WarmShape(dict(shape), rate, round(took, 1), msg_s, None if jit is None else round(jit, 3), quiet)

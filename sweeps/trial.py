@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
+from core.typed import to_json
 from faults.disturbed import disturbances, nothing_consumed
 from faults.inject import Injector
 from loadgen import brokerside, runner, search, sustainable
 from loadgen import result as res
 from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
-from loadgen.warmup import SHAPES, JitBusyWatch, warm_up
+from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
 from records.run import write_run
 from records.trial import SEARCH_RUN, TrialRecord, write_trial
@@ -104,7 +105,7 @@ def run_trial(
                 cut = "" if t.stopped_at is None else f" (the run stopped {t.stopped_at} s into its window)"
                 say(f"{t.jit_busy}{cut}: warming them until their compilers are quiet, then measuring it again")
                 t.phase = "warm-up before measuring again"
-                entry["warm_up"] = t.warm_up(spec.measurement.jit_warmup_s, own_load=True)
+                entry["warm_up"] = to_json(t.warm_up(spec.measurement.jit_warmup_s, own_load=True))
             entry["s"] = round(time.monotonic() - t_attempt, 1)
             t.rerun()
     except KeyboardInterrupt:
@@ -181,7 +182,7 @@ class _Trial:
         self.record.setdefault(why, []).append(entry)
         return entry
 
-    def warm_up(self, cap_s: float, *, own_load: bool = False) -> dict[str, Any]:
+    def warm_up(self, cap_s: float, *, own_load: bool = False) -> WarmUp:
         """Load the brokers until their JIT is quiet, `cap_s` at the most (loadgen.warmup); `own_load`: as the trial."""
         t, own = self.target, dict(self.workload.producerConfig)
         where: dict[str, Any] = {"placements": t.placements, "common": t.common, "metrics_urls": t.metrics_urls}
@@ -238,7 +239,7 @@ class _Trial:
         self.record["apply_s"] = time.monotonic() - t_apply
         if applied.restarts and self.spec.measurement.restart_warmup_s:
             self.phase = "warm-up after restart"
-            self.record["restart_warmup"] = self.warm_up(self.spec.measurement.restart_warmup_s)
+            self.record["restart_warmup"] = to_json(self.warm_up(self.spec.measurement.restart_warmup_s))
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         if self.hold_msg_s is not None:

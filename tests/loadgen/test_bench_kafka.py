@@ -361,21 +361,21 @@ def test_a_warm_up_given_the_brokers_metrics_ends_once_their_jit_is_quiet(health
     so each shape ends at its first whole window (4 s here): the cap is 60 s each."""
     urls = healthy.metrics_urls
     got = warmup.warm_up(healthy.bootstrap_servers, 180, say=print, metrics_urls=urls, quiet_cores=10, window_s=4)
-    assert got["quiet"] is True and got["jit_cores"] is not None and 0 <= got["jit_cores"] < 10, got
-    assert [s["producer"] for s in got["shapes"]] == [*(dict(s) for s in warmup.SHAPES), {}], got
+    assert got.quiet is True and got.jit_cores is not None and 0 <= got.jit_cores < 10, got
+    assert [s.producer for s in got.shapes] == [*(dict(s) for s in warmup.SHAPES), {}], got
     # the fixed-rate shape: PACED of the rate the first shape measured over the seconds it ran (whether the brokers
     # kept it depends on the machine: on CI's, still compiling after a restart, they took 14,929 of 19,890 msg/s)
-    paced = got["shapes"][-1]
-    assert paced["rate_msg_s"] == round(warmup.PACED * got["shapes"][0]["msg_s"]), got
-    assert paced["msg_s"] > 0, got
-    for shape in got["shapes"]:
-        assert shape["quiet"] is True and 4 <= shape["s"] < 45, got
-    assert got["s"] >= sum(s["s"] for s in got["shapes"]), got
+    paced = got.shapes[-1]
+    assert paced.rate_msg_s == round(warmup.PACED * got.shapes[0].msg_s), got
+    assert paced.msg_s > 0, got
+    for shape in got.shapes:
+        assert shape.quiet is True and 4 <= shape.s < 45, got
+    assert got.s >= sum(s.s for s in got.shapes), got
     # without the endpoints each shape runs its share and says nothing about the JIT (3 s each: in a 1-s share the
     # first shape once had nothing acknowledged yet, and a fixed rate of 0 is no shape)
     fixed = warmup.warm_up(healthy.bootstrap_servers, 9, say=print)
-    assert fixed["quiet"] is None and fixed["jit_cores"] is None and fixed["s"] >= 9, fixed
-    assert [s["s"] >= 1 and s["quiet"] is None for s in fixed["shapes"]] == [True, True, True], fixed
+    assert fixed.quiet is None and fixed.jit_cores is None and fixed.s >= 9, fixed
+    assert [s.s >= 1 and s.quiet is None for s in fixed.shapes] == [True, True, True], fixed
 
 
 def test_the_jit_is_quiet_only_over_a_whole_window_of_every_brokers_samples() -> None:

@@ -18,6 +18,11 @@ one producer of 100-B records at max rate (acks=all, linger.ms 5, batch.size 128
 62.7 MB/s against 72.8 MB/s with 5, and its client spent 1.26 µs of CPU per record against 1.08 (medians of 6
 alternating pairs on a warm loopback testbed, 6 of 6 favouring 5, from a dev run of the method that
 `benchmarks/producer_inflight.py` repeats). A `producerConfig` key of the same name overrides it.
+
+Both clients disable Nagle's algorithm (`socket.nagle.disable` true), as the Java clients do on every connection
+(librdkafka leaves it on): for parity with them, not for a measured gain. A fixed rate's p99 with it on and off
+differed within the runs' spread, with and without a delay on the links (benchmarks/results/client_nodelay.json).
+A key of the same name in a workload's `producerConfig` or `consumerConfig` overrides it.
 """
 
 from __future__ import annotations
@@ -56,12 +61,14 @@ def translate(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+# Both clients' sockets as the Java clients open theirs, with TCP_NODELAY (module docstring).
+NODELAY: Mapping[str, str] = {"socket.nagle.disable": "true"}
 # The harness's consumer defaults (module docstring): a consumer that keeps up with the cluster, like Java's.
-HARNESS_CONSUMER: Mapping[str, str] = {"fetch.queue.backoff.ms": "10"}
+HARNESS_CONSUMER: Mapping[str, str] = {"fetch.queue.backoff.ms": "10", **NODELAY}
 # The harness's producer defaults (module docstring): requests in flight per broker connection as the Java
 # producer allows them (and as a sweep's trials already sent it, from brokerconf.catalogue), not librdkafka's
 # 1,000,000.
-HARNESS_PRODUCER: Mapping[str, str] = {"max.in.flight.requests.per.connection": "5"}
+HARNESS_PRODUCER: Mapping[str, str] = {"max.in.flight.requests.per.connection": "5", **NODELAY}
 
 
 # What a purge reports for each message it removed, in the driver contract's words.

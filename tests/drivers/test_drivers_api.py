@@ -35,6 +35,16 @@ def test_java_only_keys_are_translated() -> None:
     }
 
 
+def test_the_kafka_clients_open_their_sockets_as_javas_do_unless_the_workload_says_otherwise() -> None:
+    """The Java clients set TCP_NODELAY on every connection; librdkafka leaves Nagle's algorithm on: both of the
+    harness's clients turn it off (drivers.kafka.NODELAY), and a workload's key of the same name wins."""
+    drv = KafkaDriver({"bootstrap.servers": "127.0.0.1:1"})
+    assert drv._producer_conf(None)["socket.nagle.disable"] == "true"
+    assert drv._consumer_conf("g", None)["socket.nagle.disable"] == "true"
+    assert drv._producer_conf({"socket.nagle.disable": "false"})["socket.nagle.disable"] == "false"
+    assert drv._consumer_conf("g", {"socket.nagle.disable": "false"})["socket.nagle.disable"] == "false"
+
+
 def test_a_kafka_producer_keeps_javas_five_requests_in_flight_unless_the_workload_says_otherwise() -> None:
     """librdkafka allows 1,000,000 requests in flight per connection, the Java producer 5: the harness's producer
     sends as the Java one does (drivers.kafka.HARNESS_PRODUCER), and a producerConfig key overrides it."""

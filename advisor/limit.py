@@ -34,6 +34,11 @@ LINK_BUSY, LINK_PEAK, LINK_BURSTS = 0.7, 0.95, 0.5
 ROSE_MS = 5.0
 # Consumers that received less than this share of what was sent in a step fell behind in it.
 RECEIVED_LOW = 0.9
+# A broker serves one request per connection at a time (Kafka's protocol guide): a producer connection with a
+# request at the broker this share of the time or more is a queue near its limit (a single server at 80 % busy
+# keeps a request waiting four service times on average), and its requests wait in the socket, unseen by the
+# brokers' metrics.
+CONNECTION_BUSY = 0.8
 # Which bound each part of a produce request's time names when it is the part that grew.
 PART_BOUND = {
     "produce_queue_ms": "request_handlers",
@@ -62,6 +67,19 @@ class StepEvidence:
     behind_ms: float | None  # the producers' worst per-second delay behind their schedule
     received: float | None  # what the consumers received over what the producers sent in the step
     cpu: float | None = None  # the machine's busy CPU share (the brokers' machine, when they run on this one)
+    # the busiest broker's produce requests a second per producer connection, its time per request (ms), and their
+    # product: the share of the time each connection had a request there (_connection)
+    connection: tuple[float, float, float] | None = None
+
+    def connection_words(self) -> str:
+        """The busiest producer connection in words ("" when not measured)."""
+        if self.connection is None:
+            return ""
+        per_s, ms, busy = self.connection
+        return (
+            f"each producer connection to the busiest broker carried {per_s:.0f} produce requests a second of "
+            f"{ms:.1f} ms each, busy {busy:.0%} of the time (a broker serves one request per connection at a time)"
+        )
 
     @property
     def broker_ms(self) -> float:
@@ -101,6 +119,22 @@ def _links(host: Rows, judged: set[int]) -> tuple[float | None, str, float | Non
     return means[busiest], f"{link} {way}", bursts
 
 
+def _connection(bs: Rows, producers: int) -> tuple[float, float, float] | None:
+    """StepEvidence.connection from the brokers' per-second rows and the producer processes (one connection each
+    to every broker); None without produce requests."""
+    busiest = None
+    for b in {r.get("broker_id") for r in bs}:
+        rows = [r for r in bs if r.get("broker_id") == b]
+        requests = sum(num(r.get("produce_requests_per_s")) or 0.0 for r in rows)
+        if not requests:
+            continue
+        ms = sum(num(r.get(f"{k}_per_s")) or 0.0 for r in rows for k in TIME_PARTS) / requests
+        per_s = requests / len(rows) / max(1, producers)
+        if busiest is None or per_s * ms > busiest[0] * busiest[1]:
+            busiest = (per_s, ms, per_s * ms / 1000)
+    return busiest
+
+
 def evidence(step: Step, run: runs.Seconds, nic: float | None) -> StepEvidence:
     """`step` from the per-second rows of its judged seconds."""
     judged = set(step.judged_s)
@@ -135,6 +169,7 @@ def evidence(step: Step, run: runs.Seconds, nic: float | None) -> StepEvidence:
         behind_ms=_worst([num(r.get("delay_max_ms")) for r in producers]),
         received=got / sent if sent else None,
         cpu=_mean([num(r.get("cpu_busy")) for r in run.host if r.get("second") in judged]),
+        connection=_connection(bs, len({r.get("worker") for r in producers})),
     )
 
 
@@ -178,11 +213,12 @@ def compare(held: StepEvidence, missed: StepEvidence) -> Diagnosis:
             if held.rtt_ms is not None and missed.rtt_ms is not None
             else ""
         )
+        busy = f"; {missed.connection_words()}" if missed.connection else ""
         return Diagnosis(  # "none": no broker resource saturated; round trips set the rate (advisor.rules)
             "none",
             f"{at}: the records waited in the producer (its queue p99 {held.client_queue_ms or 0:.0f} -> "
             f"{missed.client_queue_ms or 0:.0f} ms{rtt}) while {total}: no broker resource saturated, the "
-            "producer's round trips set the pace (requests in flight, batching)",
+            f"producer's round trips set the pace (requests in flight, batching){busy}",
         )
     if by >= ROSE_MS or (by > 0 and by >= 0.5 * _grew(held.broker_ms, missed.broker_ms) and by >= 1.0):
         return Diagnosis(
@@ -214,6 +250,12 @@ def lowest(e: StepEvidence, why: str = "no step held") -> Diagnosis:
                 PART_BOUND[part],
                 f"{at}: most of a produce request's time was {TIME_PARTS[part]}, {ms:.1f} of {e.broker_ms:.1f} ms",
             )
+    if e.connection is not None and e.connection[2] >= CONNECTION_BUSY:  # round trips set the rate: advisor.rules
+        return Diagnosis(
+            "none",
+            f"{at}: {e.connection_words()}, so requests waited in its socket: fewer, larger "
+            "requests (linger.ms, batch.size) or more producers carry more",
+        )
     if e.client_queue_ms is not None:
         return Diagnosis(
             "client",

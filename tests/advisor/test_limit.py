@@ -154,3 +154,20 @@ def test_a_machine_out_of_cpu_above_the_knee_is_named_and_its_cpu_is_shown_other
     host = [{"second": s, "cpu_busy": 0.6} for s in HELD] + [{"second": s, "cpu_busy": 0.85} for s in MISSED]
     d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
     assert d is not None and d.bound == "none" and "the machine's CPUs 60% -> 85% busy" in d.reason, d
+
+
+def test_a_producer_connection_busy_all_the_time_is_named_when_no_rate_held() -> None:
+    """A broker serves one request per connection at a time: one producer sending each broker 100 produce requests a
+    second of 9.7 ms each keeps its connections busy 97 % of the time, which no broker figure shows as saturated;
+    with 2.7-ms requests (27 %) the lowest step is named by where its time went, as before."""
+    step = _step(1000, HELD, False, 300.0)
+    busy = [r for s in HELD for r in _broker(s, remote_ms=9.0)]
+    d = limit.from_steps([step], Seconds(busy, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
+    assert d is not None and d.bound == "none", d
+    assert "carried 100 produce requests a second of 9.7 ms each, busy 97% of the time" in d.reason, d
+    two = [_producer(s, queue_ms=100.0) | {"worker": w} for s in HELD for w in (0, 1)]  # two connections each
+    d = limit.from_steps([step], Seconds(busy, two, []), None)
+    assert d is not None and d.bound != "none", d  # 50 requests a second each: 48 % busy
+    idle = [r for s in HELD for r in _broker(s)]
+    d = limit.from_steps([step], Seconds(idle, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
+    assert d is not None and d.bound == "client" and "busy" not in d.reason, d

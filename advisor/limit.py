@@ -35,7 +35,7 @@ ROSE_MS = 5.0
 # Consumers that received less than this share of what was sent in a step fell behind in it.
 RECEIVED_LOW = 0.9
 # A broker serves one request per connection at a time (Kafka's protocol guide): a producer connection with a
-# request at the broker this share of the time or more is a queue near its limit (a single server at 80 % busy
+# request at the broker this share of the time or more is a queue near its limit (M/M/1 at 80 % busy
 # keeps a request waiting four service times on average), and its requests wait in the socket, unseen by the
 # brokers' metrics.
 CONNECTION_BUSY = 0.8

@@ -213,12 +213,11 @@ def compare(held: StepEvidence, missed: StepEvidence) -> Diagnosis:
             if held.rtt_ms is not None and missed.rtt_ms is not None
             else ""
         )
-        busy = f"; {missed.connection_words()}" if missed.connection else ""
         return Diagnosis(  # "none": no broker resource saturated; round trips set the rate (advisor.rules)
             "none",
             f"{at}: the records waited in the producer (its queue p99 {held.client_queue_ms or 0:.0f} -> "
             f"{missed.client_queue_ms or 0:.0f} ms{rtt}) while {total}: no broker resource saturated, the "
-            f"producer's round trips set the pace (requests in flight, batching){busy}",
+            "producer's round trips set the pace (requests in flight, batching)",
         )
     if by >= ROSE_MS or (by > 0 and by >= 0.5 * _grew(held.broker_ms, missed.broker_ms) and by >= 1.0):
         return Diagnosis(

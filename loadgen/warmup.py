@@ -217,7 +217,7 @@ def _warm_shape(
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
     e2e = RunResult.from_json(result.build(raw).result).summary.end_to_end_latency_ms.get("p99")
     msg_s = _acked_rate(raw)
-    p99 = f"end-to-end p99 {e2e:.2f} ms" if isinstance(e2e, float) else "end-to-end latency not measured"
+    p99 = f"end-to-end p99 {e2e:.2f} ms" if isinstance(e2e, int | float) else "end-to-end latency not measured"
     state = ""
     if watch:
         jit_text = f"{jit:.2f} core per broker" if jit is not None else "not read"

@@ -25,6 +25,7 @@ from _common import log, result_file, testbed
 
 from loadgen.tail import words
 from loadgen.warmup import PACED
+from records.tail import TailBudget
 from testbed import netns
 
 SLO_MS = 100.0
@@ -59,7 +60,7 @@ def bench(tb: Any, tmp: Path, name: str, rate: float, secs: float) -> dict[str, 
         "sustainable": d.get("sustainable"),
     }
     log(f"{name}: p99 e2e {row['p99_e2e_ms']} ms; JIT over the first 30 s {row['jit_cores_first_30_s']}")
-    for line in words(d["tail"]) if d.get("tail") else []:
+    for line in words(TailBudget.from_json(d["tail"])) if d.get("tail") else []:
         log(f"  {line}")
     return row
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from core.typed import to_json
 from core.units import MB
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
 from loadgen.runner import RawRun, measured_seconds, phase_of
@@ -184,17 +185,17 @@ def build(
     measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
     doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
     if slo_ms is not None and timed:
-        result["summary"]["tail"] = tail.budget(raw, tail_seconds or measured, slo_ms, broker_rows, hosts)
+        result["summary"]["tail"] = to_json(tail.budget(raw, tail_seconds or measured, slo_ms, broker_rows, hosts))
     host = pa.Table.from_pylist(hosts) if hosts else None
     return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
 
 def judge_step_tails(raw: RawRun, found: Sustainable, slo_ms: float) -> None:
-    """Each step of `found` gets its tail budget in brief (loadgen.tail.compact) over its judged seconds: why a step
-    missed, when a transient and not the rate made it (the run's own budget reads the steps that held)."""
+    """Each step of `found` gets its tail budget in brief (loadgen.tail, TailBudget.brief) over its judged seconds:
+    why a step missed, when a transient and not the rate made it (the run's own budget reads the steps that held)."""
     brokers, hosts = brokerside.broker_rows(raw), brokerside.host_rows(raw)
     for st in found.steps:
-        st.tail = tail.compact(tail.budget(raw, st.judged_s, slo_ms, brokers, hosts))
+        st.tail = tail.budget(raw, st.judged_s, slo_ms, brokers, hosts).brief()
 
 
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:

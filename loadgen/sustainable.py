@@ -27,6 +27,7 @@ from core.typed import from_json
 from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
+from records.tail import TailBrief
 
 KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
 KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messages
@@ -109,7 +110,7 @@ class Step:
     why: str = ""
     phase: str = ""  # bracket, bisect or confirm (loadgen.search)
     early: bool = False  # decided before max_step_s, its figures being clear
-    tail: dict[str, Any] | None = None  # its seconds over the SLO and their causes (loadgen.tail.compact)
+    tail: TailBrief | None = None  # its seconds over the SLO and their causes (loadgen.tail)
 
     @classmethod
     def of(cls, recorded: Mapping[str, Any]) -> Step:

@@ -51,6 +51,7 @@ from typing import Any
 
 from loadgen import recorder
 from loadgen.runner import RawRun
+from records.tail import Cause, SecondCause, TailBrief, TailBudget, TailTotal, Unexplained, Where
 
 STALL_SHARE = 0.2  # a stall of a fifth of the SLO, on top of the usual latency, can carry a p99 over it
 GC_SHARE = 0.1
@@ -204,7 +205,7 @@ def budget(
     slo_ms: float,
     broker_rows: Sequence[Mapping[str, Any]],
     host_rows: Sequence[Mapping[str, Any]],
-) -> dict[str, Any]:
+) -> TailBudget:
     """The tail budget of `raw` over `seconds` (the measure window) against a p99 end-to-end SLO of `slo_ms`."""
     p99 = _p99_by_second(raw, "consumer")
     judged = [s for s in seconds if s in p99]
@@ -225,36 +226,30 @@ def budget(
         specific = first or {c: v for c, v in present.items() if c not in SYMPTOMS} or present
         top = max(specific, key=specific.__getitem__) if specific else None
         primary[top or "unexplained"] += 1
-        per_second.append({"second": s, "p99_e2e_ms": round(p99[s], 1), "causes": sorted(present), "primary": top})
-    causes = []
-    for c, what in CAUSES.items():
-        n = sum(1 for s in above if score(c, s) >= 1.0)
-        base = sum(1 for s in below if score(c, s) >= 1.0)
-        causes.append(
-            {
-                "cause": c,
-                "what": what,
-                "observed": c in observed,
-                "seconds": n,
-                "primary": primary[c],
-                "share": primary[c] / len(above) if above else 0.0,
-                "base_rate": base / len(below) if below else None,
-                **({"processes": _neighbours(host_rows, above)} if c == "neighbour" else {}),
-            }
+        per_second.append(SecondCause(s, round(p99[s], 1), tuple(sorted(present)), top))
+    causes = tuple(
+        Cause(
+            cause=c,
+            what=what,
+            observed=c in observed,
+            seconds=sum(1 for s in above if score(c, s) >= 1.0),
+            primary=primary[c],
+            share=primary[c] / len(above) if above else 0.0,
+            base_rate=sum(1 for s in below if score(c, s) >= 1.0) / len(below) if below else None,
+            processes=tuple(_neighbours(host_rows, above)) if c == "neighbour" else (),
         )
-    return {
-        "slo_p99_e2e_ms": slo_ms,
-        "seconds": len(judged),
-        "above_slo": len(above),
-        "causes": causes,
-        "unexplained": {
-            "seconds": primary["unexplained"],
-            "share": primary["unexplained"] / len(above) if above else 0.0,
-        },
-        "not_observed": [c for c in CAUSES if c not in observed],
-        "where": _where(raw, above),
-        "per_second": per_second,
-    }
+        for c, what in CAUSES.items()
+    )
+    return TailBudget(
+        slo_p99_e2e_ms=slo_ms,
+        seconds=len(judged),
+        above_slo=len(above),
+        causes=causes,
+        unexplained=Unexplained(primary["unexplained"], primary["unexplained"] / len(above) if above else 0.0),
+        not_observed=tuple(c for c in CAUSES if c not in observed),
+        where=_where(raw, above),
+        per_second=tuple(per_second),
+    )
 
 
 def _neighbours(host_rows: Sequence[Mapping[str, Any]], above: Sequence[int]) -> list[str]:
@@ -266,10 +261,10 @@ def _neighbours(host_rows: Sequence[Mapping[str, Any]], above: Sequence[int]) ->
     return [name for name, _ in seen.most_common()]
 
 
-def _where(raw: RawRun, above: Sequence[int]) -> dict[str, float | None]:
+def _where(raw: RawRun, above: Sequence[int]) -> Where:
     """Median over the above-SLO seconds of the producers' queue p99, request round-trip p99 and the e2e p99 (ms)."""
     if not above:
-        return {"queue_p99_ms": None, "rtt_p99_ms": None, "e2e_p99_ms": None}
+        return Where()
     keep = set(above)
     q = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("queue_p99_ms")) is not None]
     r = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("rtt_p99_ms")) is not None]
@@ -278,67 +273,52 @@ def _where(raw: RawRun, above: Sequence[int]) -> dict[str, float | None]:
     def med(xs: list[float]) -> float | None:
         return round(sorted(xs)[len(xs) // 2], 1) if xs else None
 
-    return {"queue_p99_ms": med(q), "rtt_p99_ms": med(r), "e2e_p99_ms": med(e)}
+    return Where(med(q), med(r), med(e))
 
 
-def words(b: Mapping[str, Any]) -> list[str]:
+def words(b: TailBudget) -> list[str]:
     """The budget in a few lines: above-SLO seconds, each cause's share (and base rate), what is unexplained."""
-    n = b["above_slo"]
-    head = f"tail budget: {n} of {b['seconds']} s above p99 end-to-end {b['slo_p99_e2e_ms']:g} ms"
+    n = b.above_slo
+    head = f"tail budget: {n} of {b.seconds} s above p99 end-to-end {b.slo_p99_e2e_ms:g} ms"
     if not n:
         return [head]
     lines = [head + " (primary cause per second; a second may show several)"]
-    for c in sorted(b["causes"], key=lambda c: -c["primary"]):
-        if c["seconds"]:
-            base = "" if c["base_rate"] is None else f"; in {c['base_rate']:.0%} of the seconds that held"
-            who = f" ({', '.join(c['processes'][:3])})" if c.get("processes") else ""
-            lines.append(f"  {c['what']}{who}: {c['share']:.0%} ({c['primary']} s primary, in {c['seconds']} s{base})")
-    u = b["unexplained"]
-    lines.append(f"  unexplained: {u['share']:.0%} ({u['seconds']} s)")
-    if b["not_observed"]:
-        lines.append(f"  not observed here: {', '.join(CAUSES[c] for c in b['not_observed'])}")
-    w = b["where"]
-    if w["rtt_p99_ms"] is not None:
+    for c in sorted(b.causes, key=lambda c: -c.primary):
+        if c.seconds:
+            base = "" if c.base_rate is None else f"; in {c.base_rate:.0%} of the seconds that held"
+            who = f" ({', '.join(c.processes[:3])})" if c.processes else ""
+            lines.append(f"  {c.what}{who}: {c.share:.0%} ({c.primary} s primary, in {c.seconds} s{base})")
+    lines.append(f"  unexplained: {b.unexplained.share:.0%} ({b.unexplained.seconds} s)")
+    if b.not_observed:
+        lines.append(f"  not observed here: {', '.join(CAUSES[c] for c in b.not_observed)}")
+    w = b.where
+    if w.rtt_p99_ms is not None:
         lines.append(
-            f"  in those seconds (medians): producer queue p99 {w['queue_p99_ms']} ms, request round trip "
-            f"p99 {w['rtt_p99_ms']} ms, end-to-end p99 {w['e2e_p99_ms']} ms"
+            f"  in those seconds (medians): producer queue p99 {w.queue_p99_ms} ms, request round trip "
+            f"p99 {w.rtt_p99_ms} ms, end-to-end p99 {w.e2e_p99_ms} ms"
         )
     return lines
 
 
-def combine(parts: Sequence[Mapping[str, Any]], runs: int | None = None) -> dict[str, Any]:
-    """Several budgets in brief (compact) added up: their above-SLO seconds, each cause's primary seconds, the
-    unexplained ones, and the cause with most (None when none was named; a neighbour with the names of the busiest).
-    `runs`: how many runs the parts came from (default: one each)."""
+def combine(parts: Sequence[TailBrief], runs: int | None = None) -> TailTotal:
+    """Several budgets in brief (TailBudget.brief) added up: their above-SLO seconds, each cause's primary seconds,
+    the unexplained ones, and the cause with most (None when none was named; a neighbour with the names of the
+    busiest). `runs`: how many runs the parts came from (default: one each)."""
     primary: dict[str, int] = dict.fromkeys(CAUSES, 0)
     for b in parts:
-        for c, n in b["primary"].items():
+        for c, n in b.primary.items():
             primary[c] += n
-    above = sum(b["above_slo"] for b in parts)
+    above = sum(b.above_slo for b in parts)
     top = max(primary, key=primary.__getitem__) if any(primary.values()) else None
-    named = Counter(p for b in parts for p in b.get("processes") or [])
+    named = Counter(p for b in parts for p in b.processes)
     who = [p for p, _ in named.most_common(3)]
     what = CAUSES[top] + (f" ({', '.join(who)})" if who and top == "neighbour" else "") if top else None
-    return {
-        "runs": len(parts) if runs is None else runs,
-        "seconds": sum(b["seconds"] for b in parts),
-        "above_slo_s": above,
-        "primary_s": primary,
-        "unexplained_s": sum(b["unexplained"] for b in parts),
-        "cause": what,
-        "cause_share": primary[top] / above if top and above else None,
-    }
-
-
-def compact(b: Mapping[str, Any]) -> dict[str, Any]:
-    """A budget in brief, for one step of a search: its seconds, those over the SLO, their primary causes and the
-    other processes that took the CPUs in them (when any did)."""
-    out = {
-        "seconds": b["seconds"],
-        "above_slo": b["above_slo"],
-        "unexplained": b["unexplained"]["seconds"],
-        "primary": {c["cause"]: c["primary"] for c in b["causes"] if c["primary"]},
-    }
-    if who := [p for c in b["causes"] for p in c.get("processes") or []]:
-        out["processes"] = who
-    return out
+    return TailTotal(
+        runs=len(parts) if runs is None else runs,
+        seconds=sum(b.seconds for b in parts),
+        above_slo_s=above,
+        primary_s=primary,
+        unexplained_s=sum(b.unexplained for b in parts),
+        cause=what,
+        cause_share=primary[top] / above if top and above else None,
+    )

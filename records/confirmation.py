@@ -15,6 +15,7 @@ from typing import Any
 
 from core.stats import Interval
 from core.typed import from_json
+from records.tail import TailTotal
 
 Config = Mapping[str, int | str]  # a whole configuration: producer, consumer, broker and workload keys
 
@@ -136,7 +137,7 @@ class OperatingPoint:
     fit: Fit | None = None
     predicted_p99_e2e_ms: float | None = None
     not_load_driven: str | None = None
-    causes: Mapping[str, Any] | None = None  # loadgen.tail.combine's budget, as it wrote it
+    causes: TailTotal | None = None  # the searches' tail budgets added up (loadgen.tail.combine)
     how: str = ""
 
 

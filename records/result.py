@@ -14,6 +14,7 @@ from typing import Any
 
 from core.typed import from_json
 from records import run as runs
+from records.tail import TailBudget
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class RunSummary:
     broker_rates: Mapping[str, float | None] = field(default_factory=dict)
     client: ClientSummary = ClientSummary()
     warnings: tuple[str, ...] = ()
-    tail: Mapping[str, Any] | None = None  # loadgen.tail's budget, when the run had an SLO
+    tail: TailBudget | None = None  # loadgen.tail's budget, when the run had an SLO
     # loadgen.recorder.summary_ms: count, mean, std, min, the percentiles (p50, p99, p99.9…) and max; None: not measured
     publish_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)
     end_to_end_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)

@@ -59,14 +59,6 @@ def read_result(run_dir: Path) -> dict[str, Any]:
     return files.read_record(run_dir / RESULT, SCHEMA_VERSION)
 
 
-def tail_budget(run_dir: Path) -> dict[str, Any] | None:
-    """The tail budget in a run's result.json (loadgen.tail), None when the run has none or no record."""
-    if not (run_dir / RESULT).exists():
-        return None
-    tail = (read_result(run_dir).get("summary") or {}).get("tail")
-    return tail if isinstance(tail, dict) else None
-
-
 def has_result(run_dir: Path) -> bool:
     return (run_dir / RESULT).exists()
 

@@ -26,7 +26,8 @@ from loadgen import tail
 from records.analysis import load_table, trial_rows
 from records.confirmation import Confirmation
 from records.profile import Machine
-from records.run import tail_budget
+from records.result import read as read_result
+from records.run import has_result
 from records.study import TRIALS, latency_quantiles, secret_bearing_documents
 from records.summary import Best, Summary
 from records.trial import SEARCH_RUN
@@ -109,19 +110,20 @@ def _tail_lines(a: advice.StudyAdvice) -> list[str]:
     (loadgen.tail over the steps that held: a step that missed breaks the SLO by design)."""
     chosen = advice.candidate(a.sweep, None)
     ids = chosen.trial_ids if chosen else ()
-    found = [t for tid in ids if (t := tail_budget(a.study.root / TRIALS / tid / SEARCH_RUN)) is not None]
+    runs = [a.study.root / TRIALS / tid / SEARCH_RUN for tid in ids]
+    found = [t for d in runs if has_result(d) and (t := read_result(d).summary.tail) is not None]
     if not found:
         return []
-    c = tail.combine([tail.compact(b) for b in found])
+    c = tail.combine([b.brief() for b in found])
     lines = [
-        f"{c['runs']} searches of the recommended configuration: {c['above_slo_s']} of their {c['seconds']} "
+        f"{c.runs} searches of the recommended configuration: {c.above_slo_s} of their {c.seconds} "
         "seconds at rates that held were over the SLO"
     ]
-    for cause, n in sorted(c["primary_s"].items(), key=lambda kv: -kv[1]):
+    for cause, n in sorted(c.primary_s.items(), key=lambda kv: -kv[1]):
         if n:
-            lines.append(f"{tail.CAUSES[cause]}: {n} s ({n / c['above_slo_s']:.0%})")
-    if c["above_slo_s"]:
-        lines.append(f"unexplained: {c['unexplained_s']} s ({c['unexplained_s'] / c['above_slo_s']:.0%})")
+            lines.append(f"{tail.CAUSES[cause]}: {n} s ({n / c.above_slo_s:.0%})")
+    if c.above_slo_s:
+        lines.append(f"unexplained: {c.unexplained_s} s ({c.unexplained_s / c.above_slo_s:.0%})")
     return lines
 
 

@@ -24,7 +24,7 @@ Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -35,12 +35,13 @@ from loadgen.knee import Knee, fit_knee
 from loadgen.sustainable import Step
 from records.confirmation import Arm, Fit, OperatingPoint, Try
 from records.study import TRIALS
+from records.tail import TailTotal
 from records.trial import read_trial
 from sweeps import storage
 from sweeps.confirm import Phases
 
 
-def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> dict[str, Any]:
+def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> TailTotal:
     """The tail budgets of every step these trials' searches judged, missed or held, added up (loadgen.tail.combine):
     why no rate held is in the seconds of the rates that were tried."""
     searches = [_steps(run_dir, tid) for tid in trial_ids]
@@ -58,15 +59,13 @@ def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[Step]:
     return [st for tid in trial_ids for st in _steps(run_dir, tid)]
 
 
-def refused(why: str, causes: Mapping[str, Any]) -> OperatingPoint:
+def refused(why: str, causes: TailTotal) -> OperatingPoint:
     """An operating point that was not looked for: no rate holds reliably, and what the tails say instead."""
+    over = f"; the searches' {causes.above_slo_s} s over the SLO"
     named = (
-        f"; the searches' {causes['above_slo_s']} s over the SLO: {causes['cause']} in "
-        f"{causes['cause_share']:.0%} of them"
-        if causes.get("cause")
-        else (
-            f"; the searches' {causes['above_slo_s']} s over the SLO: no cause found" if causes["above_slo_s"] else ""
-        )
+        f"{over}: {causes.cause} in {causes.cause_share or 0:.0%} of them"
+        if causes.cause
+        else (f"{over}: no cause found" if causes.above_slo_s else "")
     )
     return OperatingPoint(False, not_load_driven=why + named, causes=causes)
 

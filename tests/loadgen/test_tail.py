@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.typed import to_json
 from loadgen import recorder
 from loadgen.runner import RawRun, Tick
-from loadgen.tail import budget, combine, compact, words
+from loadgen.tail import budget, combine, words
 from loadgen.workload import parse_workload
+from records.tail import TailBudget
 
 
 def _hist(p99_ms: float) -> bytes:
@@ -43,28 +45,29 @@ def test_each_second_over_the_slo_is_given_its_primary_cause() -> None:
     ]  # a second that held
     hosts: list[dict[str, Any]] = [{"second": s, "cpu_busy": 0.4, "cpu_pressure": 0.1} for s in range(12)]
     b = budget(run(p99s, evidence), list(range(12)), 100.0, brokers, hosts)
-    assert b["seconds"] == 12 and b["above_slo"] == 4
-    by = {c["cause"]: c for c in b["causes"]}
-    assert by["broker_gc"]["primary"] == 1 and by["broker_gc"]["seconds"] == 1
-    assert by["cpu"]["primary"] == 1 and by["harness"]["primary"] == 1
-    assert b["unexplained"] == {"seconds": 1, "share": 0.25}  # second 10: nothing was there
-    assert sum(c["share"] for c in b["causes"]) + b["unexplained"]["share"] == 1.0
+    assert b.seconds == 12 and b.above_slo == 4
+    by = {c.cause: c for c in b.causes}
+    assert by["broker_gc"].primary == 1 and by["broker_gc"].seconds == 1
+    assert by["cpu"].primary == 1 and by["harness"].primary == 1
+    assert (b.unexplained.seconds, b.unexplained.share) == (1, 0.25)  # second 10: nothing was there
+    assert sum(c.share for c in b.causes) + b.unexplained.share == 1.0
     # a GC pause in a second that held counts against the cause's discrimination: its base rate
-    assert by["broker_gc"]["base_rate"] == 3 / 8  # seconds 1, 6 and 7 (each pause and the second after it)
-    assert [p["primary"] for p in b["per_second"]] == ["broker_gc", "cpu", "harness", None]
-    assert "link" in b["not_observed"] and "broker_jit" in b["not_observed"]
+    assert by["broker_gc"].base_rate == 3 / 8  # seconds 1, 6 and 7 (each pause and the second after it)
+    assert [p.primary for p in b.per_second] == ["broker_gc", "cpu", "harness", None]
+    assert "link" in b.not_observed and "broker_jit" in b.not_observed
+    assert TailBudget.from_json(to_json(b)) == b  # as result.json keeps it
     text = "\n".join(words(b))
     assert "4 of 12 s above p99 end-to-end 100 ms" in text and "unexplained: 25% (1 s)" in text
 
 
 def test_a_run_that_held_throughout_has_an_empty_budget_and_budgets_add_up() -> None:
     calm = budget(run([20.0] * 5, {}), list(range(5)), 100.0, [], [])
-    assert calm["above_slo"] == 0 and words(calm) == ["tail budget: 0 of 5 s above p99 end-to-end 100 ms"]
+    assert calm.above_slo == 0 and words(calm) == ["tail budget: 0 of 5 s above p99 end-to-end 100 ms"]
     hot = budget(run([150.0] * 3, {1: {"main_wait_ms": 80.0}}), list(range(3)), 100.0, [], [])
-    c = combine([compact(b) for b in (calm, hot, hot)])
-    assert c["runs"] == 3 and c["seconds"] == 11 and c["above_slo_s"] == 6
-    assert c["primary_s"]["cpu"] == 4 and c["unexplained_s"] == 2  # seconds 1 and 2 of each hot run: 1 or its next
-    assert c["cause"] is not None and "CPU" in c["cause"] and c["cause_share"] == 4 / 6
+    c = combine([b.brief() for b in (calm, hot, hot)])
+    assert c.runs == 3 and c.seconds == 11 and c.above_slo_s == 6
+    assert c.primary_s["cpu"] == 4 and c.unexplained_s == 2  # seconds 1 and 2 of each hot run: 1 or its next
+    assert c.cause is not None and "CPU" in c.cause and c.cause_share == 4 / 6
 
 
 def test_a_compiling_jit_is_the_cause_of_the_cpu_starvation_it_brings() -> None:
@@ -74,10 +77,10 @@ def test_a_compiling_jit_is_the_cause_of_the_cpu_starvation_it_brings() -> None:
     brokers: list[dict[str, Any]] = [{"second": 1, "broker_id": 2, "jit_compile_s_per_s": 0.3}]
     hosts: list[dict[str, Any]] = [{"second": s, "cpu_busy": 0.99, "cpu_pressure": 0.9} for s in range(4)]
     b = budget(run(p99s, {}), list(range(4)), 100.0, brokers, hosts)
-    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(1, "broker_jit"), (3, "cpu")]
-    by = {c["cause"]: c for c in b["causes"]}
-    assert by["cpu"]["seconds"] == 2 and by["cpu"]["primary"] == 1  # present in both, primary in one
-    assert by["broker_jit"]["primary"] == 1 and by["cpu"]["base_rate"] == 1.0
+    assert [(p.second, p.primary) for p in b.per_second] == [(1, "broker_jit"), (3, "cpu")]
+    by = {c.cause: c for c in b.causes}
+    assert by["cpu"].seconds == 2 and by["cpu"].primary == 1  # present in both, primary in one
+    assert by["broker_jit"].primary == 1 and by["cpu"].base_rate == 1.0
 
 
 def test_a_neighbour_taking_the_cpus_is_named_before_what_it_stretches() -> None:
@@ -93,13 +96,13 @@ def test_a_neighbour_taking_the_cpus_is_named_before_what_it_stretches() -> None
         {"second": 3, "other_cpu": 0.05, "other_top": "sshd[7]"},
     ]
     b = budget(run(p99s, {}), list(range(4)), 100.0, brokers, hosts)
-    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(1, "neighbour"), (3, "broker_jit")]
-    by = {c["cause"]: c for c in b["causes"]}
-    assert by["neighbour"]["processes"] == ["python3[42]"] and by["neighbour"]["base_rate"] == 0.5  # 2 of 0, 2
+    assert [(p.second, p.primary) for p in b.per_second] == [(1, "neighbour"), (3, "broker_jit")]
+    by = {c.cause: c for c in b.causes}
+    assert by["neighbour"].processes == ("python3[42]",) and by["neighbour"].base_rate == 0.5  # 2 of 0, 2
     assert "other processes on this machine taking CPUs (python3[42]): 50%" in "\n".join(words(b))
-    c = combine([compact(b)])
-    assert c["cause"] is not None and c["primary_s"]["neighbour"] == c["primary_s"]["broker_jit"] == 1
-    assert compact(b)["processes"] == ["python3[42]"]
+    c = combine([b.brief()])
+    assert c.cause is not None and c.primary_s["neighbour"] == c.primary_s["broker_jit"] == 1
+    assert b.brief().processes == ("python3[42]",)
 
 
 def test_a_moving_controller_is_named_in_the_second_it_moved() -> None:
@@ -115,8 +118,8 @@ def test_a_moving_controller_is_named_in_the_second_it_moved() -> None:
         ]
     brokers[8]["active_controllers"] = 0.0  # second 4, broker 1's row
     b = budget(run(p99s, {}), list(range(6)), 100.0, brokers, [])
-    assert [(p["second"], p["primary"]) for p in b["per_second"]] == [(2, "quorum"), (4, "quorum")]
-    assert b["unexplained"]["seconds"] == 0
+    assert [(p.second, p.primary) for p in b.per_second] == [(2, "quorum"), (4, "quorum")]
+    assert b.unexplained.seconds == 0
     assert "the active KRaft controller moving: 100%" in "\n".join(words(b))
 
 
@@ -140,12 +143,12 @@ def test_a_wait_the_clients_were_configured_to_make_is_named_over_the_events_it_
     SLO."""
     gc: list[dict[str, Any]] = [{"second": 2, "broker_id": 1, "gc_pause_s_per_s": 0.045}]
     linger = budget(configured({"linger.ms": 1000}, {}, 1000.0, 990.0), list(range(5)), 100.0, gc, [])
-    assert [p["primary"] for p in linger["per_second"]] == ["linger"] * 5
+    assert [p.primary for p in linger.per_second] == ["linger"] * 5
     assert "the producer's linger (linger.ms: records wait for their batch): 100%" in "\n".join(words(linger))
     fetch = {"fetch.min.bytes": 10485760, "fetch.wait.max.ms": 500}
     held = budget(configured({}, fetch, 505.0, 3.0), list(range(5)), 100.0, gc, [])
-    assert [p["primary"] for p in held["per_second"]] == ["fetch_wait"] * 5
+    assert [p.primary for p in held.per_second] == ["fetch_wait"] * 5
     for bare in (configured({}, {}, 1000.0, 990.0), configured({"linger.ms": 10}, {}, 1000.0, 990.0)):
         b = budget(bare, list(range(5)), 100.0, gc, [])
-        assert {p["primary"] for p in b["per_second"]} == {None, "broker_gc"}, b["per_second"]
-        assert "linger" in b["not_observed"] and "fetch_wait" in b["not_observed"]
+        assert {p.primary for p in b.per_second} == {None, "broker_gc"}, b.per_second
+        assert "linger" in b.not_observed and "fetch_wait" in b.not_observed

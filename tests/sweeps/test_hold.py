@@ -93,13 +93,13 @@ def test_a_tail_that_does_not_grow_with_the_rate_is_refused_with_its_cause(tmp_p
         (d / "trial.json").write_text(json.dumps(trial_doc(measured={"sustainable": {"steps": tried}})))
     causes = tail_causes(tmp_path, ["t1", "t2", "t3"])  # t3 has no record: skipped
     assert (
-        causes["above_slo_s"] == 17
-        and causes["primary_s"]["cpu"] == 14
-        and causes["primary_s"]["link"] == 1
-        and causes["unexplained_s"] == 2
+        causes.above_slo_s == 17
+        and causes.primary_s["cpu"] == 14
+        and causes.primary_s["link"] == 1
+        and causes.unexplained_s == 2
     )
-    assert causes["cause"] == CAUSES["cpu"] and causes["cause_share"] == pytest.approx(14 / 17)
-    assert causes["runs"] == 2 and causes["seconds"] == 60
+    assert causes.cause == CAUSES["cpu"] and causes.cause_share == pytest.approx(14 / 17)
+    assert causes.runs == 2 and causes.seconds == 60
     op = refused("the p99 does not grow with the rate", causes)
     assert not op.held and op.rate_msg_s is None
     (line,) = operating_lines(Summary("s", operating_point=op))

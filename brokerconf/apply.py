@@ -29,7 +29,7 @@ from brokerconf.catalogue import DYNAMIC_KEYS, READ_BACK_KEYS
 from brokerconf.restarts import LocalRestarts, Progress, Restarts
 from cluster import admin as kadmin
 from core.errors import RunFailed
-from records.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA_VERSION
+from records.snapshot import OVERRIDE, BrokerSnapshot, Setting
 
 
 def _retriable(e: KafkaException) -> bool:
@@ -104,47 +104,39 @@ class BrokerConfigs:
         return {str(b): {k: v for k, (v, _) in self.describe(b, keys).items()} for b in self.broker_ids}
 
     # ---- snapshot / restore ------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        brokers = {}
-        for b in self.broker_ids:
-            brokers[str(b)] = {k: {"value": v, "source": s} for k, (v, s) in self.describe(b, DYNAMIC_KEYS).items()}
-        restart = self.restarts.snapshot() if self.restarts is not None else None
-        return {
-            "schema_version": SNAPSHOT_SCHEMA_VERSION,
-            "taken_ns": time.time_ns(),
-            "brokers": brokers,
-            "restart_overrides": restart,
+    def snapshot(self) -> BrokerSnapshot:
+        """What every broker runs now for the dynamic catalogue keys, and the restart-only overrides."""
+        brokers = {
+            str(b): {k: Setting(v, s) for k, (v, s) in self.describe(b, DYNAMIC_KEYS).items()} for b in self.broker_ids
         }
+        restart = self.restarts.snapshot() if self.restarts is not None else None
+        return BrokerSnapshot(brokers, restart, taken_ns=time.time_ns())
 
-    def restore(self, snap: Mapping[str, Any], *, skip: tuple[str, ...] = (), restart: bool = True) -> list[str]:
+    def restore(self, snap: BrokerSnapshot, *, skip: tuple[str, ...] = (), restart: bool = True) -> list[str]:
         """Bring the brokers back to `snap` (except keys in `skip`); returns what changed."""
         changed: list[str] = []
-        if restart and snap.get("restart_overrides") is not None and self.restarts is not None:
-            changed += self.restarts.restore(snap["restart_overrides"], self.progress)
-        for b, keys in snap["brokers"].items():
+        if restart and snap.restart_overrides is not None and self.restarts is not None:
+            changed += self.restarts.restore(snap.restart_overrides, self.progress)
+        for b, keys in snap.brokers.items():
             now = self.describe(int(b), list(keys))
             for k, old in keys.items():
                 if k in skip:
                     continue
                 val, src = now[k]
-                was_override = old["source"] == "DYNAMIC_BROKER_CONFIG"
-                if val == old["value"] and (src == "DYNAMIC_BROKER_CONFIG") == was_override:
+                if val == old.value and (src == OVERRIDE) == old.override:
                     continue
-                changed.append(f"broker {b} {k}: {val} -> {old['value']}")
+                changed.append(f"broker {b} {k}: {val} -> {old.value}")
                 p = catalogue.get(k)
-                if p.thread_pool and val is not None and old["value"] is not None:
-                    for step in catalogue.thread_pool_steps(int(val), int(old["value"])):
+                if p.thread_pool and val is not None and old.value is not None:
+                    for step in catalogue.thread_pool_steps(int(val), int(old.value)):
                         self._alter(int(b), k, str(step))
                         self._await(int(b), k, str(step), override=True)
-                if was_override:
-                    self._alter(int(b), k, old["value"])
-                else:
-                    self._alter(int(b), k, None)
-                self._await(int(b), k, old["value"], override=was_override)
+                self._alter(int(b), k, old.value if old.override else None)
+                self._await(int(b), k, old.value, override=old.override)
         return changed
 
     # ---- applying ----------------------------------------------------------------------------------
-    def apply(self, dynamic: Mapping[str, str], restart: Mapping[str, str], snap: Mapping[str, Any]) -> Applied:
+    def apply(self, dynamic: Mapping[str, str], restart: Mapping[str, str], snap: BrokerSnapshot) -> Applied:
         """Make the brokers run `snap` overlaid with `dynamic` and `restart`; verify what was set.
 
         Keys a previous trial changed and this one does not set go back to the snapshot first, so a
@@ -152,7 +144,7 @@ class BrokerConfigs:
         """
         out = Applied()
         if self.restarts is not None:
-            out.restarts = self.restarts.apply(snap.get("restart_overrides"), restart, self.progress)
+            out.restarts = self.restarts.apply(snap.restart_overrides, restart, self.progress)
         elif restart:
             raise RunFailed(
                 f"{', '.join(restart)} need a broker restart: possible on the testbed or a cluster with an inventory"
@@ -165,7 +157,7 @@ class BrokerConfigs:
                 have = cur[k][0]
                 if catalogue.get(k).thread_pool and have is not None and have != v:
                     plan[(b, k)] = [str(s) for s in catalogue.thread_pool_steps(int(have), int(v))]
-                elif not (have == v and cur[k][1] == "DYNAMIC_BROKER_CONFIG"):
+                elif not (have == v and cur[k][1] == OVERRIDE):
                     plan[(b, k)] = [v]
         # Round i sets every (broker, key)'s i-th value in one request and waits for all of them: a thread pool
         # still moves one legal step at a time, other keys and brokers no longer wait on each other.
@@ -227,7 +219,7 @@ class BrokerConfigs:
             for b in list(pending):
                 for k, got in self.describe(b, list(pending[b])).items():
                     seen[(b, k)] = got
-                    if got[0] == pending[b][k] and (got[1] == "DYNAMIC_BROKER_CONFIG") == override:
+                    if got[0] == pending[b][k] and (got[1] == OVERRIDE) == override:
                         del pending[b][k]
                 if not pending[b]:
                     del pending[b]

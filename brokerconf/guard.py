@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from brokerconf.apply import BrokerConfigs
 from core import interrupts
-from records.snapshot import read_snapshot, write_snapshot
+from records.snapshot import BrokerSnapshot, read_snapshot, write_snapshot
 
 
 class ConfigGuard:
@@ -24,12 +23,12 @@ class ConfigGuard:
         self.configs = configs
         self.path = path
         self.say = say
-        self.snapshot: dict[str, Any] = {}
+        self.snapshot = BrokerSnapshot({})  # taken on entering
         self.dirty = False
 
     def __enter__(self) -> ConfigGuard:
         old = read_snapshot(self.path)
-        if old is not None and old.get("dirty"):
+        if old is not None and old.dirty:
             self.say(f"restoring the broker configs an interrupted sweep left changed ({self.path.name})")
             self._restore(old)
         self.snapshot = self.configs.snapshot()
@@ -45,7 +44,7 @@ class ConfigGuard:
         if self.dirty:
             self._restore(self.snapshot)
 
-    def _restore(self, snap: dict[str, Any]) -> None:
+    def _restore(self, snap: BrokerSnapshot) -> None:
         with interrupts.deferred():  # a second Ctrl-C waits until the restore is done
             changed = self.configs.restore(snap)
             for c in changed:

@@ -25,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from brokerconf import catalogue, properties
 from cluster import admin as kadmin
 from core.errors import UserError
+from records.snapshot import DEFAULT, BrokerSnapshot, Setting
 
 NAME = "current"
-DEFAULT_SOURCE = "DEFAULT_CONFIG"  # a config the broker runs at Kafka's default (DescribeConfigs' source)
+UNKNOWN = Setting(None, "")  # a key a broker's snapshot lacks (taken by an older release): not set there
 
 
 class Current(BaseModel):
@@ -79,19 +80,18 @@ def client_config(cur: Current, source: str = "spec") -> tuple[dict[str, int | s
     return cfg, sorted(left_out)
 
 
-def broker_config(snapshot: Mapping[str, Any]) -> dict[str, int | str]:
+def broker_config(snapshot: BrokerSnapshot) -> dict[str, int | str]:
     """The catalogue broker keys the snapshot's brokers run at other than Kafka's default, typed: a dynamic key set
     on every broker to one value (static or dynamic; a key the brokers disagree on is left out, each broker then
     keeps its own value as in every trial), and the restart-only keys every broker's file sets to one value."""
     out: dict[str, str] = {}
-    per_broker = snapshot.get("brokers") or {}
     for key in catalogue.DYNAMIC_KEYS:
-        seen = [b.get(key) or {} for b in per_broker.values()]
-        values = {d.get("value") for d in seen}
-        set_here = seen and all(d.get("source") != DEFAULT_SOURCE for d in seen)
+        seen = [b.get(key, UNKNOWN) for b in snapshot.brokers.values()]
+        values = {s.value for s in seen}
+        set_here = seen and all(s.source != DEFAULT for s in seen)
         if set_here and len(values) == 1 and (v := values.pop()) is not None:
             out[key] = v
-    out.update(_restart_overrides(snapshot.get("restart_overrides")))
+    out.update(_restart_overrides(snapshot.restart_overrides))
     typed = {k: int(v) if catalogue.get(k).kind == "int" else str(v) for k, v in out.items()}
     return {k: v for k, v in typed.items() if str(v) != str(catalogue.get(k).default)}
 

@@ -30,6 +30,7 @@ from loadgen.runner import RawRun, Tick
 from records import study as studies
 from records.confirmation import Confirmation, KeyEffect
 from records.profile import PROFILE, write_profile
+from records.snapshot import BrokerSnapshot
 from records.study import trial_dir
 from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
 from records.summary import Summary, confirmation_parts, write_summary
@@ -94,7 +95,7 @@ class Sweep:
         spec: Spec,
         target: SweepTarget,
         run_dir: Path,
-        snapshot: Mapping[str, Any],
+        snapshot: BrokerSnapshot,
         *,
         storage_url: str | None,
         events: SweepEvents,

@@ -15,6 +15,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from brokerconf import catalogue
+from records.snapshot import BrokerSnapshot
 from sweeps import current
 from sweeps.spec import Spec
 from sweeps.stages import Choices, IntRange, Stage
@@ -96,7 +97,7 @@ def baseline(spec: Spec, name: str) -> Config:
     return cfg
 
 
-def current_baseline(spec: Spec, snapshot: Mapping[str, Any], partitions: int | None) -> tuple[Config, list[str]]:
+def current_baseline(spec: Spec, snapshot: BrokerSnapshot, partitions: int | None) -> tuple[Config, list[str]]:
     """The `current` baseline (sweeps.current): the clients' defaults, the workload's client config and the spec's
     workload shape, overlaid with the users' client files, the brokers' live non-default keys and the partitions of
     `current.topic` (`partitions`). Returns it with the client keys the files set that kafkatune left out."""

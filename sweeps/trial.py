@@ -27,6 +27,7 @@ from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
 from records.run import write_run
+from records.snapshot import BrokerSnapshot
 from records.trial import SEARCH_RUN, TrialRecord, write_trial
 from sweeps import space
 from sweeps.protocol import (
@@ -70,7 +71,7 @@ def run_trial(
     spec: Spec,
     target: SweepTarget,
     cfg: Mapping[str, int | str],
-    snapshot: Mapping[str, Any],
+    snapshot: BrokerSnapshot,
     out_dir: Path,
     meta: Mapping[str, Any],
     *,
@@ -224,7 +225,7 @@ class _Trial:
         if not self.jit_busy and (busy := brokerside.jit_busy(rows)):
             self.jit_busy = brokerside.jit_busy_words(busy)
 
-    def apply(self, snapshot: Mapping[str, Any], on_applied: Callable[[], None] | None) -> None:
+    def apply(self, snapshot: BrokerSnapshot, on_applied: Callable[[], None] | None) -> None:
         broken = catalogue.broken_rules(self.cfg)
         if broken:
             self.phase = "rules"  # nothing is applied: the cluster is not touched

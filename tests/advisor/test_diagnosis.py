@@ -20,13 +20,14 @@ from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
 from cluster import metrics
 from records.analysis import load_table, rows
+from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, kafkatune_popen, wait_for_line, write_workload
 
 
 @pytest.fixture()
-def configs(healthy: TestbedState, testbed: Testbed) -> Iterator[tuple[BrokerConfigs, dict[str, Any]]]:
+def configs(healthy: TestbedState, testbed: Testbed) -> Iterator[tuple[BrokerConfigs, BrokerSnapshot]]:
     """The brokers' configs, restored to what they were after the test whatever happens."""
     bc = BrokerConfigs.connect(healthy.bootstrap_servers, testbed=testbed, progress=print)
     snap = bc.snapshot()
@@ -35,7 +36,7 @@ def configs(healthy: TestbedState, testbed: Testbed) -> Iterator[tuple[BrokerCon
     finally:
         bc.restore(snap)
         after = bc.snapshot()
-        assert after["brokers"] == snap["brokers"]
+        assert after.brokers == snap.brokers
 
 
 def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
@@ -47,7 +48,7 @@ def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
 
 
 def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analysis(
-    configs: tuple[BrokerConfigs, dict[str, Any]],
+    configs: tuple[BrokerConfigs, BrokerSnapshot],
     testbed: Testbed,
     healthy: TestbedState,
     spark: Any,
@@ -143,7 +144,7 @@ def test_brokers_report_counter_based_idle_and_the_produce_time_split(
 
 
 def test_replica_fetchers_equal_to_the_broker_count_are_flagged_live(
-    configs: tuple[BrokerConfigs, dict[str, Any]], testbed: Testbed, healthy: TestbedState
+    configs: tuple[BrokerConfigs, BrokerSnapshot], testbed: Testbed, healthy: TestbedState
 ) -> None:
     bc, snap = configs
     before = _advise_live(testbed, healthy.bootstrap_servers)

@@ -22,6 +22,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from brokerconf.apply import BrokerConfigs
 from loadgen import brokerside
+from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed import dist
 from testbed.lifecycle import Testbed
@@ -33,8 +34,8 @@ def configs(tb: Testbed) -> BrokerConfigs:
     return BrokerConfigs.connect(tb.state().bootstrap_servers, testbed=tb, progress=lambda m: None)
 
 
-def same_configs(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a["brokers"] == b["brokers"] and a["restart_overrides"] == b["restart_overrides"]
+def same_configs(a: BrokerSnapshot, b: BrokerSnapshot) -> bool:
+    return a.brokers == b.brokers and a.restart_overrides == b.restart_overrides
 
 
 @dataclass
@@ -519,7 +520,7 @@ def test_restore_waits_until_an_override_equal_to_the_default_is_gone(healthy: T
 
     bc = configs(testbed)
     before = bc.snapshot()
-    assert {c["num.replica.fetchers"]["source"] for c in before["brokers"].values()} == {"DEFAULT_CONFIG"}
+    assert {c["num.replica.fetchers"].source for c in before.brokers.values()} == {"DEFAULT_CONFIG"}
     bc.apply({"num.replica.fetchers": "1"}, {}, before)  # the default value, set as an override
     settle = bc.settle_timeout_s
     try:

@@ -4,6 +4,7 @@ the confirmation's family of tests. Kafka's defaults set the swept dynamic broke
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from core.errors import UserError
+from records.snapshot import BrokerSnapshot
 from sweeps import confirm, current, space
 from sweeps.spec import load_spec, parse_spec
 from tests.sweeps.test_confirm import reps
@@ -28,18 +30,19 @@ SPEC: dict[str, Any] = {
 }
 
 
-def _snapshot(**per_key: tuple[list[str | None], str]) -> dict[str, Any]:
+def _snapshot(**per_key: tuple[list[str | None], str]) -> BrokerSnapshot:
     """A snapshot as brokerconf.apply.Configs.snapshot writes it: per broker, per dynamic key, value and source."""
     brokers: dict[str, dict[str, Any]] = {"1": {}, "2": {}, "3": {}}
     for key, (values, source) in per_key.items():
         for b, v in zip(brokers, values, strict=True):
             brokers[b][key.replace("_", ".")] = {"value": v, "source": source}
-    return {
+    doc = {
         "schema_version": 1,
         "taken_ns": 0,
         "brokers": brokers,
         "restart_overrides": {"replica.fetch.max.bytes": "2097152"},
     }
+    return BrokerSnapshot.from_json(doc)  # as records.snapshot reads the file
 
 
 def _spec_in(tmp: Path, producer: str, consumer: str = "", **extra: Any) -> Path:
@@ -111,7 +114,7 @@ def test_a_remote_clusters_restart_only_keys_count_when_every_broker_sets_one_va
         "2": {"replica.fetch.max.bytes": "4194304", "replica.fetch.response.max.bytes": None},  # not in its file
         "3": {"replica.fetch.max.bytes": "4194304", "replica.fetch.response.max.bytes": "20971520"},
     }
-    snap = {**_snapshot(), "restart_overrides": per_host}  # brokerconf.restarts.RemoteRestarts.snapshot's shape
+    snap = replace(_snapshot(), restart_overrides=per_host)  # brokerconf.restarts.RemoteRestarts.snapshot's shape
     assert current.broker_config(snap) == {"replica.fetch.max.bytes": 4194304}
 
 

@@ -168,7 +168,7 @@ def test_bad_specs_leave_the_cluster_untouched(testbed: Testbed, tmp_path: Path)
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "cluster.bootstrap: no broker at 127.0.0.1:9 answered" in p.stderr
     after = bc.snapshot()
-    assert before["brokers"] == after["brokers"] and before["restart_overrides"] == after["restart_overrides"]
+    assert before.brokers == after.brokers and before.restart_overrides == after.restart_overrides
 
 
 def test_an_omb_workload_file_is_a_sweeps_workload(tmp_path: Path) -> None:

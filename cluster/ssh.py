@@ -8,6 +8,9 @@ refused always; the flag never overrides a changed key.
 One connection per (user, host, port) is opened on first use and kept until `close()`; a command has a
 deadline that holds even where paramiko itself waits without one (a watchdog closes the channel); every error
 names the host and what to fix.
+
+paramiko is imported where a connection is made, not with this module: it is about a fifth of the command line's
+start-up, and most runs reach no host over SSH.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import paramiko
+from typing import TYPE_CHECKING, Any
 
 from cluster.inventory import Broker, ClientHost, Inventory, Ssh
 from core.errors import EnvironmentProblem, RunFailed
+
+if TYPE_CHECKING:
+    import paramiko
 
 Progress = Callable[[str], None]
 
@@ -96,8 +100,9 @@ class Result:
     err: str
 
 
-class _Policy(paramiko.MissingHostKeyPolicy):
-    """Unknown key: refuse, or (when asked) record it in known_hosts and go on."""
+class _Policy:
+    """Unknown key: refuse, or (when asked) record it in known_hosts and go on (paramiko calls `missing_host_key` on
+    any object given as the policy)."""
 
     def __init__(self, label: str, known_hosts: Path, accept: bool, progress: Progress) -> None:
         self.label, self.known_hosts, self.accept, self.progress = label, known_hosts, accept, progress
@@ -160,6 +165,8 @@ class SshPool:
             return c
 
     def _connect(self, t: Target) -> paramiko.SSHClient:
+        import paramiko
+
         s = t.ssh
         c = paramiko.SSHClient()
         kh = s.known_hosts_path
@@ -238,6 +245,8 @@ class SshPool:
             raise RemoteCommandFailed(str(e)) from None
 
     def _start(self, t: Target, command: str, limit: float) -> paramiko.Channel:
+        import paramiko
+
         transport = self.client(t).get_transport()
         if transport is None:
             raise RemoteCommandFailed(f"{t.label}: the SSH connection closed")
@@ -267,6 +276,8 @@ class SshPool:
         return chan[0]
 
     def _run_once(self, t: Target, command: str, limit: float, check: bool) -> Result:
+        import paramiko
+
         deadline = time.monotonic() + limit
         chan = self._start(t, command, limit)
         stage, at = ["reading its output"], []

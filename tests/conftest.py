@@ -29,7 +29,6 @@ SERVER_FIXTURES = {
     "servers",
     "pulsar",
     "sshd",
-    "second_testbed",
     "shaped",
     "tuned",
     "remote_inventory",

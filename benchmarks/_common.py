@@ -7,7 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,11 +66,14 @@ def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
-def run_child(cmd: list[str], *, stderr: int | None = None) -> subprocess.CompletedProcess[str]:
-    """`cmd` with its stdout (and `stderr`, when PIPE) captured. Interrupted, the benchmark asks the child to stop
-    with SIGTERM and waits STOP_S for it before killing it: a sweep then restores the broker configs it changed
-    itself, as `kafkatune sweep` does on Ctrl-C (subprocess.run would kill it at once)."""
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True)
+def run_child(
+    cmd: list[str], *, stderr: int | None = None, preexec: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`cmd` with its stdout (and `stderr`, when PIPE) captured; `preexec` runs in the child before it starts.
+    Interrupted, the benchmark asks the child to stop with SIGTERM and waits STOP_S for it before killing it: a sweep
+    then restores the broker configs it changed itself, as `kafkatune sweep` does on Ctrl-C (subprocess.run would
+    kill it at once)."""
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=stderr, text=True, preexec_fn=preexec)
     try:
         out, err = proc.communicate()
     except KeyboardInterrupt:
@@ -101,13 +104,15 @@ def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path
     return s, study, wall
 
 
-def bench(tb: Testbed, workload: Path, out: Path, slo_ms: float) -> dict[str, Any]:
-    """`kafkatune bench WORKLOAD --json` against `tb` with the SLO `slo_ms`: its JSON line, with its wall clock
-    (`wall_s`). Exits the benchmark when the run fails."""
+def bench(
+    tb: Testbed, workload: Path, out: Path, slo_ms: float, preexec: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """`kafkatune bench WORKLOAD --json` against `tb` with the SLO `slo_ms` (`preexec`: run_child's): its JSON line,
+    with its wall clock (`wall_s`). Exits the benchmark when the run fails."""
     cmd = [sys.executable, "-m", "kafkatune", "bench", str(workload), "--state-dir", str(tb.state_dir)]
     cmd += ["--out", str(out), "--json", "--slo-p99-e2e-ms", str(slo_ms)]
     t0 = time.monotonic()
-    proc = run_child(cmd, stderr=subprocess.PIPE)
+    proc = run_child(cmd, stderr=subprocess.PIPE, preexec=preexec)
     if proc.returncode != 0:
         sys.exit(f"bench failed ({proc.returncode}): {proc.stderr[-2000:]}")
     d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -11,7 +11,8 @@ A local broker is found by its metrics address: the testbed starts each with the
 on this machine are not sampled (their rows are absent, and the tail budget says what was not observed).
 
 Other processes (`other_cpu`): the CPU time taken by user processes that are neither the brokers nor this run
-(the sampling process and its descendants: the load workers), from each one's /proc/<pid>/stat. A neighbour at a
+(the sampling process and its descendants: the load workers) nor the testbed's delay lines (its links' delay),
+from each one's /proc/<pid>/stat. A neighbour at a
 high priority starves the brokers and stretches every elapsed time they report (JIT compile time, GC pauses,
 flushes), so it is named as itself; kernel threads are left out (their work, disk writeback and softirqs, is
 done for the processes that caused it).
@@ -44,6 +45,7 @@ SYS_NET = Path("/sys/class/net")
 LINK_EVERY_S = 0.1  # how often the links' byte counters are read within each second
 PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread (include/linux/sched.h)
 AGENT_ARGV = b"\0-m\0" + WORKER_AGENT.encode() + b"\0"  # cluster.clients: `python -m loadgen.agent`
+DELAY_LINE_ARGV = b"\0-m\0testbed.delayline\0"  # the shaped testbed's delay on a link (testbed.netns.degrade)
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -106,13 +108,14 @@ def _stat(pid: str, proc: Path) -> tuple[int, int, int] | None:
 
 def other_ticks(ours: Iterable[int], proc: Path = PROC) -> dict[int, tuple[str, int]]:
     """pid -> (name, user+system clock ticks) of every user process that is not one of `ours`, a client host's
-    worker agent (a run's load generator reached over SSH, here when the client host is this machine) nor descended
-    from one: the processes a run shares this machine with."""
+    worker agent (a run's load generator reached over SSH, here when the client host is this machine), a delay line
+    of the testbed's links (the links' own delay, not a neighbour of theirs) nor descended from one: the processes a
+    run shares this machine with."""
     stats = {int(d): st for d in os.listdir(proc) if d.isdigit() and (st := _stat(d, proc)) is not None}
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in stats.items():
         children.setdefault(ppid, []).append(pid)
-    agents = [pid for pid in stats if AGENT_ARGV in _cmdline(pid, proc)]
+    agents = [pid for pid in stats if any(argv in _cmdline(pid, proc) for argv in (AGENT_ARGV, DELAY_LINE_ARGV))]
     mine, todo = set(), [p for p in ours if p in stats] + agents
     while todo:
         p = todo.pop()

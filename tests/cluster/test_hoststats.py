@@ -23,17 +23,18 @@ def test_a_process_outside_the_run_is_counted_and_named_and_one_inside_it_is_not
     inside = subprocess.Popen([sys.executable, "-c", SPIN.format(s=30)])
     # a shell that starts the spinner in the background and exits: the spinner's parent is no longer ours
     spin = f"{sys.executable} -c '{SPIN.format(s=30)}' </dev/null >/dev/null 2>&1 & echo $!"  # sh exits: not ours
-    outside, agent = (
+    outside, agent, delay = (
         int(subprocess.run(["sh", "-c", cmd], check=True, capture_output=True, text=True).stdout)
         for cmd in (
             spin,
-            spin.replace(" </dev/null", " -m loadgen.agent </dev/null"),
-        )  # the agent's argv, as cluster.clients runs it
+            spin.replace(" </dev/null", " -m loadgen.agent </dev/null"),  # the agent's argv, as cluster.clients runs it
+            spin.replace(" </dev/null", " -m testbed.delayline </dev/null"),  # a delay line's (testbed.netns)
+        )
     )
     try:
         time.sleep(0.2)
         others = other_ticks([os.getpid()])
-        assert inside.pid not in others and outside in others and agent not in others
+        assert inside.pid not in others and outside in others and agent not in others and delay not in others
         assert not any(name.startswith(("kworker", "ksoftirqd", "kthreadd")) for name, _ in others.values())
         s = HostSampler({}, links=False)
         a = s.read()
@@ -51,3 +52,4 @@ def test_a_process_outside_the_run_is_counted_and_named_and_one_inside_it_is_not
         inside.kill()
         os.kill(outside, 9)
         os.kill(agent, 9)
+        os.kill(delay, 9)

@@ -12,10 +12,9 @@ on this machine are not sampled (their rows are absent, and the tail budget says
 
 Other processes (`other_cpu`): the CPU time taken by user processes that are neither the brokers nor this run
 (the sampling process and its descendants: the load workers) nor the testbed's delay lines (its links' delay),
-from each one's /proc/<pid>/stat. A neighbour at a
-high priority starves the brokers and stretches every elapsed time they report (JIT compile time, GC pauses,
-flushes), so it is named as itself; kernel threads are left out (their work, disk writeback and softirqs, is
-done for the processes that caused it).
+from each one's /proc/<pid>/stat. A neighbour at a high priority starves the brokers and stretches every elapsed
+time they report (JIT compile time, GC pauses, flushes), so it is named as itself; kernel threads are left out
+(their work, disk writeback and softirqs, is done for the processes that caused it).
 
 The shaped testbed's links (testbed.netns) are veth pairs with a `tbf` qdisc at each end; the end on the bridge
 (in this namespace) shapes what its host receives. Per second: bytes each way from the bridge end's counters

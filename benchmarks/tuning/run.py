@@ -134,8 +134,9 @@ def arm_figures(arm: Arm | None) -> dict[str, Any] | None:
 
 
 def ratio(a: Arm | None, b: Arm | None) -> dict[str, Any] | None:
-    """mean(a) / mean(b) over their confirmation runs (interleaved in the same rounds), with its 95 % interval."""
-    if a is None or b is None:
+    """mean(a) / mean(b) over their confirmation runs (interleaved in the same rounds), with its 95 % interval; None
+    when either arm is missing or held no rate in any run (`held_no_rate` says which)."""
+    if a is None or b is None or not values(a) or not values(b):
         return None
     r = stats.ratio(values(a), values(b))
     return r.as_dict() if r else None
@@ -198,6 +199,8 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
         "no_measurable_effect": [k.key for k in conf.no_measurable_effect],
         "changes_from_start": changes,
         "planted_found": {k: k in moved for k in sc.planted},
+        # arms none of whose runs held a rate within the SLO: a ratio against one has no value
+        "held_no_rate": [a.label for a in conf.candidates if not values(a)],
         "headline_mb_s": head_mean,
         "ceiling_mb_s": s.ceiling_mb_s,
         "headline_of_ceiling": head_mean / s.ceiling_mb_s if head_mean and s.ceiling_mb_s else None,
@@ -247,9 +250,13 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
     """A kept study's figures read again (--study) into the result file that study wrote, under its envelope (when,
     on what machine, at which commit it was measured): the measurement is that run's, only the reading is new. The
     file is left alone when it is another study's (its confirmation's runs differ). The wall clock stays the file's:
-    a live run's includes the testbed and the warm-up, the study's own does not."""
+    a live run's includes the testbed and the warm-up, the study's own does not. Without a file (a run that ended
+    before writing it) one is written now, marked `read_from_study`, with the study's own wall clock."""
     out = HERE.parent / "results" / f"{name}.json"
-    old = json.loads(out.read_text()) if out.exists() else {}
+    if not out.exists():  # a study whose run ended before its figures were written: the envelope is this reading's
+        result_file(name, {**figures, "read_from_study": True})
+        return
+    old = json.loads(out.read_text())
     if old.get("arms") != json.loads(json.dumps(figures["arms"], default=str)):
         log(f"{out}: not this study's result file (its confirmation's runs differ); not written")
         return

@@ -9,8 +9,8 @@ One connection per (user, host, port) is opened on first use and kept until `clo
 deadline that holds even where paramiko itself waits without one (a watchdog closes the channel); every error
 names the host and what to fix.
 
-paramiko is imported where a connection is made, not with this module: it is about a fifth of the command line's
-start-up, and most runs reach no host over SSH.
+paramiko is imported where a connection is made, not with this module: most runs reach no host over SSH, and
+every command would otherwise pay for importing it at start-up.
 """
 
 from __future__ import annotations

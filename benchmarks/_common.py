@@ -7,7 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core import interrupts, reaper
+from records.tail import TailBudget
 from testbed import dist
 from testbed.lifecycle import Testbed
 
@@ -118,6 +119,15 @@ def bench(
     d: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     d["wall_s"] = time.monotonic() - t0
     return d
+
+
+def by_cause(tail: Mapping[str, Any] | None) -> dict[str, int]:
+    """A run's tail budget as its JSON line or result.json keeps it (loadgen.tail), in short: per cause that was the
+    first explanation of a second over the SLO, how many such seconds, and the unexplained ones ({} without one)."""
+    if not tail:
+        return {}
+    b = TailBudget.from_json(tail).brief()
+    return {**b.primary, **({"unexplained": b.unexplained} if b.unexplained else {})}
 
 
 def machine() -> dict[str, Any]:

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, bench, demo_workload, log, median, result_file, testbed
+from _common import REPO, bench, by_cause, demo_workload, log, median, result_file, testbed
 
 from brokerconf import catalogue
 
@@ -100,9 +100,7 @@ def measured(out: Path) -> dict[str, Any]:
     and, per cause that was the first explanation of one, how many: loadgen.tail)."""
     s = json.loads((out / "result.json").read_text())["summary"]
     tail = s.get("tail") or {}
-    primary = {c["cause"]: c["primary"] for c in tail.get("causes", []) if c["primary"]}
-    if (tail.get("unexplained") or {}).get("seconds"):
-        primary["unexplained"] = tail["unexplained"]["seconds"]
+    primary = by_cause(tail)
     p99 = s["end_to_end_latency_ms"]["p99"]
     log(f"  {out.name}: p99 end-to-end {p99} ms, lost {s['lost']}; above the SLO {tail.get('above_slo')} s: {primary}")
     return {

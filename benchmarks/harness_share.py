@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import bench, demo_workload, log, result_file, testbed
+from _common import bench, by_cause, demo_workload, log, result_file, testbed
 
 from testbed import netns
 
@@ -54,9 +54,7 @@ def session_at(nice: int) -> Callable[[], None]:
 def brief(d: dict[str, Any]) -> dict[str, Any]:
     """What a run's JSON line says of its tail: p99, seconds over the SLO and their primary causes."""
     tail = d.get("tail") or {}
-    primary = {c["cause"]: c["primary"] for c in tail.get("causes", []) if c["primary"]}
-    if (tail.get("unexplained") or {}).get("seconds"):
-        primary["unexplained"] = tail["unexplained"]["seconds"]
+    primary = by_cause(tail)
     return {
         "p99_e2e_ms": d["end_to_end_latency_ms"]["p99"],
         "consume_msg_s": d["consume_msg_s"],

@@ -8,7 +8,7 @@ killed with -9 leaves a file the next sweep on that cluster restores first (brok
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,7 @@ class BrokerSnapshot:
     restart_overrides: Any = None
     taken_ns: int = 0
     dirty: bool = False
-    schema_version: int = field(default=SCHEMA_VERSION)
+    schema_version: int = SCHEMA_VERSION
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], where: str = "broker snapshot") -> BrokerSnapshot:

@@ -67,7 +67,8 @@ SERIES: Mapping[str, tuple[str, str | None]] = {
     "jit_compile_s": ("jvm_compilation_time_seconds_total", None),
 }
 # Summed over the label that tells collectors apart (the exporter's JVM collector): the brokers' GC pause time, s.
-# A stop-the-world pause holds every request the broker has; G1's young pauses here are about 20 ms each.
+# A stop-the-world pause holds every request the broker has. A concurrent collector's "Cycles" bean (Shenandoah's,
+# ZGC's) times the work done beside the application, not a pause: it is left out (_CONCURRENT).
 LABEL_SUMS: Mapping[str, str] = {
     "gc_pause_s": "jvm_gc_collection_seconds_sum",
     "gc_pauses": "jvm_gc_collection_seconds_count",
@@ -116,6 +117,7 @@ RESET_WITNESSES = ("bytes_in", "messages_in", "replication_bytes_in", "produce_r
 
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{([^}]*)\})?\s+(\S+)")
 _NAME_LABEL = re.compile(r'(?:^|,)name="([^"]*)"')
+_CONCURRENT = re.compile(r'(?:^|,)gc="[^"]* Cycles"')
 _REQUEST_LABEL = re.compile(r'(?:^|,)request="([^"]*)"')
 
 
@@ -139,7 +141,8 @@ def parse(text: str) -> dict[str, float]:
             continue
         fam, labels, value = m.group(1), m.group(2) or "", m.group(3)
         if fam in label_sums:
-            out[label_sums[fam]] = out.get(label_sums[fam], 0.0) + float(value)
+            if not _CONCURRENT.search(labels):
+                out[label_sums[fam]] = out.get(label_sums[fam], 0.0) + float(value)
             continue
         if "topic=" in labels:
             continue

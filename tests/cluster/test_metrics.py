@@ -26,6 +26,22 @@ def test_parse_picks_cluster_wide_series_only() -> None:
     assert "bytes_out" not in m
 
 
+def test_gc_pause_time_sums_every_collectors_pauses_and_leaves_concurrent_cycles_out() -> None:
+    g1 = (
+        'jvm_gc_collection_seconds_sum{gc="G1 Young Generation",} 1.5\n'
+        'jvm_gc_collection_seconds_sum{gc="G1 Old Generation",} 0.5\n'
+    )
+    assert parse(g1)["gc_pause_s"] == 2.0
+    shenandoah = (
+        'jvm_gc_collection_seconds_sum{gc="Shenandoah Pauses",} 0.25\n'
+        'jvm_gc_collection_seconds_sum{gc="Shenandoah Cycles",} 9.0\n'
+        'jvm_gc_collection_seconds_count{gc="Shenandoah Pauses",} 40.0\n'
+        'jvm_gc_collection_seconds_count{gc="Shenandoah Cycles",} 10.0\n'
+    )
+    m = parse(shenandoah)  # the cycles ran beside Kafka: only the pauses held its requests
+    assert m["gc_pause_s"] == 0.25 and m["gc_pauses"] == 40.0
+
+
 def test_rates_are_deltas_over_time_and_survive_a_restart() -> None:
     s = [
         BrokerSample(1, 0, {"bytes_in": 0.0}),

@@ -118,7 +118,7 @@ def _latencies_only(side: Side, res: RunResult) -> None:
     s = res.summary
     for pre, lat in (("publish", s.publish_latency_ms), ("e2e", s.end_to_end_latency_ms)):
         for p in ("p50", "p99", "p99.9"):
-            side.add(f"{pre}_{p}_ms", lat.get(p))
+            side.add(f"{pre}_{p}_ms", lat.at(p))
 
 
 def _one(side: Side, p: Path) -> str:

@@ -28,8 +28,7 @@ def _measured(row: FixedRateRow, s: RunSummary, rate: float) -> FixedRateRow:
     }
     for side, ms in (("publish", s.publish_latency_ms), ("e2e", s.end_to_end_latency_ms)):
         for k in LAT_KEYS:
-            v = ms.get(k)
-            figures[f"{side}_{k}_ms"] = float(v) if isinstance(v, int | float) else None
+            figures[f"{side}_{k}_ms"] = ms.at(k)
     return from_json(FixedRateRow, {**to_json(row), **figures})
 
 
@@ -54,9 +53,10 @@ def fixed_rate(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Ti
             _raw, result = harness_run(t, w, comparisons.run_dir(out, t.name, "fixed-rate", f"p{parts or 'na'}"))
             s = result.summary
             row = _measured(row, s, cfg.rate)
+            p99 = fmt.num(s.end_to_end_latency_ms.p99, missing="not measured")
             say(
                 f"  {t.name:<16} {cfg.rate:,.0f} msg/s × {cfg.size} B, partitions {parts or 'n/a'}: "
-                f"got {s.publish_msg_s or 0:,.0f} msg/s, e2e p99 {fmt.latency(s.end_to_end_latency_ms, 'p99')} ms"
+                f"got {s.publish_msg_s or 0:,.0f} msg/s, e2e p99 {p99} ms"
             )
         except Exception as e:  # a size or mode the system cannot carry: its row says why
             row = replace(row, error=error_text(e))

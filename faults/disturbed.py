@@ -9,6 +9,8 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from records.result import RunSummary
+
 # A broker not scraped for this long (its exporter did not answer: the process was down or stalled).
 GAP_S = 3.0
 
@@ -54,10 +56,10 @@ def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure", brok
     return list(found.values())
 
 
-def nothing_consumed(summary: Mapping[str, Any]) -> str | None:
+def nothing_consumed(summary: RunSummary) -> str | None:
     """What a run's consumers said when none of them received any of its acknowledged records (loadgen.clientside;
     a run without consumers says nothing): after a rolling restart a consumer group once formed with no partition
     assigned, and the trial recorded 0 MB/s. Such a run measured no consumption, so it is measured again like a
     disturbed one. None when something was consumed."""
-    said = [w for w in summary.get("warnings") or () if w.startswith("no consumer received anything")]
-    return said[0] if said and not summary.get("consumed") else None
+    said = [w for w in summary.warnings if w.startswith("no consumer received anything")]
+    return said[0] if said and not summary.consumed else None

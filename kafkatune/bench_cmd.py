@@ -76,7 +76,7 @@ def _show(rec: RunRecord, res: RunResult, d: Path, as_json: bool) -> None:
     """The run's summary: one JSON line (--json), or the tables (with the search, scale-out and degraded link)."""
     degraded = _degraded(res.links)
     if as_json:
-        summary = {k: v for k, v in rec.summary.items() if k != "per_producer"}
+        summary = {k: v for k, v in rec.result["summary"].items() if k != "per_producer"}
         extra = {
             "sustainable": rec.result.get("sustainable"),
             "degraded_link": degraded,

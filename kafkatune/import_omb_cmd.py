@@ -11,6 +11,7 @@ from core import paths
 from kafkatune.options import say
 from records import run as runs
 from records.omb import read_omb, windows
+from records.result import read
 
 
 @click.command("import-omb")
@@ -36,14 +37,14 @@ def command(result: Path, runs_dir: Path, out: Path | None, as_json: bool) -> No
     doc = read_omb(result)
     d = out or runs.new_run_dir(runs_dir, paths.slug(str(doc["workload"]), "omb") + "-omb")
     runs.import_omb(d, doc, str(result))
-    s = runs.read_result(d)["summary"]
     if as_json:
-        click.echo(json.dumps({"out": str(d), **s}))
+        click.echo(json.dumps({"out": str(d), **runs.read_result(d)["summary"]}))
         return
     say(f"imported {result}: {doc['workload']} ({doc['driver']}), {windows(doc)} windows of 10 s")
-    pub, p99 = s["publish_msg_s"], s["end_to_end_latency_ms"]["p99"]
-    if pub is None:
+    s = read(d).summary
+    if s.publish_msg_s is None:
         click.echo(f"{d}: the result holds no window")
         return
+    p99 = s.end_to_end_latency_ms.p99
     e2e = f"{p99:.2f} ms" if p99 is not None else "not recorded"
-    click.echo(f"{d}: publish {pub:,.0f} msg/s ({s['publish_mb_s']:.2f} MB/s), end-to-end p99 {e2e}")
+    click.echo(f"{d}: publish {s.publish_msg_s:,.0f} msg/s ({s.publish_mb_s or 0:.2f} MB/s), end-to-end p99 {e2e}")

@@ -17,12 +17,11 @@ from advisor.ceiling import Ceiling
 from advisor.diff import Row, Side
 from advisor.plan import Plan
 from advisor.recommendation import Recommendation
-from core import fmt
 from core.fmt import num
 from loadgen import tail
 from loadgen.sustainable import Step
 from records.analysis import trial_rows
-from records.result import RunSummary, Sustainable
+from records.result import Latency, RunSummary, Sustainable
 
 
 def testbed_status(st: dict[str, Any]) -> None:
@@ -43,14 +42,21 @@ def testbed_status(st: dict[str, Any]) -> None:
     click.echo(f"under-replicated partitions: {'unknown' if ur is None else len(ur)}")
 
 
+def latency_line(label: str, h: Latency) -> str:
+    """`label` p50/p99/p99.9/max in ms, or why nothing was measured: never a number that was not measured."""
+    if not h.count:
+        return f"{label} not measured: {h.missing or 'no samples'}"
+    return f"{label} p50 {num(h.p50)}  p99 {num(h.p99)}  p99.9 {num(h.p999)}  max {num(h.max)}"
+
+
 def bench_summary(s: RunSummary, d: Path) -> None:
     """A run's figures over its measure window (a max-rate or fixed-rate bench)."""
     lines = [
         f"publish  {s.publish_msg_s or 0:>12,.0f} msg/s {s.publish_mb_s or 0:>9.2f} MB/s "
         f"{(s.publish_bit_s or 0) / 1e9:.3f} Gbit/s",
         f"consume  {s.consume_msg_s or 0:>12,.0f} msg/s {s.consume_mb_s or 0:>9.2f} MB/s",
-        fmt.latency_line("publish latency ms ", s.publish_latency_ms),
-        fmt.latency_line("end-to-end ms      ", s.end_to_end_latency_ms),
+        latency_line("publish latency ms ", s.publish_latency_ms),
+        latency_line("end-to-end ms      ", s.end_to_end_latency_ms),
         _counts(s),
         *_late(s),
     ]

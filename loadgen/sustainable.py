@@ -27,6 +27,7 @@ from core.typed import from_json
 from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
+from records.result import RunSummary
 from records.tail import TailBrief
 
 KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
@@ -167,14 +168,14 @@ def why_not(st: Step, scheduled: float, slo: Slo) -> str:
     return ""
 
 
-def judge_run(summary: Mapping[str, Any], rate_msg_s: float, slo: Slo) -> str:
+def judge_run(summary: RunSummary, rate_msg_s: float, slo: Slo) -> str:
     """Why a whole fixed-rate run at `rate_msg_s` (its result summary) did not hold: the step rules over its
     measure window; "" when it held."""
-    secs = summary["window_s"]
-    st = Step(rate_msg_s, 0, list(range(secs)), errors=summary["publish_errors"])
-    st.sent, st.received = round(summary["send_msg_s"] * secs), round(summary["consume_msg_s"] * secs)
-    st.p99_e2e_ms = summary["end_to_end_latency_ms"].get("p99")
-    st.p99_publish_ms = summary["publish_latency_ms"].get("p99")
+    secs = summary.window_s
+    st = Step(rate_msg_s, 0, list(range(secs)), errors=summary.publish_errors or 0)
+    st.sent = round((summary.send_msg_s or 0.0) * secs)
+    st.received = round((summary.consume_msg_s or 0.0) * secs)
+    st.p99_e2e_ms, st.p99_publish_ms = summary.end_to_end_latency_ms.p99, summary.publish_latency_ms.p99
     return why_not(st, rate_msg_s * secs, slo)
 
 

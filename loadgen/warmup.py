@@ -215,7 +215,7 @@ def _warm_shape(
     raw = runner.run(w, where.quiet(), drain=False, stop_when=watch)
     took = time.monotonic() - t0
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
-    e2e = RunResult.from_json(result.build(raw).result).summary.end_to_end_latency_ms.get("p99")
+    e2e = RunResult.from_json(result.build(raw).result).summary.end_to_end_latency_ms.p99
     msg_s = _acked_rate(raw)
     p99 = f"end-to-end p99 {e2e:.2f} ms" if isinstance(e2e, int | float) else "end-to-end latency not measured"
     state = ""

@@ -8,11 +8,11 @@ lacks takes its default, so the readers say "not measured" instead of failing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from core.typed import from_json
+from core.typed import from_json, json_name
 from records import run as runs
 from records.tail import TailBudget
 
@@ -26,6 +26,31 @@ class ClientSummary:
     loop_cpu_util: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # role -> each loop's core share
     producer_stats: Mapping[str, Any] = field(default_factory=dict)
     consumers_idle: int | None = None
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One latency histogram over the measure window, ms (loadgen.recorder.summary_ms). When it holds no sample every
+    figure is None and `missing` says why, so no reader can print a latency that was not measured."""
+
+    count: int = 0
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    p50: float | None = None
+    p75: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    p999: float | None = field(default=None, metadata={"json": "p99.9"})
+    p9999: float | None = field(default=None, metadata={"json": "p99.99"})
+    max: float | None = None
+    missing: str | None = None
+
+    def at(self, name: str) -> float | None:
+        """The figure by its JSON name ("p99.9", "max"); None when not measured or not a figure of this record."""
+        f = _LATENCY_FIGURES.get(name)
+        return None if f is None else getattr(self, f)
 
 
 @dataclass(frozen=True)
@@ -54,9 +79,14 @@ class RunSummary:
     client: ClientSummary = ClientSummary()
     warnings: tuple[str, ...] = ()
     tail: TailBudget | None = None  # loadgen.tail's budget, when the run had an SLO
-    # loadgen.recorder.summary_ms: count, mean, std, min, the percentiles (p50, p99, p99.9…) and max; None: not measured
-    publish_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)
-    end_to_end_latency_ms: Mapping[str, float | str | None] = field(default_factory=dict)
+    publish_latency_ms: Latency = Latency()
+    end_to_end_latency_ms: Latency = Latency()
+    window_s: int = 0  # the measure window's length, s
+    warmup_s: int = 0
+    send_msg_s: float | None = None  # what the producers handed their clients, msg/s over the window
+
+
+_LATENCY_FIGURES = {json_name(f): f.name for f in fields(Latency) if f.name not in ("count", "missing")}
 
 
 @dataclass(frozen=True)
@@ -121,6 +151,11 @@ class RunResult:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], where: str = runs.RESULT) -> RunResult:
         return from_json(cls, doc, where)
+
+
+def summary_of(rec: runs.RunRecord) -> RunSummary:
+    """A run's summary as loadgen.result built it, typed like one read back from its file."""
+    return from_json(RunSummary, rec.result["summary"], "summary")
 
 
 def read(run_dir: Path) -> RunResult:

@@ -35,11 +35,6 @@ class RunRecord(NamedTuple):
     omb: dict[str, Any] | None = None  # OMB's TestResult of the run (records.omb), written as omb-result.json
     host: pa.Table | None = None  # cluster.hoststats rows: CPU, brokers' CPU wait, shaped links (None: not observed)
 
-    @property
-    def summary(self) -> dict[str, Any]:
-        s: dict[str, Any] = self.result["summary"]
-        return s
-
 
 def write_run(out_dir: Path, rec: RunRecord) -> None:
     """The run's files, each whole or not at all (the Parquet files through a temporary name)."""

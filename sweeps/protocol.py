@@ -12,6 +12,7 @@ from brokerconf import catalogue
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
 from loadgen.workload import Workload, parse_workload
+from records.result import RunSummary
 from sweeps.spec import Spec
 
 
@@ -79,20 +80,20 @@ def warmup_curve(raw: RawRun) -> list[float] | None:
     return [round(by_sec.get(sec, 0) / level, 3) for sec in range(end)]
 
 
-def constraints(spec: Spec, summary: Mapping[str, Any], acks: str) -> tuple[dict[str, float], list[str]]:
+def constraints(spec: Spec, summary: RunSummary, acks: str) -> tuple[dict[str, float], list[str]]:
     """Constraint values (≤ 0 is feasible, Optuna's convention) and what each violation was.
 
     With acks=0 nothing is acknowledged by a broker: the client reports a message done when it is
     written to the socket, so "lost" has no meaning and is not held against the trial.
     """
     c = spec.constraints
-    lost = 0 if acks == "0" else summary["lost"]
+    lost = 0 if acks == "0" else summary.lost or 0
     vals: dict[str, float] = {"lost": float(lost - c.max_lost)}
     why = [f"lost {lost} > {c.max_lost}"] if lost > c.max_lost else []
     checks = (
-        ("p99_publish_ms", c.p99_publish_ms, summary["publish_latency_ms"].get("p99"), "p99 publish"),
-        ("p99_e2e_ms", c.p99_e2e_ms, summary["end_to_end_latency_ms"].get("p99"), "p99 end-to-end"),
-        ("p999_e2e_ms", c.p999_e2e_ms, summary["end_to_end_latency_ms"].get("p99.9"), "p99.9 end-to-end"),
+        ("p99_publish_ms", c.p99_publish_ms, summary.publish_latency_ms.p99, "p99 publish"),
+        ("p99_e2e_ms", c.p99_e2e_ms, summary.end_to_end_latency_ms.p99, "p99 end-to-end"),
+        ("p999_e2e_ms", c.p999_e2e_ms, summary.end_to_end_latency_ms.p999, "p99.9 end-to-end"),
     )
     for name, limit, got, label in checks:
         if limit is None:
@@ -109,17 +110,17 @@ def or_inf(ms: float | None) -> float:
     return float("inf") if ms is None else float(ms)
 
 
-def objective_values(s: Mapping[str, Any], wins: list[float]) -> dict[str, float]:
+def objective_values(s: RunSummary, wins: list[float]) -> dict[str, float]:
     """A max-rate run's objectives from its summary `s` and its windows' rates (MB/s)."""
     return {
         "throughput_mb_s": statistics.fmean(wins),
-        "p99_publish_ms": or_inf(s["publish_latency_ms"].get("p99")),
-        "p99_e2e_ms": or_inf(s["end_to_end_latency_ms"].get("p99")),
+        "p99_publish_ms": or_inf(s.publish_latency_ms.p99),
+        "p99_e2e_ms": or_inf(s.end_to_end_latency_ms.p99),
     }
 
 
 def measured(
-    s: Mapping[str, Any], wins: list[float], values: Mapping[str, float], acks: str, ceiling: float | None
+    s: RunSummary, wins: list[float], values: Mapping[str, float], acks: str, ceiling: float | None
 ) -> dict[str, Any]:
     """What a trial record keeps of its max-rate run (`measured`): the objectives (None: not measured), the windows,
     the ceiling and the share of it, losses, broker rates and the run's warnings."""
@@ -131,11 +132,11 @@ def measured(
         "stdev_mb_s": statistics.stdev(wins) if len(wins) > 1 else 0.0,
         "ceiling_mb_s": ceiling,
         "fraction_of_ceiling": (mean / ceiling) if ceiling else None,
-        "p999_e2e_ms": s["end_to_end_latency_ms"].get("p99.9"),
-        "lost": s["lost"],
+        "p999_e2e_ms": s.end_to_end_latency_ms.p999,
+        "lost": s.lost,
         "loss_checked": acks != "0",
-        "duplicated": s["duplicated"],
-        "broker_rates": s["broker_rates"],
-        "client_bound": s["client_bound"],
-        "warnings": s["warnings"],
+        "duplicated": s.duplicated,
+        "broker_rates": dict(s.broker_rates),
+        "client_bound": s.client_bound,
+        "warnings": list(s.warnings),
     }

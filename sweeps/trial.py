@@ -26,6 +26,7 @@ from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
+from records.result import RunSummary, summary_of
 from records.run import write_run
 from records.snapshot import BrokerSnapshot
 from records.trial import SEARCH_RUN, TrialRecord, write_trial
@@ -220,7 +221,7 @@ class _Trial:
         whether their compilers were still busy in it."""
         rows = rec.brokers.to_pylist()
         self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
-        if said := nothing_consumed(rec.summary):
+        if said := nothing_consumed(summary_of(rec)):
             self.disturbed.append(said)
         if not self.jit_busy and (busy := brokerside.jit_busy(rows)):
             self.jit_busy = brokerside.jit_busy_words(busy)
@@ -286,7 +287,7 @@ class _Trial:
             "windows": m.window_s * m.windows,
             "record": time.monotonic() - t_build,
         }
-        self._judge(rec.summary, window_rates(raw, m.window_s, m.windows))
+        self._judge(summary_of(rec), window_rates(raw, m.window_s, m.windows))
         self.record["measured"]["warmup_curve"] = warmup_curve(raw)
         return raw
 
@@ -305,7 +306,7 @@ class _Trial:
         rec = self._build(raw, found)
         self._check_disturbed(rec)
         write_run(where, rec)
-        lost = rec.summary["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
+        lost = (summary_of(rec).lost or 0) if str(self.cfg.get("acks", "all")) != "0" else 0
         held = found.steps[-1] if found.rate_msg_s is not None else None  # the confirming step
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
         out.rate_msg_s = found.rate_msg_s
@@ -335,19 +336,19 @@ class _Trial:
         rec = self._build(raw)
         self._check_disturbed(rec)
         write_run(self.out_dir, rec)
-        sm = rec.summary
+        sm = summary_of(rec)
         h = s.hold.headroom
         why = sustainable.judge_run(sm, rate, s.slo.scaled(h))
         why += f" ({h:.0%} of the SLO: hold.headroom)" if why and h < 1 else ""
-        lost = sm["lost"] if str(self.cfg.get("acks", "all")) != "0" else 0
+        lost = (sm.lost or 0) if str(self.cfg.get("acks", "all")) != "0" else 0
         if lost > s.constraints.max_lost:
             why = f"lost {lost} > {s.constraints.max_lost}" + (f"; {why}" if why else "")
-        e2e, pub = sm["end_to_end_latency_ms"].get("p99"), sm["publish_latency_ms"].get("p99")
-        out.ok = sm["acknowledged"] > 0
-        out.fail_reason = None if out.ok else f"nothing acknowledged: {sm['publish_error_samples']}"
+        e2e, pub = sm.end_to_end_latency_ms.p99, sm.publish_latency_ms.p99
+        out.ok = (sm.acknowledged or 0) > 0
+        out.fail_reason = None if out.ok else f"nothing acknowledged: {list(sm.publish_error_samples)}"
         out.rate_msg_s, out.measure_s = rate, float(s.hold.run_s)
         out.values = {
-            "sustainable_mb_s": 0.0 if why else sm["consume_mb_s"],
+            "sustainable_mb_s": 0.0 if why else (sm.consume_mb_s or 0.0),
             "p99_e2e_ms": or_inf(e2e),
             "p99_publish_ms": or_inf(pub),
         }
@@ -358,10 +359,10 @@ class _Trial:
             "rate_msg_s": rate,
             "held": not why,
             "why": why,
-            "run_s": sm["window_s"],
-            "warmup_s": sm["warmup_s"],
-            "consume_msg_s": sm["consume_msg_s"],
-            "consume_mb_s": sm["consume_mb_s"],
+            "run_s": sm.window_s,
+            "warmup_s": sm.warmup_s,
+            "consume_msg_s": sm.consume_msg_s,
+            "consume_mb_s": sm.consume_mb_s,
             "p99_e2e_ms": e2e,
             "p99_publish_ms": pub,
             "lost": lost,
@@ -373,21 +374,21 @@ class _Trial:
             "windows": float(s.hold.run_s),
         }
         self.record["measured"] = {
-            "sustainable_mb_s": None if why else sm["consume_mb_s"],
+            "sustainable_mb_s": None if why else sm.consume_mb_s,
             "throughput_mb_s": None,
             "windows_mb_s": [],
             "hold": hold,
         }
 
-    def _judge(self, s: Mapping[str, Any], wins: list[float]) -> None:
+    def _judge(self, s: RunSummary, wins: list[float]) -> None:
         """The objectives and constraints from the run's summary and its window rates (sweeps.protocol)."""
         out, acks = self.outcome, str(self.cfg.get("acks", "all"))
         out.windows_mb_s = wins
         out.values = objective_values(s, wins)
         out.constraints, out.violations = constraints(self.spec, s, acks)
         out.measure_s = self.spec.measurement.window_s * self.spec.measurement.windows
-        out.ok = s["acknowledged"] > 0
+        out.ok = (s.acknowledged or 0) > 0
         if not out.ok:
-            out.fail_reason = f"nothing acknowledged: {s['publish_error_samples']}"
+            out.fail_reason = f"nothing acknowledged: {list(s.publish_error_samples)}"
         self.record["measured"] = measured(s, wins, out.values, acks, self.target.ceiling_mb_s)
         self.record["constraints"] = {"values": out.constraints, "violated": out.violations}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from faults.inject import Injector
 from faults.spec import NODE_FAULTS, check_schedule, parse
 from loadgen import result, runner
 from loadgen.workload import parse_workload
+from records.result import RunSummary
 from records.testbed import TestbedState
 from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
@@ -210,11 +212,11 @@ def test_a_run_whose_consumers_received_none_of_its_acknowledged_records_is_meas
     """After a rolling restart a consumer group once formed with no partition assigned: the sweep's trial recorded
     0 MB/s as its measurement. Such a run names what its consumers said, and sweeps.trial sets it aside."""
     said = "no consumer received anything of the 118,509 acknowledged records: consumer 0: group up/steady"
-    idle = {"acknowledged": 118509, "consumed": 0, "warnings": ["producer buffer full 751 times", said]}
+    idle = RunSummary(acknowledged=118509, consumed=0, warnings=("producer buffer full 751 times", said))
     assert nothing_consumed(idle) == said
-    assert nothing_consumed({**idle, "consumed": 1}) is None
+    assert nothing_consumed(replace(idle, consumed=1)) is None
     # a run without consumers (a producer-only workload) has no such warning: nothing to set aside
-    assert nothing_consumed({**idle, "warnings": ["producer buffer full 751 times"]}) is None
+    assert nothing_consumed(replace(idle, warnings=("producer buffer full 751 times",))) is None
 
 
 def test_a_robustness_studys_faults_are_checked_before_anything_runs() -> None:

@@ -7,6 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
+from core.typed import from_json
+from kafkatune.render import latency_line
 from records import result
 from records.study import open_study, trial_row
 from tests.helpers import FIXTURES
@@ -24,6 +26,16 @@ def test_a_recorded_result_reads_typed_with_its_figures() -> None:
     assert r.e2e_p99_ms == raw["aggregatedEndToEndLatency99pct"]
     assert dict(r.summary.broker_rates) == raw["summary"]["broker_rates"]
     assert r.summary.client.buffer_full_events == raw["summary"]["client"]["buffer_full_events"]
+    e2e = raw["summary"]["end_to_end_latency_ms"]
+    assert r.summary.end_to_end_latency_ms.p999 == e2e["p99.9"] == r.summary.end_to_end_latency_ms.at("p99.9")
+    assert r.summary.end_to_end_latency_ms.count == e2e["count"] and r.summary.window_s == raw["summary"]["window_s"]
+
+
+def test_a_latency_that_measured_nothing_has_no_figure_and_says_why() -> None:
+    empty = from_json(result.Latency, {"count": 0, "p99": None, "p99.9": None, "missing": "nothing was acknowledged"})
+    assert empty.p99 is None and empty.at("p99.9") is None and empty.missing == "nothing was acknowledged"
+    assert empty.at("count") is None and empty.at("missing") is None  # not figures in ms
+    assert latency_line("e2e", empty) == "e2e not measured: nothing was acknowledged"
 
 
 def test_nulls_where_a_writer_had_nothing_still_make_a_row(tmp_path: Path) -> None:

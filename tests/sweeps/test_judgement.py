@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from loadgen.result import build
 from loadgen.runner import RawRun
 from loadgen.sustainable import Slo, judge_run
 from loadgen.workload import parse_workload
+from records.result import Latency, RunSummary
 from records.summary import Summary
 from records.trial import TrialRecord
 from sweeps import confirm, space, timing
@@ -70,19 +72,20 @@ def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
 
 
 def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:
-    ran = {
-        "window_s": 10,
-        "publish_errors": 0,
-        "send_msg_s": 1000.0,
-        "consume_msg_s": 1000.0,
-        "end_to_end_latency_ms": {"p99": 80.0},
-        "publish_latency_ms": {"p99": 20.0},
-    }
+    ran = RunSummary(
+        window_s=10,
+        publish_errors=0,
+        send_msg_s=1000.0,
+        consume_msg_s=1000.0,
+        end_to_end_latency_ms=Latency(count=10000, p99=80.0),
+        publish_latency_ms=Latency(count=10000, p99=20.0),
+    )
     assert judge_run(ran, 1000, Slo(p99_e2e_ms=100)) == ""
-    slow = {**ran, "end_to_end_latency_ms": {"p99": 117.0}}
+    slow = replace(ran, end_to_end_latency_ms=Latency(count=10000, p99=117.0))
     assert judge_run(slow, 1000, Slo()) == "p99 end-to-end 117.0 ms > 100 ms"
-    assert "consumers fell behind" in judge_run({**ran, "consume_msg_s": 900.0}, 1000, Slo())
-    assert "no end-to-end latency sample" in judge_run({**ran, "end_to_end_latency_ms": {"p99": None}}, 1000, Slo())
+    assert "consumers fell behind" in judge_run(replace(ran, consume_msg_s=900.0), 1000, Slo())
+    none = replace(ran, end_to_end_latency_ms=Latency(missing="no samples"))
+    assert "no end-to-end latency sample" in judge_run(none, 1000, Slo())
     assert judge_run(ran, 1000, Slo(p99_e2e_ms=None, p99_publish_ms=10)) == "p99 publish 20.0 ms > 10 ms"
     # with headroom: 80 ms holds a 100-ms SLO but not 70 % of it (hold.headroom)
     assert judge_run(ran, 1000, Slo().scaled(0.7)) == "p99 end-to-end 80.0 ms > 70 ms"

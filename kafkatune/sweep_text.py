@@ -116,19 +116,19 @@ def print_trials(records: list[TrialRecord]) -> None:
     for col in cols:
         t.add_column(col)
     for r in records:
-        m = r.measured or {}
-        frac = m.get("fraction_of_ceiling")
+        m = r.figures
+        frac = m.fraction_of_ceiling
         state = "violates" if (r.constraints or {}).get("violated") else r.state
         t.add_row(
             r.stage,
             str(r.number),
             state,
-            num(m.get("sustainable_mb_s"), "{:.2f}", "-"),
-            num(m.get("mean_mb_s"), "{:.2f}", "-"),
-            num(m.get("stdev_mb_s"), "{:.2f}", "-"),
+            num(m.sustainable_mb_s, "{:.2f}", "-"),
+            num(m.mean_mb_s, "{:.2f}", "-"),
+            num(m.stdev_mb_s, "{:.2f}", "-"),
             f"{frac * 100:.0f}" if frac else "-",
-            num(m.get("p99_publish_ms"), "{:.1f}", "-"),
-            num(m.get("p99_e2e_ms"), "{:.1f}", "-"),
+            num(m.p99_publish_ms, "{:.1f}", "-"),
+            num(m.p99_e2e_ms, "{:.1f}", "-"),
             str(r.restarts or 0),
             short(r.config),
         )

@@ -14,6 +14,9 @@ from typing import Any
 
 from core import files
 from core.errors import UserError
+from core.typed import from_json
+from records.confirmation import Try
+from records.result import Sustainable
 
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
@@ -40,6 +43,31 @@ _OPTIONAL = (
     "jit_busy",
     "faults",
 )
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a trial measured, as trial.json keeps it under `measured` (sweeps.trial writes it): its objectives, the
+    max-rate run's windows and losses, a search's answer, an operating-point run's figures. None: not measured."""
+
+    throughput_mb_s: float | None = None
+    sustainable_mb_s: float | None = None
+    p99_e2e_ms: float | None = None
+    p99_publish_ms: float | None = None
+    p999_e2e_ms: float | None = None
+    windows_mb_s: tuple[float, ...] = ()
+    mean_mb_s: float | None = None
+    stdev_mb_s: float | None = None
+    ceiling_mb_s: float | None = None
+    fraction_of_ceiling: float | None = None
+    lost: int | None = None
+    duplicated: int | None = None
+    client_bound: bool = False
+    warnings: tuple[str, ...] = ()
+    # the warm-up's consumed bytes per second and the window's first ones, each over the window's median second
+    warmup_curve: tuple[float, ...] = ()
+    sustainable: Sustainable | None = None  # a search's answer (loadgen.sustainable.Sustainable.as_dict)
+    hold: Try | None = None  # an operating-point run (sweeps.hold)
 
 
 # What every trial record has, from its start (the rest is written only when the trial got that far).
@@ -102,19 +130,15 @@ class TrialRecord:
         return self.state == "complete"
 
     @property
-    def search(self) -> Mapping[str, Any]:
-        """The sustainable-rate search's answer (loadgen.sustainable.Sustainable.as_dict); empty without one."""
-        return (self.measured or {}).get("sustainable") or {}
+    def figures(self) -> Measured:
+        """`measured`, typed (empty when the trial got no measurement)."""
+        return from_json(Measured, self.measured or {}, "measured")
 
     @property
     def steps(self) -> list[Mapping[str, Any]]:
         """The search's steps in the order run (loadgen.sustainable.Step.as_dict); none without a search."""
-        return list(self.search.get("steps") or [])
-
-    @property
-    def hold(self) -> Mapping[str, Any]:
-        """An operating-point run's figures (sweeps.trial): its rate, whether it held and why not; empty otherwise."""
-        return (self.measured or {}).get("hold") or {}
+        found = self.figures.sustainable
+        return list(found.steps) if found else []
 
     @property
     def aside(self) -> list[Mapping[str, Any]]:

@@ -29,7 +29,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from core.typed import from_json
 from loadgen import tail
 from loadgen.knee import Knee, fit_knee
 from loadgen.sustainable import Step
@@ -75,11 +74,11 @@ def _tried(run_dir: Path, t: Any) -> Try:
     name: a study folder that was moved or copied still reads)."""
     trial_id = Path(t.user_attrs.get("record", "")).name
     rec = read_trial(run_dir / TRIALS / trial_id)
-    hold = dict(rec.hold) if rec is not None else {}
-    if not hold:  # the run failed before measuring
-        rate = rec.hold_msg_s if rec is not None else None
-        hold = {"rate_msg_s": rate, "held": False, "why": t.user_attrs.get("fail_reason")}
-    return from_json(Try, {**hold, "trial_id": trial_id}, f"{trial_id} measured.hold")
+    ran = rec.figures.hold if rec is not None else None
+    if ran is not None:
+        return replace(ran, trial_id=trial_id)
+    # the run failed before measuring
+    return Try(rec.hold_msg_s if rec is not None else None, False, t.user_attrs.get("fail_reason"), trial_id=trial_id)
 
 
 def _fit(knee: Knee | None) -> Fit | None:

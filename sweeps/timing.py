@@ -97,7 +97,7 @@ def warmup_check(trials: Iterable[TrialRecord], warmup_s: float) -> WarmupCheck 
     (sweeps.protocol.warmup_curve: the warm-up's seconds and the window's first ones): per second, the median
     ratio to the window's median second, its range and n; `level_from`, the first second from which every later
     one of the curve was at LEVEL or more; and the verdict in words. None when no trial has a curve."""
-    curves = [c for t in trials if t.complete and (c := (t.measured or {}).get("warmup_curve"))]
+    curves = [c for t in trials if t.complete and (c := t.figures.warmup_curve)]
     if not curves:
         return None
     seconds = []

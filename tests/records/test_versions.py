@@ -49,7 +49,7 @@ def test_a_trial_record_reads_typed_keeps_what_it_knows_and_names_what_it_lacks(
     (tmp_path / "trial.json").write_text(json.dumps(doc))
     rec = read_trial(tmp_path)
     assert rec is not None and (rec.stage, rec.number, rec.complete) == ("producer", 3, True)
-    assert rec.steps == steps and rec.hold == {} and rec.aside == []
+    assert rec.steps == steps and rec.figures.hold is None and rec.aside == []
     assert "ramp_s" not in rec.as_json() and rec.as_json()["measured"] == doc["measured"]
     (tmp_path / "trial.json").write_text(json.dumps({"study": "s", "stage": "x"}))
     with pytest.raises(UserError) as e:

@@ -13,6 +13,7 @@ from typing import Any
 
 from advisor import ceiling, diagnose, limit
 from records import analysis as tables
+from records.analysis import AnalysisSummary
 from records.profile import Limits
 from records.study import Study, open_study
 from records.trialrow import TrialRow
@@ -42,12 +43,14 @@ def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def analyze(root: Path, spark: Any, out_dir: Path | None = None, progress: Progress = lambda m: None) -> dict[str, Any]:
+def analyze(
+    root: Path, spark: Any, out_dir: Path | None = None, progress: Progress = lambda m: None
+) -> AnalysisSummary:
     """Every table for one study with `spark` (a session the caller owns); returns the analysis summary."""
     return job.analyze(root, spark, out_dir, progress, judge=judge)
 
 
-def run(root: Path, master: str | None, out_dir: Path | None = None, progress: Progress = print) -> dict[str, Any]:
+def run(root: Path, master: str | None, out_dir: Path | None = None, progress: Progress = print) -> AnalysisSummary:
     """The analysis in a Spark session of its own (`master`: None for local[*], or any Spark master URL)."""
     open_study(root)  # bad folders fail here, before a JVM starts
     progress(f"starting Spark ({master or 'local[*]'}) …")

@@ -21,7 +21,7 @@ from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
-from records.analysis import load_table, read_analysis_summary
+from records.analysis import AnalysisSummary, load_table, read_analysis_summary
 from records.confirmation import Arm
 from records.profile import Limits
 from records.study import Study, open_study, read_spec
@@ -35,7 +35,7 @@ class StudyAdvice:
     analysis: Path  # the study's analysis folder (records.analysis): its other tables are read from there
     trials: pd.DataFrame  # the analysis tables (records.analysis), as data frames
     params: pd.DataFrame
-    summary: dict[str, Any]  # the analysis summary (records.analysis)
+    summary: AnalysisSummary | None  # the analysis summary (records.analysis); None: not analysed
     sweep: Summary | None  # the sweep's summary.json (records.summary): confirmation, effects, intervals
     recommendations: list[Recommendation]
     effects: list[Effect]

@@ -50,9 +50,9 @@ def main() -> None:
                 t0 = time.perf_counter()
                 s = analyze(d, spark)
                 times.append(time.perf_counter() - t0)
-            rows.append((m, s["samples"], size_mb, gen, statistics.median(times), min(times), max(times)))
+            rows.append((m, s.samples, size_mb, gen, statistics.median(times), min(times), max(times)))
             print(
-                f"{m:g} M: {s['samples']:,} samples ({size_mb:.0f} MB Parquet), analysis median "
+                f"{m:g} M: {s.samples or 0:,} samples ({size_mb:.0f} MB Parquet), analysis median "
                 f"{statistics.median(times):.1f} s (min {min(times):.1f}, max {max(times):.1f}), "
                 f"generated in {gen:.1f} s",
                 flush=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from advisor import analysis
+from core.typed import to_json
 from kafkatune import render
 from kafkatune.options import say
 from records.analysis import load_table
@@ -25,7 +26,7 @@ def command(run_dir: Path, master: str | None, out: Path | None, as_json: bool) 
     PED-ANOVA), pareto, series (per second)."""
     summary = analysis.run(run_dir, master, out, progress=say)
     if as_json:
-        click.echo(json.dumps(summary))
+        click.echo(json.dumps(to_json(summary)))
         return
-    tables = Path(summary["tables"]["trials"]).parent
+    tables = Path(summary.tables["trials"]).parent
     render.analysis(load_table(tables, "trials"), tables)

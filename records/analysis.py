@@ -14,6 +14,7 @@ written by Spark, not by this process); reading them back for the advisor and re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import files
+from core.typed import from_json, to_json
 from records.trialrow import TrialRow, spark_schema
 
 SCHEMA_VERSION = 1
@@ -88,15 +90,31 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v)
 
 
-def write_summary(analysis: Path, summary: Mapping[str, Any]) -> dict[str, Any]:
-    """Write the analysis summary; returns it as written (with its schema_version)."""
-    doc = {"schema_version": SCHEMA_VERSION, **summary}
-    files.write_json(analysis / SUMMARY, doc)
-    return doc
+def write_summary(analysis: Path, summary: AnalysisSummary) -> None:
+    """Write the analysis summary, whole or not at all."""
+    files.write_json(analysis / SUMMARY, to_json(summary))
 
 
-def read_analysis_summary(analysis: Path) -> dict[str, Any]:
-    """The analysis summary (`analyze`'s counts and what it read), empty when the study was not analysed; a sweep's
-    own summary.json is records.summary's."""
+@dataclass(frozen=True)
+class AnalysisSummary:
+    """`analyze`'s summary.json in the analysis folder: the study it read, its counts, the tables it wrote and the
+    Spark that wrote them (a sweep's own summary.json is records.summary's)."""
+
+    study: str = ""
+    kind: str = ""
+    trials: int | None = None
+    samples: int | None = None  # per-second rows read from the trial folders
+    synthetic: bool = False
+    objectives: tuple[str, ...] = ()
+    rows: Mapping[str, int] = field(default_factory=dict)  # per table written
+    tables: Mapping[str, str] = field(default_factory=dict)  # table -> its path
+    master: str | None = None
+    spark_version: str | None = None
+    seconds: float | None = None
+    schema_version: int = SCHEMA_VERSION
+
+
+def read_analysis_summary(analysis: Path) -> AnalysisSummary | None:
+    """The analysis summary, None when the study was not analysed (a newer schema version is refused by name)."""
     p = Path(analysis) / SUMMARY
-    return files.read_json_object(p) if p.exists() else {}
+    return from_json(AnalysisSummary, files.read_record(p, SCHEMA_VERSION), str(p)) if p.exists() else None

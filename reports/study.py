@@ -18,17 +18,18 @@ import pandas as pd
 
 from advisor import study as advice
 from advisor import verdict
+from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core import secrets
 from core.files import write_bytes
 from core.fmt import num
 from loadgen import tail
-from records.analysis import load_table, trial_rows
+from records.analysis import AnalysisSummary, load_table, trial_rows
 from records.confirmation import Confirmation
 from records.profile import Machine
 from records.result import read as read_result
 from records.run import has_result
-from records.study import TRIALS, latency_quantiles, secret_bearing_documents
+from records.study import TRIALS, Study, latency_quantiles, secret_bearing_documents
 from records.summary import Best, Summary
 from records.trial import SEARCH_RUN
 from records.trialrow import TrialRow
@@ -43,6 +44,27 @@ class Report:
     markdown: Path
     files: list[Path]
     charts: list[str]
+
+
+@dataclass(frozen=True)
+class _Content:
+    """What the report says, gathered once from the advisor's reading: the markdown and the headline read only this."""
+
+    study: Study
+    trials: pd.DataFrame
+    best: TrialRow | None  # the run the study is diagnosed by
+    base: TrialRow | None  # Kafka's defaults
+    ceiling: float | None
+    recs: list[Recommendation]
+    binding: Recommendation | None
+    charts: list[charts.Chart]
+    changes: list[properties.Change]
+    plans: list[Plan]
+    durability: list[str]
+    analysis: AnalysisSummary | None
+    verdict: list[str]
+    tail: list[str]
+    sweep: Summary | None
 
 
 def build(
@@ -73,27 +95,26 @@ def build(
         written.append(p)
     # the binding resource is the headline's when the sweep confirmed a configuration (stated once)
     recs = [r for r in a.recommendations if r.rule != "binding-resource" or not (a.sweep and a.sweep.best)]
-    c = {
-        "study": study,
-        "trials": trials,
-        "best": best,
-        "base": base,
-        "ceiling": a.ceiling_mb_s,
-        "recs": recs,
-        "binding": next((r for r in a.recommendations if r.rule == "binding-resource"), None),
-        "charts": shown,
-        "changes": changes,
-        "plans": advice.plans(trials, study, best, a.sweep),
-        "durability": advice.durability(trials),
-        "analysis": a.summary,
-        "files": files,
-        "verdict": verdict.lines(a.sweep) if a.sweep else [],
-        "tail": _tail_lines(a),
-        "sweep": a.sweep,
-    }
+    c = _Content(
+        study=study,
+        trials=trials,
+        best=best,
+        base=base,
+        ceiling=a.ceiling_mb_s,
+        recs=recs,
+        binding=next((r for r in a.recommendations if r.rule == "binding-resource"), None),
+        charts=shown,
+        changes=changes,
+        plans=advice.plans(trials, study, best, a.sweep),
+        durability=advice.durability(trials),
+        analysis=a.summary,
+        verdict=verdict.lines(a.sweep) if a.sweep else [],
+        tail=_tail_lines(a),
+        sweep=a.sweep,
+    )
     md = markdown(c)
     blocks = [
-        *([("Confirmation and effects", md_section(md, "Confirmation and effects"))] if c["verdict"] else []),
+        *([("Confirmation and effects", md_section(md, "Confirmation and effects"))] if c.verdict else []),
         ("Recommendations", _recommendations_html(recs)),
         ("Charts", charts_html(shown)),
         ("Recommended settings", _files_html(files)),
@@ -214,13 +235,13 @@ def _files_html(files: dict[str, str]) -> str:
     return "\n".join(f"<h3>recommended/{e(name)}</h3><pre>{e(text)}</pre>" for name, text in files.items())
 
 
-def _headline(c: dict[str, Any]) -> list[str]:
-    best, base, ceiling = c["best"], c["base"], c["ceiling"]
+def _headline(c: _Content) -> list[str]:
+    best, base, ceiling = c.best, c.base, c.ceiling
     lines = []
-    sw: Summary | None = c.get("sweep")
+    sw = c.sweep
     if sw and sw.confirmation and sw.best:
         lines += _confirmed_headline(sw, sw.confirmation, sw.best, ceiling)
-        binding = c.get("binding")
+        binding = c.binding
         if binding is not None:  # stated once: the rule reads this same run (advisor.trials.chosen_trial)
             lines.append(
                 f"Diagnosis ({', '.join(binding.trials)}, its median run): {binding.title}. "
@@ -234,7 +255,7 @@ def _headline(c: dict[str, Any]) -> list[str]:
             s += f", {best.rate / base.rate:.2f}× Kafka's defaults ({base.rate:.2f} MB/s, {base.trial_id})"
         lines.append(s + ".")
         lines.append(f"Bound by **{best.bound}**: {best.bound_reason}.")
-    if c["study"].synthetic:
+    if c.study.synthetic:
         lines.append("**This study is synthetic (generated), not a measurement.**")
     return lines
 
@@ -268,25 +289,25 @@ def _rec_md(r: Recommendation, i: int) -> list[str]:
     return lines
 
 
-def markdown(c: dict[str, Any]) -> str:
-    st = c["study"]
+def markdown(c: _Content) -> str:
+    st = c.study
     L = [f"# kafkatune report: {st.name}", "", *_headline(c), ""]
-    if c["verdict"]:
-        L += ["## Confirmation and effects", "", *[f"- {x.strip()}" for x in c["verdict"]], ""]
-    if c.get("tail"):
-        L += ["## Tail budget", "", *[f"- {x.strip()}" for x in c["tail"]], ""]
+    if c.verdict:
+        L += ["## Confirmation and effects", "", *[f"- {x.strip()}" for x in c.verdict], ""]
+    if c.tail:
+        L += ["## Tail budget", "", *[f"- {x.strip()}" for x in c.tail], ""]
     L += ["## Recommendations", ""]
-    for i, r in enumerate(c["recs"], 1):
+    for i, r in enumerate(c.recs, 1):
         L += _rec_md(r, i)
     L += ["", "## What the charts show", ""]
-    L += [f"- **{ch.title}**: {ch.takeaway}" for ch in c["charts"]]
+    L += [f"- **{ch.title}**: {ch.takeaway}" for ch in c.charts]
     L += ["", "## Recommended settings", ""]
-    if c["changes"]:
+    if c.changes:
         L += ["| file | key | old | new | measured gain | trial |", "|---|---|---|---|---|---|"]
-        for ch in c["changes"]:
+        for ch in c.changes:
             gain = ch.gain_note if "CI" in ch.gain_note or ch.gain_mb_s is None else f"+{ch.gain_mb_s:.2f} MB/s"
             L.append(f"| {properties.FILES[ch.scope]} | `{ch.key}` | {ch.was} | {ch.new} | {gain} | {ch.trial} |")
-    elif c["verdict"]:
+    elif c.verdict:
         L.append("No key's ablation lost throughput beyond noise: no key is recommended (see above).")
     else:
         L.append("The study changed no swept key from Kafka's defaults.")
@@ -295,21 +316,19 @@ def markdown(c: dict[str, Any]) -> str:
         "Files: `recommended/producer.properties`, `consumer.properties`, `server.properties`, `topic-configs.txt`.",
         "",
     ]
-    L += ["## Capacity plan", "", *_plans_md(c["plans"])]
+    L += ["## Capacity plan", "", *_plans_md(c.plans)]
     L += ["", "## Durability trade-off", ""]
-    L += [f"- {d}" for d in c["durability"]] or [
-        "The study kept acks=all and Kafka's flush defaults: nothing was traded."
-    ]
+    L += [f"- {d}" for d in c.durability] or ["The study kept acks=all and Kafka's flush defaults: nothing was traded."]
     L += ["", "## Measured on", "", *[f"- {x}" for x in measured_on(Machine.of(st.profile))]]
-    L += ["", "## Trials", "", *_trials_md(c["trials"])]
-    a = c["analysis"]
-    L += [
-        "",
-        f"Analysis: {a.get('trials')} trials, {a.get('samples', 0):,} per-second samples, "
-        f"Spark {a.get('spark_version')} "
-        f"({a.get('master')}). Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by kafkatune.",
-        "",
-    ]
+    L += ["", "## Trials", "", *_trials_md(c.trials)]
+    a = c.analysis
+    done = (
+        f"Analysis: {num(a.trials, '{:,}')} trials, {num(a.samples, '{:,}')} per-second samples, Spark "
+        f"{a.spark_version} ({a.master})."
+        if a
+        else "Not analysed."
+    )
+    L += ["", f"{done} Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} by kafkatune.", ""]
     return "\n".join(L)
 
 
@@ -336,7 +355,7 @@ def measured_on(m: Machine) -> list[str]:
     return out or ["the study's profile says nothing of its machine (written before kafkatune recorded it)"]
 
 
-def _plans_md(plans: list[Any]) -> list[str]:
+def _plans_md(plans: list[Plan]) -> list[str]:
     """The capacity plans as a table, with the targets' basis and the plan's assumptions."""
     if not plans:
         return [

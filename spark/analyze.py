@@ -35,7 +35,7 @@ def analyze(
     progress: Callable[[str], None] = lambda m: None,
     *,
     judge: Judge,
-) -> dict[str, Any]:
+) -> tables.AnalysisSummary:
     """Run every table for one study; returns the analysis summary (also written as summary.json)."""
     t0 = time.perf_counter()
     study = studies.open_study(Path(root))
@@ -70,19 +70,19 @@ def analyze(
     pareto = pareto_table(trials_df, study.objectives)
     pareto.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "pareto")))
     counts["pareto"] = spark.read.parquet(str(tables.table_path(out, "pareto"))).count()
-    summary = {
-        "study": study.name,
-        "kind": study.kind,
-        "synthetic": study.synthetic,
-        "objectives": study.objectives,
-        "trials": len(meta),
-        "samples": n_samples,
-        "rows": counts,
-        "tables": {t: str(tables.table_path(out, t)) for t in tables.TABLES if t in counts},
-        "master": spark.sparkContext.master,
-        "spark_version": spark.version,
-        "seconds": round(time.perf_counter() - t0, 2),
-    }
-    summary = tables.write_summary(out, summary)
-    progress(f"analysis written to {out} in {summary['seconds']:.1f} s")
+    summary = tables.AnalysisSummary(
+        study=study.name,
+        kind=study.kind,
+        synthetic=study.synthetic,
+        objectives=tuple(study.objectives),
+        trials=len(meta),
+        samples=n_samples,
+        rows=counts,
+        tables={t: str(tables.table_path(out, t)) for t in tables.TABLES if t in counts},
+        master=spark.sparkContext.master,
+        spark_version=spark.version,
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    tables.write_summary(out, summary)
+    progress(f"analysis written to {out} in {summary.seconds:.1f} s")
     return summary

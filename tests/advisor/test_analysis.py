@@ -24,7 +24,7 @@ from advisor.plan import plan
 from advisor.rules import recommend
 from core.errors import UserError
 from records import synthetic
-from records.analysis import TRIAL_FIELDS, load_table, rows
+from records.analysis import TRIAL_FIELDS, AnalysisSummary, load_table, rows
 from records.study import open_study
 from tests.helpers import FIXTURES, cli, kafkatune
 
@@ -33,7 +33,7 @@ RECORDED_RUNS = FIXTURES / "recorded" / "diagnosis"
 
 
 @pytest.fixture(scope="module")
-def fixture_study(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, dict[str, Any]]:
+def fixture_study(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, AnalysisSummary]:
     d = tmp_path_factory.mktemp("fixture") / "study-demo"
     shutil.copytree(FIXTURE, d)
     return d, analyze(d, spark)
@@ -43,11 +43,11 @@ def _trial_json(d: Path) -> dict[str, dict[str, Any]]:
     return {p.parent.name: json.loads(p.read_text()) for p in d.glob("trials/*/trial.json")}
 
 
-def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> None:
+def test_fixture_study_tables(fixture_study: tuple[Path, AnalysisSummary]) -> None:
     d, summary = fixture_study
     records = _trial_json(d)
     trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
-    assert set(trials) == set(records) and summary["trials"] == len(records)
+    assert set(trials) == set(records) and summary.trials == len(records)
     profile = json.loads((d / "profile.json").read_text())
     ceiling = profile["network"]["nic_mb_s_measured"]  # 3 brokers, RF 3, 1 group: P_max = B
     for tid, rec in records.items():
@@ -79,10 +79,10 @@ def test_fixture_study_tables(fixture_study: tuple[Path, dict[str, Any]]) -> Non
     assert pareto and all(p["trial_id"] in trials for p in pareto)
     series = rows(load_table(d / "analysis", "series"))
     assert {s["trial_id"] for s in series} <= set(trials)
-    assert summary["rows"]["series"] == len(series) and summary["synthetic"] is False
+    assert summary.rows["series"] == len(series) and summary.synthetic is False
 
 
-def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Path, dict[str, Any]]) -> None:
+def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Path, AnalysisSummary]) -> None:
     d, _ = fixture_study
     trials = load_table(d / "analysis", "trials")
     recs = recommend(trials, load_table(d / "analysis", "params"), Context())
@@ -99,14 +99,14 @@ def test_recommendations_cite_trials_and_measured_deltas(fixture_study: tuple[Pa
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, dict[str, Any]]:
+def generated(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> tuple[Path, AnalysisSummary]:
     d = synthetic.generate(tmp_path_factory.mktemp("gen") / "gen-study", trials=40, samples=400_000)
     return d, analyze(d, spark)
 
 
-def test_generated_study_recovers_the_planted_response(generated: tuple[Path, dict[str, Any]]) -> None:
+def test_generated_study_recovers_the_planted_response(generated: tuple[Path, AnalysisSummary]) -> None:
     d, summary = generated
-    assert summary["synthetic"] is True and summary["trials"] == 40 and summary["samples"] >= 400_000
+    assert summary.synthetic is True and summary.trials == 40 and (summary.samples or 0) >= 400_000
     trials = {t["trial_id"]: t for t in rows(load_table(d / "analysis", "trials"))}
     for tid, rec in _trial_json(d).items():
         c = rec["config"]
@@ -239,7 +239,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def test_standalone_cluster_gives_the_same_tables(
-    fixture_study: tuple[Path, dict[str, Any]], standalone: str, tmp_path: Path
+    fixture_study: tuple[Path, AnalysisSummary], standalone: str, tmp_path: Path
 ) -> None:
     d, _ = fixture_study
     out = tmp_path / "standalone"
@@ -350,7 +350,7 @@ def test_plan_leaves_client_bound_trials_out_and_says_at_which_size_rates_were_m
     assert "one run" in plan(100, nic_mb_s=100, trials=reps).explain[0]  # no confirmation: the best run, n=1
 
 
-def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Path, dict[str, Any]]) -> None:
+def test_plan_from_a_study_uses_its_measured_efficiency(fixture_study: tuple[Path, AnalysisSummary]) -> None:
     d, _ = fixture_study
     proc = kafkatune("plan", "--target-mb-s", "100", "--from", str(d), "--json")
     assert proc.returncode == 0, proc.stderr

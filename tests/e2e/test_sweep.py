@@ -283,7 +283,7 @@ def test_study_show_and_the_spark_analysis_read_the_real_sweep(readback: Readbac
     assert "mixed" in show.stdout and "baseline-kafka-defaults" in show.stdout
     assert json.loads((run_dir / "profile.json").read_text())["disk"]["write_mb_s_measured"] > 0
     an = analyze(run_dir, spark)
-    assert an["trials"] == len(readback.recs) == 10 and an["rows"]["series"] > 0
+    assert an.trials == len(readback.recs) == 10 and an.rows["series"] > 0
     table = {t["trial_id"]: t for t in rows(load_table(run_dir / "analysis", "trials"))}
     for r in readback.recs:
         t = table[f"{r['stage']}-{r['number']:03d}"]

@@ -144,19 +144,6 @@ class Summary:
         return {"schema_version": out.pop("schema_version"), **out}
 
 
-def confirmation_parts(judged: Confirmation | None) -> dict[str, Any]:
-    """summary.json's confirmation as JSON, with the parts of it the summary also states at its top level."""
-    if judged is None:
-        return {"confirmation": None, "recommended": [], "no_measurable_effect": []}
-    return {
-        "confirmation": to_json(judged),
-        "recommended": to_json(judged.recommended),
-        "no_measurable_effect": to_json(judged.no_measurable_effect),
-        "noise": to_json(judged.noise),
-        "operating_point": to_json(judged.operating_point),
-    }
-
-
 def write_summary(root: Path, summary: Summary) -> None:
     files.write_json(root / SUMMARY, summary.to_json())
 

@@ -39,7 +39,6 @@ import optuna
 
 from brokerconf import catalogue
 from core import stats
-from core.typed import from_json
 from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
 from records.summary import Best
 from sweeps import space, storage
@@ -376,15 +375,17 @@ def best(judged: Confirmation | None, final: Any) -> Best | None:
     if c is not None:
         return Best(c.mean_mb_s, c.config, "confirmation", c.label, c.interval, c.trial_ids)
     r = storage.ranked(final)
-    return from_json(Best, {"from": "search (not confirmed: one run, no interval)", **brief(r[0])}) if r else None
+    return brief(r[0], "search (not confirmed: one run, no interval)") if r else None
 
 
-def brief(t: optuna.trial.FrozenTrial) -> dict[str, Any]:
-    return {
-        "number": t.number,
-        "mb_s": t.values[0],
-        "values": list(t.values),
-        "params": dict(t.params),
-        "config": t.user_attrs.get("config"),
-        "record": t.user_attrs.get("record"),
-    }
+def brief(t: optuna.trial.FrozenTrial, source: str = "") -> Best:
+    """One search trial as the summary names a stage's best (one run: its number, values and parameters)."""
+    return Best(
+        t.values[0],
+        t.user_attrs.get("config"),
+        source,
+        number=t.number,
+        values=tuple(t.values),
+        params=dict(t.params),
+        record=t.user_attrs.get("record"),
+    )

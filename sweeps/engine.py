@@ -25,15 +25,14 @@ from optuna.trial import TrialState
 
 from brokerconf import catalogue
 from core.errors import EnvironmentProblem
-from core.typed import to_json
+from core.stats import Interval
 from loadgen.runner import RawRun, Tick
 from records import study as studies
 from records.confirmation import Confirmation, KeyEffect
 from records.profile import PROFILE, write_profile
 from records.snapshot import BrokerSnapshot
 from records.study import trial_dir
-from records.summary import SCHEMA_VERSION as SUMMARY_SCHEMA_VERSION
-from records.summary import Summary, confirmation_parts, write_summary
+from records.summary import Baseline, Invocation, StageBest, Summary, write_summary
 from records.trial import read_trial
 from sweeps import confirm, current, hold, space, storage, timing, written
 from sweeps.spec import Spec
@@ -208,7 +207,7 @@ class Sweep:
             self.view.note(f"current: the client files' {', '.join(left_out)} are not swept keys: not applied")
         return cfg
 
-    def stages(self) -> list[dict[str, Any]]:
+    def stages(self) -> list[StageBest]:
         carried: dict[str, Any] = {}
         used = 0
         out = []
@@ -232,14 +231,14 @@ class Sweep:
             if best:
                 carried = {**carried, **best[0].params}
             out.append(
-                {
-                    "name": stage.name,
-                    "trials": len(storage.counted(st)),
-                    "failed": sum(1 for t in st.get_trials(deepcopy=False) if t.state == TrialState.FAIL),
-                    "best": confirm.brief(best[0]) if best else None,
-                    "carried_forward": dict(carried),
-                    "pareto": [confirm.brief(t) for t in st.best_trials] if len(self.spec.objectives) > 1 else None,
-                }
+                StageBest(
+                    stage.name,
+                    len(storage.counted(st)),
+                    sum(1 for t in st.get_trials(deepcopy=False) if t.state == TrialState.FAIL),
+                    confirm.brief(best[0]) if best else None,
+                    dict(carried),
+                    tuple(confirm.brief(t) for t in st.best_trials) if len(self.spec.objectives) > 1 else None,
+                )
             )
         return out
 
@@ -310,67 +309,68 @@ class Sweep:
         self.view.plan(self.spec)
         self.baselines()
         stages = self.stages()
-        summary = Summary.from_json(self.summarize(stages, self.confirm()))
+        summary = self.summarize(stages, self.confirm())
         write_summary(self.run_dir, summary)
         return summary
 
-    def summarize(self, stages: list[dict[str, Any]], judged: Confirmation | None) -> dict[str, Any]:
-        """summary.json as the phases left their parts (records.summary.Summary types it)."""
+    def summarize(self, stages: list[StageBest], judged: Confirmation | None) -> Summary:
+        """summary.json from what the phases left: the baselines, the stages, the confirmation and the time."""
         base_st = self.study("baselines")
         baselines = {}
         for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            baselines[t.user_attrs["key"]] = {
-                "mb_s": t.values[0],
-                "windows_mb_s": t.user_attrs.get("windows_mb_s"),
-                "config": t.user_attrs["config"],
-                "record": t.user_attrs.get("record"),
-            }
+            wins = t.user_attrs.get("windows_mb_s")
+            baselines[t.user_attrs["key"]] = Baseline(
+                t.values[0],
+                t.user_attrs["config"],
+                tuple(wins) if wins is not None else None,
+                t.user_attrs.get("record"),
+            )
         best = written.best(judged) or confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
         w = judged.written if judged else None
         arms = w.arms if w else judged.candidates if judged else ()
         dflt = next((c for c in arms if c.label == confirm.DEFAULTS), None)  # beside the headline's arm
-        defaults = dflt.mean_mb_s if dflt else baselines.get("kafka-defaults", {}).get("mb_s")
+        defaults = dflt.mean_mb_s if dflt else (b.mb_s if (b := baselines.get("kafka-defaults")) else None)
         vs = w.vs_defaults if w else judged.vs_defaults if judged else None
         ratio = vs.ratio if vs else None
         mb_s = best.mb_s if best else None
         wall = time.monotonic() - self.started
         docs = [d for p in self.trial_dirs if (d := read_trial(p))]
         s = self.spec
-        return {
-            "schema_version": SUMMARY_SCHEMA_VERSION,
-            "study": s.name,
-            "plan": s.plan,
-            "objective": s.objective,
-            "objectives": s.objectives,
-            "slo": s.slo.to_json() if s.sustainable else None,
-            "search": s.search.model_dump() if s.sustainable else None,
-            "ceiling_mb_s": ceiling,
-            "baselines": baselines,
-            "stages": stages,
-            **confirmation_parts(judged),
-            "defaults_mb_s": defaults,
-            "best": to_json(best),
-            "best_fraction_of_ceiling": (mb_s / ceiling) if mb_s is not None and ceiling else None,
-            "best_vs_defaults": to_json(ratio)
-            or (
-                {"estimate": mb_s / defaults, "low": None, "high": None, "n": 2, "sd": None}
-                if best and mb_s is not None and defaults and best.label != confirm.DEFAULTS
-                else None
-            ),
-            "trials_to_95pct_of_best": self._trials_to(0.95 * mb_s) if mb_s is not None else None,
-            "restarts": sum(
+        if ratio is None and best and mb_s is not None and defaults and best.label != confirm.DEFAULTS:
+            ratio = Interval(mb_s / defaults, None, None, 2)  # two single runs: no interval
+        return Summary(
+            study=s.name,
+            objective=s.objective,
+            objectives=tuple(s.objectives),
+            plan=s.plan,
+            slo=s.slo.to_json() if s.sustainable else None,
+            search=s.search.model_dump() if s.sustainable else None,
+            ceiling_mb_s=ceiling,
+            baselines=baselines,
+            stages=tuple(stages),
+            confirmation=judged,
+            recommended=judged.recommended if judged else (),
+            no_measurable_effect=judged.no_measurable_effect if judged else (),
+            noise=judged.noise if judged else None,
+            operating_point=judged.operating_point if judged else None,
+            defaults_mb_s=defaults,
+            best=best,
+            best_fraction_of_ceiling=(mb_s / ceiling) if mb_s is not None and ceiling else None,
+            best_vs_defaults=ratio,
+            trials_to_95pct_of_best=self._trials_to(0.95 * mb_s) if mb_s is not None else None,
+            restarts=sum(
                 t.user_attrs.get("restarts", 0) for s in self._all_studies() for t in s.get_trials(deepcopy=False)
             ),
-            "this_invocation": {
-                "trials": self.trials_run,
-                "wall_s": wall,
-                "measured_s": self.measured_s,
-                "overhead_fraction": (1 - self.measured_s / wall) if wall and self.trials_run else None,
-                "breakdown": to_json(timing.breakdown(docs, wall)),
-                "warmup_check": to_json(timing.warmup_check(docs, self.spec.measurement.warmup_s)),
-            },
-        }
+            this_invocation=Invocation(
+                self.trials_run,
+                wall,
+                self.measured_s,
+                (1 - self.measured_s / wall) if wall and self.trials_run else None,
+                timing.breakdown(docs, wall),
+                timing.warmup_check(docs, self.spec.measurement.warmup_s),
+            ),
+        )
 
     def _all_studies(self) -> list[Any]:
         names = ["baselines", *[s.name for s in self.spec.stage_list], "confirm", "ablate", "written", "hold"]

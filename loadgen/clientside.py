@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from loadgen.runner import RawRun, phase_of
@@ -69,19 +70,17 @@ def loop_util_by_worker(raw: RawRun) -> dict[tuple[str, int], float]:
 
 def _received_nothing(raw: RawRun) -> str | None:
     """The warning when records were acknowledged but no consumer received any, with where each consumer waited."""
-    acked = sum(p.get("acked", 0) for p in raw.producers.values())
-    if not (acked and raw.consumers) or any(c.get("received") for c in raw.consumers.values()):
+    acked = sum(p.acked for p in raw.producers.values())
+    if not (acked and raw.consumers) or any(c.received for c in raw.consumers.values()):
         return None
     said = (
-        "; ".join(
-            f"consumer {wid}: {c['client_state']}" for wid, c in sorted(raw.consumers.items()) if c.get("client_state")
-        )
+        "; ".join(f"consumer {wid}: {c.client_state}" for wid, c in sorted(raw.consumers.items()) if c.client_state)
         or "the client did not say where it waited"
     )
     return f"no consumer received anything of the {acked:,} acknowledged records: {said}"
 
 
-def _medians(samples: list[dict[str, float]]) -> dict[str, float]:
+def _medians(samples: list[Mapping[str, float]]) -> dict[str, float]:
     """The producers' own statistics (api.CLIENT_STATS), one sample per producer per measured second: the median of
     each key over the samples that have it."""
     keys = sorted({k for x in samples for k in x})
@@ -124,7 +123,7 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
             f"machine CPU at {raw.machine_cpu_percent:.0f} %: clients and brokers share the "
             "cores; the figure is a machine limit, not the cluster's"
         )
-    samples = [x for p in raw.producers.values() for x in p.get("client_stats") or []]
+    samples = [x for p in raw.producers.values() for x in p.client_stats]
     stats = _medians(samples)
     client = {
         "producer_stats": stats,
@@ -132,10 +131,10 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
         "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
         "buffer_full_events": full,
         # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at max rate)
-        "records_per_send_call": max((p.get("records_per_send_call", 1) for p in raw.producers.values()), default=1),
+        "records_per_send_call": max((p.records_per_send_call for p in raw.producers.values()), default=1),
         # records a consumer took per handler call, the median over consumers (1: one at a time; more: a batch)
         "records_per_receive_call": round(
-            statistics.median(c.get("records_per_receive_call", 1) for c in raw.consumers.values()), 1
+            statistics.median(c.records_per_receive_call for c in raw.consumers.values()), 1
         )
         if raw.consumers
         else None,

@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import RunFailed
 from loadgen.backlog import Backlog
 from loadgen.channel import Channel
-from loadgen.rawrun import DrainEnd, Publish, RawRun, Steer, Tick, View
+from loadgen.rawrun import DrainEnd, ProducerEnd, Publish, RawRun, Steer, Tick, View, ended
 from loadgen.workload import Workload
 
 
@@ -82,7 +82,11 @@ def _take(
         counted[msg[2]] = msg[3]
         return True
     if kind == "done":
-        (raw.producers if msg[1] == "producer" else raw.consumers)[msg[2]] = msg[3]
+        end = ended(msg[1], msg[3])
+        if isinstance(end, ProducerEnd):
+            raw.producers[msg[2]] = end
+        else:
+            raw.consumers[msg[2]] = end
     return False
 
 
@@ -120,7 +124,7 @@ def collect(
             if drain_deadline is None:
                 drain_deadline = now + w.drainTimeoutSeconds
                 t_drain = now
-            acked = sum(p["acked"] for p in raw.producers.values())
+            acked = sum(p.acked for p in raw.producers.values())
             idle = now - last_change
             subs = max(1, w.subscriptionsPerTopic)
             # distinct records (ConsumerState.distinct): a consumer that re-read after its group rebalanced (a

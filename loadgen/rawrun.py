@@ -5,12 +5,13 @@ host samples, and the run's time line (loadgen.runner makes it, loadgen.result t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cluster.hoststats import HostSample
 from cluster.metrics import BrokerSample
+from core.typed import from_json
 from loadgen.workload import Workload
 
 # why a run's consumers stopped reading (loadgen.collect.drain_end)
@@ -49,6 +50,46 @@ class Tick:
     evidence: dict[str, float] | None = None
 
 
+@dataclass(frozen=True)
+class ProducerEnd:
+    """What a producer reports at its end (loadgen.worker): its counts, which sequence numbers were acknowledged
+    (1 byte each), its publish-latency histogram over the window (encoded; None: no sample) and its client's
+    statistics."""
+
+    sent: int = 0
+    acked: int = 0
+    errors: int = 0
+    dropped_unsent: int = 0  # max rate: queued in the client, never sent, when the run ended
+    outstanding: int = 0  # still queued when its flush timed out: sent, never acknowledged nor failed
+    error_samples: tuple[str, ...] = ()
+    acked_map: bytes = b""
+    publish_hist: bytes | None = None
+    acks_counted: bool = False  # acknowledgements counted, not timed one by one (no publish latency)
+    client_stats: tuple[Mapping[str, float], ...] = ()  # one per measured second (loadgen.ticker)
+    records_per_send_call: int = 1  # > 1: handed to the client in batches
+
+
+@dataclass(frozen=True)
+class ConsumerEnd:
+    """What a consumer reports at its end (loadgen.consumer): what it received, per producer which sequence numbers
+    (a count per number), its end-to-end histogram (encoded; None: no sample) and, when it received nothing, where
+    its client waited."""
+
+    received: int = 0
+    errors: int = 0
+    records_per_receive_call: float = 1.0
+    client_state: str | None = None
+    seen: Mapping[int, bytes] = field(default_factory=dict)
+    e2e_hist: bytes | None = None
+
+
+def ended(role: str, report: Mapping[str, Any]) -> ProducerEnd | ConsumerEnd:
+    """A worker's end report as it crossed the queue or the wire (a mapping), typed."""
+    if role == "producer":
+        return from_json(ProducerEnd, report, "producer end report")
+    return from_json(ConsumerEnd, report, "consumer end report")
+
+
 @dataclass
 class RawRun:
     """What the workers and the broker sampler reported, before any aggregation."""
@@ -58,8 +99,8 @@ class RawRun:
     timing: dict[str, int]
     started_wall_ns: int
     ticks: list[Tick] = field(default_factory=list)
-    producers: dict[int, dict[str, Any]] = field(default_factory=dict)
-    consumers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    producers: dict[int, ProducerEnd] = field(default_factory=dict)
+    consumers: dict[int, ConsumerEnd] = field(default_factory=dict)
     broker_samples: list[BrokerSample] = field(default_factory=list)
     # this machine each second when the brokers run on it (the testbed): CPU, brokers' CPU wait, shaped links
     host_samples: list[HostSample] = field(default_factory=list)
@@ -90,10 +131,10 @@ class RawRun:
         number was received, all consumers together (numpy arrays of one length)."""
         import numpy as np
 
-        acked = np.frombuffer(self.producers[pid]["acked_map"], dtype=np.uint8)
+        acked = np.frombuffer(self.producers[pid].acked_map, dtype=np.uint8)
         counts = np.zeros(len(acked), dtype=np.int64)
         for c in self.consumers.values():
-            seen = c["seen"].get(pid)
+            seen = c.seen.get(pid)
             if seen is not None:
                 got = np.frombuffer(seen, dtype=np.uint8)[: len(acked)]
                 counts[: len(got)] += got

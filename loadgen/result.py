@@ -19,6 +19,7 @@ import pyarrow as pa
 from core.typed import to_json
 from core.units import MB
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
+from loadgen.rawrun import ConsumerEnd, ProducerEnd
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
 from records.profile import ClusterProfile
@@ -48,16 +49,16 @@ def _per_host(raw: RawRun) -> dict[str, dict[str, int]]:
             ),
         )
         if role == "producer":
-            rep = raw.producers.get(wid) or {}
+            p = raw.producers.get(wid) or ProducerEnd()
             h["producers"] += 1
-            h["sent"] += int(rep.get("sent", 0))
-            h["acknowledged"] += int(rep.get("acked", 0))
-            h["publish_latency_count"] += recorder.merge([rep.get("publish_hist")]).get_total_count()
+            h["sent"] += p.sent
+            h["acknowledged"] += p.acked
+            h["publish_latency_count"] += recorder.merge([p.publish_hist]).get_total_count()
         else:
-            rep = raw.consumers.get(wid) or {}
+            c = raw.consumers.get(wid) or ConsumerEnd()
             h["consumers"] += 1
-            h["consumed"] += int(rep.get("received", 0))
-            h["end_to_end_latency_count"] += recorder.merge([rep.get("e2e_hist")]).get_total_count()
+            h["consumed"] += c.received
+            h["end_to_end_latency_count"] += recorder.merge([c.e2e_hist]).get_total_count()
     return out
 
 
@@ -200,9 +201,9 @@ def judge_step_tails(raw: RawRun, found: Sustainable, slo_ms: float) -> None:
 
 def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
     """The measure window's publish, publish-delay and end-to-end histograms, merged over the workers."""
-    pub = recorder.merge(p.get("publish_hist") for p in raw.producers.values())
+    pub = recorder.merge(p.publish_hist for p in raw.producers.values())
     delay = recorder.merge(t.delay for t in raw.ticks if t.role == "producer" and _phase(raw, t.second) == "measure")
-    e2e = recorder.merge(c.get("e2e_hist") for c in raw.consumers.values())
+    e2e = recorder.merge(c.e2e_hist for c in raw.consumers.values())
     if not timed:  # no send time in the payload: the workers recorded 0s as placeholders, not latencies
         pub, e2e = recorder.new_histogram(), recorder.new_histogram()
     return pub, delay, e2e
@@ -283,16 +284,14 @@ def _counts(raw: RawRun) -> dict[str, Any]:
     """The workers' own counts over the whole run: sent, acknowledged, failed, left over at the end, received."""
     producers, consumers = raw.producers.values(), raw.consumers.values()
     return {
-        "sent": sum(p["sent"] for p in producers),
-        "acknowledged": sum(p["acked"] for p in producers),
-        "publish_errors": sum(p["errors"] for p in producers),
-        # still queued in a producer when its flush timed out: sent, never acknowledged nor failed
-        "unacknowledged_at_end": sum(p["outstanding"] for p in producers),
-        # max rate: queued in the client, never sent, when the run ended (see loadgen.worker)
-        "dropped_unsent_at_end": sum(p.get("dropped_unsent", 0) for p in producers),
-        "consume_errors": sum(c["errors"] for c in consumers),
-        "publish_error_samples": sorted({e for p in producers for e in p["error_samples"]})[:5],
-        "consumed": sum(c["received"] for c in consumers),
+        "sent": sum(p.sent for p in producers),
+        "acknowledged": sum(p.acked for p in producers),
+        "publish_errors": sum(p.errors for p in producers),
+        "unacknowledged_at_end": sum(p.outstanding for p in producers),
+        "dropped_unsent_at_end": sum(p.dropped_unsent for p in producers),
+        "consume_errors": sum(c.errors for c in consumers),
+        "publish_error_samples": sorted({e for p in producers for e in p.error_samples})[:5],
+        "consumed": sum(c.received for c in consumers),
     }
 
 
@@ -300,10 +299,10 @@ def _why_empty(raw: RawRun, timed: bool, verb: str) -> str:
     """Why a latency histogram of the measure window has no sample (said instead of a figure)."""
     if not timed:
         return f"{raw.workload.messageSize}-byte payloads carry no send time (16 B or more needed)"
-    done = sum(p.get("acked", 0) for p in raw.producers.values()) if verb == "acknowledged" else None
+    done = sum(p.acked for p in raw.producers.values()) if verb == "acknowledged" else None
     if done == 0:
         return "nothing was acknowledged"
-    if done and any(p.get("acks_counted") for p in raw.producers.values()):
+    if done and any(p.acks_counted for p in raw.producers.values()):
         return (
             "max rate: acknowledgements were counted, not timed one by one (at max rate a message's publish latency "
             "is its wait in the client's full queue); publishLatencyAtMaxRate: true times them"

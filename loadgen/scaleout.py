@@ -81,7 +81,7 @@ def _limited(raw: runner.RawRun) -> list[str]:
     why = []
     for wid, n in sorted(full.items()):
         loop = loops.get(("producer", wid), 0.0)
-        stats = (raw.producers.get(wid) or {}).get("client_stats") or []
+        stats = p.client_stats if (p := raw.producers.get(wid)) else ()
         queue = [x["queue_ms"] for x in stats if "queue_ms" in x]
         never = clientside.never_waited(
             n, window, statistics.median(queue) if queue else None, float(linger) if linger is not None else None

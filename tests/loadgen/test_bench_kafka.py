@@ -126,7 +126,7 @@ def test_max_rate_counts_every_acknowledgement_exactly_without_a_callback_each(
 ) -> None:
     """The max-rate path: failures reported one by one, acknowledgements counted (drivers/kafka counting mode)."""
     raw, s = _max_rate_100b(healthy, f"count-{unique}", 2, {"batch.size": 131072})
-    assert all(p["acks_counted"] for p in raw.producers.values())
+    assert all(p.acks_counted for p in raw.producers.values())
     assert s["acknowledged"] > 10000
     # no figure stands in for the publish latency that was not timed; the consumers' end-to-end latency is
     assert s["publish_latency_ms"]["count"] == 0 and "publishLatencyAtMaxRate" in s["publish_latency_ms"]["missing"]
@@ -296,8 +296,8 @@ def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: Tes
         }
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}), drain=False)
-    acked = sum(p["acked"] for p in raw.producers.values())
-    received = sum(c["received"] for c in raw.consumers.values())
+    acked = sum(p.acked for p in raw.producers.values())
+    received = sum(c.received for c in raw.consumers.values())
     print(f"acknowledged {acked}, received {received}, phases {raw.phases_s}")
     # at 1,000 msg/s the backlog left (acked - received) would take seconds to read; the run waited at most for
     # the client batch the consumer was in (up to 1,000 messages: 1 s)
@@ -322,8 +322,8 @@ def test_a_run_whose_consumers_received_nothing_says_where_they_waited(healthy: 
         }
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
-    acked = sum(p["acked"] for p in raw.producers.values())
-    assert acked > 0 and sum(c["received"] for c in raw.consumers.values()) == 0
+    acked = sum(p.acked for p in raw.producers.values())
+    assert acked > 0 and sum(c.received for c in raw.consumers.values()) == 0
     assert raw.drain_ended == "idle"  # drainIdleSeconds of quiet, long before drainTimeoutSeconds
     (said,) = [x for x in result.build(raw).result["summary"]["warnings"] if x.startswith("no consumer received")]
     print(said)

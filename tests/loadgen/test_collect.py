@@ -10,7 +10,7 @@ import time
 from types import SimpleNamespace
 
 from loadgen.collect import collect
-from loadgen.rawrun import RawRun
+from loadgen.rawrun import ConsumerEnd, ProducerEnd, RawRun
 from loadgen.workload import parse_workload
 
 
@@ -31,4 +31,4 @@ def test_the_drain_ends_on_the_consumers_counts_without_a_tick() -> None:
     collect(raw, ch, [], (1, 1), None, None)  # type: ignore[arg-type]
     t.join(5)
     assert raw.drain_ended == "arrived" and not raw.ticks
-    assert raw.consumers == {0: {"received": 500}}
+    assert raw.consumers == {0: ConsumerEnd(received=500)} and raw.producers == {0: ProducerEnd(acked=500)}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from loadgen import recorder
+from loadgen.rawrun import ConsumerEnd, ProducerEnd
 from loadgen.result import build
 from loadgen.runner import RawRun, Tick, measured_seconds, phase_of
 from loadgen.workload import parse_workload
@@ -17,25 +19,17 @@ def _raw(subs: int = 1) -> RawRun:
     return RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
 
 
-def _producer(acked: list[int]) -> dict[str, object]:
-    return {
-        "sent": len(acked),
-        "acked": sum(acked),
-        "errors": len(acked) - sum(acked),
-        "outstanding": 0,
-        "error_samples": [],
-        "acked_map": bytes(acked),
-        "publish_hist": None,
-    }
+def _producer(acked: list[int]) -> ProducerEnd:
+    return ProducerEnd(
+        sent=len(acked),
+        acked=sum(acked),
+        errors=len(acked) - sum(acked),
+        acked_map=bytes(acked),
+    )
 
 
-def _consumer(seen: dict[int, list[int]]) -> dict[str, object]:
-    return {
-        "received": sum(sum(v) for v in seen.values()),
-        "errors": 0,
-        "seen": {p: bytes(v) for p, v in seen.items()},
-        "e2e_hist": None,
-    }
+def _consumer(seen: dict[int, list[int]]) -> ConsumerEnd:
+    return ConsumerEnd(received=sum(sum(v) for v in seen.values()), seen={p: bytes(v) for p, v in seen.items()})
 
 
 def test_lost_and_duplicated_are_counted_per_producer() -> None:
@@ -111,8 +105,8 @@ def test_the_omb_document_has_every_field_of_omb_test_result_with_its_type_and_u
     for s in range(12):
         raw.ticks.append(Tick("producer", 0, s, 100, 102_400, 1, pub.encode(), 0.0, 0.0, 0, 100, delay.encode()))
         raw.ticks.append(Tick("consumer", 0, s, 90, 92_160, 0, e2e.encode(), 0.0, 0.0, 0, 0))
-    raw.producers = {0: {**_producer([1] * 1200), "publish_hist": pub.encode()}}
-    raw.consumers = {0: {**_consumer({0: [1] * 1080}), "e2e_hist": e2e.encode()}}
+    raw.producers = {0: replace(_producer([1] * 1200), publish_hist=pub.encode())}
+    raw.consumers = {0: replace(_consumer({0: [1] * 1080}), e2e_hist=e2e.encode())}
     doc = build(raw).omb
     assert doc is not None and problems(doc) == []
     java = _java_fields()

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from drivers import api
 from loadgen import payload
-from loadgen.rawrun import RawRun
+from loadgen.rawrun import ConsumerEnd, ProducerEnd, RawRun
 from loadgen.result import build
 from loadgen.verify import missing, verify
 from loadgen.workload import parse_workload
@@ -45,16 +45,8 @@ def raw_run(acked: int, received: set[int]) -> RawRun:
     seen = bytearray(acked)
     for s in received:
         seen[s] = 1
-    raw.producers[0] = {
-        "sent": acked,
-        "acked": acked,
-        "errors": 0,
-        "outstanding": 0,
-        "error_samples": [],
-        "acked_map": bytes([1] * acked),
-        "publish_hist": None,
-    }
-    raw.consumers[0] = {"received": len(received), "errors": 0, "seen": {0: bytes(seen)}, "e2e_hist": None}
+    raw.producers[0] = ProducerEnd(sent=acked, acked=acked, acked_map=bytes([1] * acked))
+    raw.consumers[0] = ConsumerEnd(received=len(received), seen={0: bytes(seen)})
     return raw
 
 

@@ -9,12 +9,11 @@ value's mean MB/s (params.parquet); it is within noise when smaller than twice t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from advisor.trials import complete
-from records.analysis import rows
+from records.analysis import ParamValue, param_values
 
 
 def stage_noise(trials: pd.DataFrame) -> dict[str, float]:
@@ -35,14 +34,14 @@ class Effect:
 
     stage: str
     param: str
-    rows: list[dict[str, Any]]  # the params.parquet rows of this parameter, in value order
-    best: dict[str, Any]
-    worst: dict[str, Any]
+    rows: list[ParamValue]  # the params.parquet rows of this parameter, in value order
+    best: ParamValue
+    worst: ParamValue
     noise: float | None  # MB/s; None when the stage's trials have no window spread
 
     @property
     def delta(self) -> float:
-        return float(self.best["mean_mb_s"] - self.worst["mean_mb_s"])
+        return float(self.best.mean_mb_s - self.worst.mean_mb_s)
 
     @property
     def within_noise(self) -> bool:
@@ -51,7 +50,7 @@ class Effect:
     @property
     def at_edge(self) -> bool:
         """The best value is the highest tested (of more than two): the range may be too narrow."""
-        return self.best is self.rows[-1] and self.best["value_num"] is not None and len(self.rows) > 2
+        return self.best is self.rows[-1] and self.best.value_num is not None and len(self.rows) > 2
 
 
 def effects(trials: pd.DataFrame, params: pd.DataFrame) -> list[Effect]:
@@ -62,7 +61,7 @@ def effects(trials: pd.DataFrame, params: pd.DataFrame) -> list[Effect]:
     out = []
     ordered = params.assign(_num=params["value_num"].fillna(0)).sort_values(["stage", "param", "_num", "value"])
     for (stage, param), g in ordered.groupby(["stage", "param"], sort=True):
-        rs = rows(g.drop(columns="_num"))
+        rs = param_values(g.drop(columns="_num"))
         best = rs[int(g["mean_mb_s"].to_numpy().argmax())]
         worst = rs[int(g["mean_mb_s"].to_numpy().argmin())]
         out.append(Effect(str(stage), str(param), rs, best, worst, noise.get(str(stage))))

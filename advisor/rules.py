@@ -124,10 +124,9 @@ def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommenda
         if e.delta <= 0:
             continue
         best, worst = e.best, e.worst
-        title = f"{e.param} = {best['value']} (stage {e.stage})"
+        title = f"{e.param} = {best.value} (stage {e.stage})"
         ev = [
-            f"{e.param}={r['value']}: {r['mean_mb_s']:.2f} MB/s mean over {r['trials']} trial(s) "
-            f"({', '.join(r['trial_ids'][:4])})"
+            f"{e.param}={r.value}: {r.mean_mb_s:.2f} MB/s mean over {r.trials} trial(s) ({', '.join(r.trial_ids[:4])})"
             for r in (best, worst)
         ]
         if e.at_edge:
@@ -145,12 +144,12 @@ def rule_params(found: list[Effect], confirmed: bool = False) -> list[Recommenda
             Recommendation(
                 "param-effect",
                 title,
-                action={e.param: str(best["value"])},
+                action={e.param: str(best.value)},
                 evidence=ev,
-                trials=list(best["trial_ids"][:4]),
+                trials=list(best.trial_ids[:4]),
                 expected_gain_mb_s=e.delta,
                 severity="medium"
-                if not confirmed and not e.within_noise and e.delta > 0.05 * best["mean_mb_s"]
+                if not confirmed and not e.within_noise and e.delta > 0.05 * best.mean_mb_s
                 else "info",
             )
         )

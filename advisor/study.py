@@ -87,8 +87,8 @@ def key_gains(best: TrialRow, found: list[Effect]) -> dict[str, tuple[float, str
     """Per key of the best configuration: its own measured effect, where its stage swept it (MB/s, and how)."""
     out = {}
     for e in found:
-        if e.delta > 0 and str(best.params.get(e.param)) == str(e.best["value"]):
-            out[e.param] = (e.delta, f"{e.param}={e.best['value']} vs the worst value in its stage")
+        if e.delta > 0 and str(best.params.get(e.param)) == str(e.best.value):
+            out[e.param] = (e.delta, f"{e.param}={e.best.value} vs the worst value in its stage")
     return out
 
 

@@ -74,6 +74,33 @@ def trial_rows(df: pd.DataFrame) -> list[TrialRow]:
     return [TrialRow.of(r) for r in rows(df)]
 
 
+@dataclass(frozen=True)
+class ParamValue:
+    """One row of params.parquet: one value (or quantile bin) of one swept parameter in one stage, and the search
+    trials that ran with it."""
+
+    stage: str
+    param: str
+    value: str
+    value_num: float | None  # None: not a number (compression.type, acks)
+    trials: int
+    mean_mb_s: float
+    trial_ids: tuple[str, ...] = ()
+    binned: bool = False  # `value` is a quantile bin of a parameter that took many values
+    median_mb_s: float | None = None
+    max_mb_s: float | None = None
+    min_mb_s: float | None = None
+    mean_e2e_p99_ms: float | None = None
+    effect: float | None = None  # mean / the stage's mean - 1
+    best_value: bool = False
+    stage_mean_mb_s: float | None = None
+
+
+def param_values(df: pd.DataFrame) -> list[ParamValue]:
+    """The rows of a params table (or a part of one), typed."""
+    return [from_json(ParamValue, r, "params.parquet") for r in rows(df)]
+
+
 def trial_row(s: pd.Series | None) -> TrialRow | None:
     """One row of a trials table, typed."""
     return None if s is None else TrialRow.of({str(k): v for k, v in s.to_dict().items()})

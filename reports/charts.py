@@ -94,13 +94,14 @@ def param_effects(found: list[Effect], trials: pd.DataFrame) -> list[Chart]:
     out = []
     for e in found:
         stage, param = e.stage, e.param
-        rows = sorted(e.rows, key=lambda r: (r["value_num"] if r["value_num"] is not None else math.inf, r["value"]))
+        rows = sorted(e.rows, key=lambda r: (r.value_num if r.value_num is not None else math.inf, r.value))
         fig, ax = plt.subplots(figsize=(4.2, 2.8))
-        numeric = all(r["value_num"] is not None for r in rows)
-        xs = [r["value_num"] for r in rows] if numeric else list(range(len(rows)))
-        ax.plot(xs, [r["mean_mb_s"] for r in rows], marker="o", color=COLORS[0], label="mean")
+        nums = [r.value_num for r in rows]
+        numeric = all(x is not None for x in nums)
+        xs = [x or 0.0 for x in nums] if numeric else [float(i) for i in range(len(rows))]
+        ax.plot(xs, [r.mean_mb_s for r in rows], marker="o", color=COLORS[0], label="mean")
         for x, r in zip(xs, rows, strict=True):
-            pts = [ids[i] for i in r["trial_ids"] if i in ids]
+            pts = [ids[i] for i in r.trial_ids if i in ids]
             ax.scatter([x] * len(pts), pts, s=10, color=COLORS[1], alpha=0.6, zorder=3)
         if numeric and min(xs) > 0 and max(xs) / min(xs) >= 4:
             ax.set_xscale("log", base=2)
@@ -108,13 +109,13 @@ def param_effects(found: list[Effect], trials: pd.DataFrame) -> list[Chart]:
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(si))
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         if not numeric:
-            ax.set_xticks(xs, [r["value"] for r in rows], rotation=30, fontsize=7)
+            ax.set_xticks(xs, [r.value for r in rows], rotation=30, fontsize=7)
         ax.set_xlabel(param)
         ax.set_ylabel("MB/s")
         ax.set_title(f"stage {stage}", fontsize=8)
         take = (
-            f"{param}: best {e.best['value']} ({_mb(e.best['mean_mb_s'])} mean), "
-            f"worst {e.worst['value']} ({_mb(e.worst['mean_mb_s'])})"
+            f"{param}: best {e.best.value} ({_mb(e.best.mean_mb_s)} mean), "
+            f"worst {e.worst.value} ({_mb(e.worst.mean_mb_s)})"
         )
         if e.noise is not None:
             take += (

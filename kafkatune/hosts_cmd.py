@@ -9,6 +9,7 @@ import click
 
 from cluster.hosts import check_hosts
 from core.errors import EnvironmentProblem
+from core.typed import to_json
 from kafkatune.options import say
 
 
@@ -35,15 +36,15 @@ def check(inventory: Path, accept_new_host_keys: bool, as_json: bool) -> None:
     refused (host key, authentication) or lacks something."""
     rows = check_hosts(inventory, accept_new_host_keys, say)
     if as_json:
-        click.echo(json.dumps({"inventory": str(inventory), "hosts": rows}, indent=2))
+        hosts = [{**to_json(r), "ok": r.ok} for r in rows]
+        click.echo(json.dumps({"inventory": str(inventory), "hosts": hosts}, indent=2))
     for r in rows:
-        what = r.get("hostname", "")
-        if r["ok"]:
-            extra = f", {r['python']}" if "python" in r else ""
-            say(f"{r['host']:<28} {r['address']:<24} ok ({what}{extra})")
+        if r.ok:
+            extra = f", {r.python}" if r.python else ""
+            say(f"{r.host:<28} {r.address:<24} ok ({r.hostname or ''}{extra})")
         else:
-            say(f"{r['host']:<28} {r['address']:<24} FAILED: {'; '.join(r['problems'])}")
-    bad = [r for r in rows if not r["ok"]]
+            say(f"{r.host:<28} {r.address:<24} FAILED: {'; '.join(r.problems)}")
+    bad = [r for r in rows if not r.ok]
     if bad:
         raise EnvironmentProblem(f"{len(bad)} of {len(rows)} host(s) not usable")
     say(f"all {len(rows)} host(s) reachable and ready")

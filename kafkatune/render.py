@@ -22,23 +22,24 @@ from loadgen import tail
 from loadgen.sustainable import Step
 from records.analysis import trial_rows
 from records.result import Latency, RunSummary, Sustainable
+from testbed.status import ClusterStatus
 
 
-def testbed_status(st: dict[str, Any]) -> None:
-    t = Table(title=f"testbed ({st['network']}, Kafka {st['kafka_version']}) {st['bootstrap_servers']}")
+def testbed_status(st: ClusterStatus) -> None:
+    t = Table(title=f"testbed ({st.network}, Kafka {st.kafka_version}) {st.bootstrap_servers}")
     for col in ("node", "pid", "listener", "alive", "under-replicated", "controller"):
         t.add_column(col)
-    for n in st["nodes"]:
+    for n in st.nodes:
         t.add_row(
-            str(n["id"]),
-            str(n["pid"] or "-"),
-            n["listener"],
-            "yes" if n["alive"] else "NO",
-            str(n.get("under_replicated_partitions", "-")),
-            "*" if st["controller"] == n["id"] else "",
+            str(n.id),
+            str(n.pid or "-"),
+            n.listener,
+            "yes" if n.alive else "NO",
+            num(n.under_replicated_partitions, "{}", "-"),
+            "*" if st.controller == n.id else "",
         )
     Console().print(t)
-    ur = st["under_replicated_partitions"]
+    ur = st.under_replicated_partitions
     click.echo(f"under-replicated partitions: {'unknown' if ur is None else len(ur)}")
 
 

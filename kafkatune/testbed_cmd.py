@@ -124,10 +124,10 @@ def status(state_dir: Path | None, cache_dir: Path | None, base_port: int, as_js
     """
     st = testbed(state_dir, cache_dir, base_port).status()
     if as_json:
-        click.echo(json.dumps(st, indent=2))
+        click.echo(json.dumps(st.to_json(), indent=2))
     else:
         render.testbed_status(st)
-    if not all(n["alive"] for n in st["nodes"]):
+    if not all(n.alive for n in st.nodes):
         sys.exit(3)
 
 

@@ -378,7 +378,7 @@ class Testbed:
         kadmin.wait_full_isr(kadmin.admin_client(st.bootstrap_servers), timeout_s=180, progress=progress)
         return [n.id for n in dead]
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> status.ClusterStatus:
         """The cluster as it runs now: each node's row (testbed.status.node_row), the active controller and the
         under-replicated partitions (None when no node answers)."""
         st = self.state()
@@ -387,14 +387,14 @@ class Testbed:
             row, is_controller = status.node_row(n, self._alive(st, n), self.node_dir(n.id) / "server.log")
             rows.append(row)
             controller = n.id if is_controller else controller
-        alive = any(r["alive"] for r in rows)
-        return {
-            "bootstrap_servers": st.bootstrap_servers,
-            "network": st.network,
-            "kafka_version": st.kafka_version,
-            "cluster_id": st.cluster_id,
-            "controller": controller,
-            "under_replicated_partitions": status.under_replicated(st.bootstrap_servers) if alive else None,
-            "nodes": rows,
-            "profile": str(self.profile_file),
-        }
+        alive = any(r.alive for r in rows)
+        return status.ClusterStatus(
+            st.bootstrap_servers,
+            st.network,
+            st.kafka_version,
+            st.cluster_id,
+            controller,
+            status.under_replicated(st.bootstrap_servers) if alive else None,
+            tuple(rows),
+            str(self.profile_file),
+        )

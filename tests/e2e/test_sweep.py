@@ -458,7 +458,7 @@ def test_a_trial_that_breaks_the_cluster_is_recorded_and_the_sweep_goes_on(
     assert len(recs) == 2  # a failed trial counts against the budget
     first = min(r["number"] for r in broken)
     assert any(r["state"] == "complete" and r["number"] > first for r in recs)  # it went on
-    assert all(n["alive"] for n in testbed.status()["nodes"])
+    assert all(n.alive for n in testbed.status().nodes)
     assert same_configs(bc.snapshot(), before)
 
 

@@ -127,7 +127,7 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     assert start + 2 <= ev["issued_s"] < start + w.test_seconds, ev
     assert ev["issued_s"] <= ev["effect_s"] <= ev["restored_s"] <= ev["healthy_s"], ev
     assert ev["recovery_s"] == pytest.approx(ev["healthy_s"] - ev["effect_s"])
-    assert testbed.status()["under_replicated_partitions"] == []
+    assert testbed.status().under_replicated_partitions == []
     said = f"fault {kind} {target} {security}: broker {ev['brokers'][0]}, effect at {ev['effect_s']:.1f} s, "
     print(said + f"whole again {ev['recovery_s']:.1f} s later; acknowledged {s['acknowledged']}, lost {s['lost']}")
 

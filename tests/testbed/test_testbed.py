@@ -98,11 +98,11 @@ def test_kcat_lists_brokers_and_round_trips(healthy: TestbedState, unique: str) 
 
 
 def test_restart_waits_for_full_isr(healthy: TestbedState, testbed: Testbed) -> None:
-    old = testbed.status()["nodes"][1]["pid"]
+    old = testbed.status().nodes[1].pid
     proc = kafkatune("testbed", "restart", "2", "--state-dir", str(testbed.state_dir), timeout=300)
     assert proc.returncode == 0, proc.stderr
     st = testbed.status()
-    assert st["nodes"][1]["alive"] and st["nodes"][1]["pid"] != old
+    assert st.nodes[1].alive and st.nodes[1].pid != old
     assert admin.under_replicated(admin.admin_client(healthy.bootstrap_servers)) == []
 
 

@@ -12,6 +12,7 @@ import statistics
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
@@ -25,17 +26,45 @@ from core.units import MB
 MAX_ROWS = 14
 
 
+@dataclass(frozen=True)
+class _Row:
+    """A finished trial as the view lists it."""
+
+    stage: str
+    n: int
+    cfg: str  # the keys that differ from Kafka's defaults
+    mb: float | None  # the objective's MB/s; None: not measured
+    max: float | None  # the max-rate MB/s
+    spread: float  # between its windows
+    pct: float | None  # of the ceiling
+    p99p: float | None
+    p99e: float | None
+    state: str
+    restarts: int
+
+
+@dataclass
+class _Running:
+    """The trial under way: what it runs and what its consumers received in their latest second."""
+
+    stage: str
+    n: int
+    cfg: str
+    t0: float
+    mb: float | None = None
+
+
 class SweepView:
     def __init__(self, *, tty: bool | None = None, quiet: bool = False) -> None:
         self.tty = sys.stderr.isatty() if tty is None else tty
         self.quiet = quiet
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[_Row] = []
         self.total = 0
         self.objective = "throughput_mb_s"
         self.best: tuple[float, str] | None = None
         self.durations: list[float] = []
         self._live: Any = None
-        self._current: dict[str, Any] | None = None
+        self._current: _Running | None = None
         self._last_plain = 0.0
 
     # ---- lifecycle ---------------------------------------------------------------------------------
@@ -70,15 +99,14 @@ class SweepView:
         self._print(f"  {msg}")
 
     def trial_started(self, stage: str, number: int, cfg: Mapping[str, Any]) -> None:
-        self._current = {"stage": stage, "n": number, "cfg": short(cfg), "t0": time.monotonic(), "mb": None}
+        self._current = _Running(stage, number, short(cfg), time.monotonic())
         if not self.tty:
             self._print(f"[{len(self.rows) + 1}/{self.total}] {stage} #{number}: {short(cfg)}")
 
     def on_tick(self, raw: Any, tick: Any) -> None:
         if self._current is None or tick.role != "consumer":
             return
-        self._current["mb"] = tick.nbytes / MB
-        self._current["second"] = tick.second
+        self._current.mb = tick.nbytes / MB
 
     def trial_finished(self, stage: str, number: int, out: Any, ceiling: float | None) -> None:
         dur = out.total_s
@@ -93,21 +121,21 @@ class SweepView:
             if out.ok and not out.violations
             else ("violates: " + "; ".join(out.violations) if out.ok else "FAILED")
         )
-        row = {
-            "stage": stage,
-            "n": number,
-            "cfg": self._current["cfg"] if self._current else "",
-            "mb": mb,
-            "max": max_rate,
-            "spread": spread,
-            "pct": (mb / ceiling * 100) if (mb is not None and ceiling) else None,
-            "p99p": out.values.get("p99_publish_ms"),
-            "p99e": out.values.get("p99_e2e_ms"),
-            "state": (f"no rate held: {out.no_rate_held}" if out.no_rate_held else state)
+        row = _Row(
+            stage,
+            number,
+            self._current.cfg if self._current else "",
+            mb,
+            max_rate,
+            spread,
+            (mb / ceiling * 100) if (mb is not None and ceiling) else None,
+            out.values.get("p99_publish_ms"),
+            out.values.get("p99_e2e_ms"),
+            (f"no rate held: {out.no_rate_held}" if out.no_rate_held else state)
             if out.ok
             else f"FAILED: {out.fail_reason}",
-            "restarts": out.restarts,
-        }
+            out.restarts,
+        )
         self.rows.append(row)
         self._current = None
         if mb is not None and out.ok and not out.violations and (self.best is None or mb > self.best[0]):
@@ -116,8 +144,8 @@ class SweepView:
             self._print(
                 f"    -> {_fmt(mb)} MB/s"
                 + _rate_note(stage, mb, max_rate, spread)
-                + (f" ({row['pct']:.0f}% of ceiling)" if row["pct"] is not None else "")
-                + f", p99 publish {_fmt(row['p99p'])} ms, e2e {_fmt(row['p99e'])} ms, {row['state']}, {dur:.0f} s"
+                + (f" ({row.pct:.0f}% of ceiling)" if row.pct is not None else "")
+                + f", p99 publish {_fmt(row.p99p)} ms, e2e {_fmt(row.p99e)} ms, {row.state}, {dur:.0f} s"
                 + f" | {self.footer()}"
             )
 
@@ -148,21 +176,21 @@ class SweepView:
             t.add_column(col, no_wrap=col != "params (≠ Kafka defaults)")
         for r in self.rows[-MAX_ROWS:]:
             t.add_row(
-                r["stage"],
-                str(r["n"]),
-                r["cfg"],
-                _fmt(r["mb"]) if r["mb"] is not r["max"] else "",
-                _fmt(r["max"]),
-                f"{r['spread']:.2f}",
-                _fmt(r["pct"], 0),
-                _fmt(r["p99p"], 1),
-                _fmt(r["p99e"], 1),
-                r["state"][:60],
+                r.stage,
+                str(r.n),
+                r.cfg,
+                _fmt(r.mb) if r.mb is not r.max else "",
+                _fmt(r.max),
+                f"{r.spread:.2f}",
+                _fmt(r.pct, 0),
+                _fmt(r.p99p, 1),
+                _fmt(r.p99e, 1),
+                r.state[:60],
             )
         if self._current:
             c = self._current
-            el = time.monotonic() - c["t0"]
-            t.add_row(c["stage"], str(c["n"]), c["cfg"], "", _fmt(c["mb"]), "", "", "", "", f"running {el:.0f} s")
+            el = time.monotonic() - c.t0
+            t.add_row(c.stage, str(c.n), c.cfg, "", _fmt(c.mb), "", "", "", "", f"running {el:.0f} s")
         return Group(t, Text(self.footer()))
 
 

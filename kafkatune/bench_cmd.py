@@ -88,8 +88,8 @@ def _show(rec: RunRecord, res: RunResult, d: Path, as_json: bool) -> None:
         render.sustainable(res.sustainable, res.summary, d)
     else:
         render.bench_summary(res.summary, d)
-    if rec.result.get("scaled_out"):
-        render.scaled_out(rec.result["scaled_out"])
+    if res.scaled_out:
+        render.scaled_out(res.scaled_out)
     if degraded:
         say(f"degraded link: {degraded}")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 import pandas as pd
@@ -21,7 +20,7 @@ from core.fmt import num
 from loadgen import tail
 from loadgen.sustainable import Step
 from records.analysis import trial_rows
-from records.result import Latency, RunSummary, Sustainable
+from records.result import Latency, RunSummary, ScaledOut, Sustainable
 from testbed.status import ClusterStatus
 
 
@@ -95,12 +94,12 @@ def _late(s: RunSummary) -> list[str]:
     return []
 
 
-def scaled_out(d: dict[str, Any]) -> None:
+def scaled_out(d: ScaledOut) -> None:
     """Each run of a max-rate bench that scaled its producer processes out (loadgen.scaleout)."""
-    lines = [f"scaled out from {d['from_producers']} to {d['to_producers']} producer processes per topic: {d['why']}"]
-    for st in d["steps"]:
-        loops = ", ".join(f"{u:.0%}" for u in st["loop_cpu_util"])
-        lines.append(f"  {st['producers']:>3} process(es)  {st['publish_mb_s']:9.2f} MB/s  send loops {loops}")
+    lines = [f"scaled out from {d.from_producers} to {d.to_producers} producer processes per topic: {d.why}"]
+    for st in d.steps:
+        loops = ", ".join(f"{u:.0%}" for u in st.loop_cpu_util)
+        lines.append(f"  {st.producers:>3} process(es)  {st.publish_mb_s:9.2f} MB/s  send loops {loops}")
     lines.append("the figures above are the last run's")
     print("\n".join(lines), file=sys.stderr)
 

@@ -15,6 +15,7 @@ import confluent_kafka
 from brokerconf.apply import current_configs
 from cluster.target import Target
 from core.errors import UserError
+from core.typed import to_json
 from drivers.api import load_driver
 from loadgen import result, runner, scaleout, search
 from loadgen.backlog import GIB
@@ -119,7 +120,7 @@ def measure(
     if raw.backlog is not None:
         rec.result["backlog"] = raw.backlog
     if grown is not None and grown.scaled:
-        rec.result["scaled_out"] = grown.as_dict()
+        rec.result["scaled_out"] = to_json(grown.record())
     if found is not None and probe is not None:
         rec.result["sustainable"] = found.as_dict()
         rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]

@@ -14,13 +14,13 @@ import os
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cluster.target import Placement
 from core.units import MB
 from drivers.api import load_driver
 from loadgen import clientside, runner
 from loadgen.workload import Workload
+from records.result import ScaledOut, ScaleStep
 
 Say = Callable[[str], None]
 
@@ -30,21 +30,16 @@ class ScaleOut:
     """What scaling out did: one step per run, in order (the last one is the record's)."""
 
     cap: int  # the most producer processes per topic it would run
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[ScaleStep] = field(default_factory=list)
 
     @property
     def scaled(self) -> bool:
         return len(self.steps) > 1
 
-    def as_dict(self) -> dict[str, Any]:
+    def record(self) -> ScaledOut:
+        """What the run record keeps of it (result.json's `scaled_out`)."""
         first, last = self.steps[0], self.steps[-1]
-        return {
-            "from_producers": first["producers"],
-            "to_producers": last["producers"],
-            "cap": self.cap,
-            "why": first["why"],
-            "steps": self.steps,
-        }
+        return ScaledOut(first.producers, last.producers, self.cap, first.why, tuple(self.steps))
 
 
 def cores_for_workers(placements: Sequence[Placement]) -> int:
@@ -93,15 +88,15 @@ def _limited(raw: runner.RawRun) -> list[str]:
     return why
 
 
-def _step(raw: runner.RawRun, why: list[str]) -> dict[str, Any]:
+def _step(raw: runner.RawRun, why: list[str]) -> ScaleStep:
     window, measure = _measured(raw)
-    return {
-        "producers": raw.workload.producersPerTopic,
-        "publish_mb_s": round(sum(t.nbytes for t in measure) / window / MB, 3),
-        "loop_cpu_util": [round(u, 3) for u in clientside.loop_utils(raw).get("producer", [])],
-        "buffer_full_events": sum(t.buffer_full for t in measure),
-        "why": "; ".join(why) + ": the load generator, not the cluster, was the limit" if why else "",
-    }
+    return ScaleStep(
+        raw.workload.producersPerTopic,
+        round(sum(t.nbytes for t in measure) / window / MB, 3),
+        tuple(round(u, 3) for u in clientside.loop_utils(raw).get("producer", [])),
+        sum(t.buffer_full for t in measure),
+        "; ".join(why) + ": the load generator, not the cluster, was the limit" if why else "",
+    )
 
 
 def run(w: Workload, at: runner.RunSettings, *, cap: int, keep_topics: bool = False) -> tuple[runner.RawRun, ScaleOut]:
@@ -116,7 +111,7 @@ def run(w: Workload, at: runner.RunSettings, *, cap: int, keep_topics: bool = Fa
     out.steps.append(_step(raw, hot))
     while hot and w.producersPerTopic * 2 <= cap:
         n = w.producersPerTopic * 2
-        say(f"scaling out to {n} producer processes per topic: {out.steps[-1]['why']}")
+        say(f"scaling out to {n} producer processes per topic: {out.steps[-1].why}")
         w = w.model_copy(update={"producersPerTopic": n})
         raw = runner.run(w, at, keep_topics=keep_topics)
         hot = _limited(raw)

@@ -104,6 +104,29 @@ class Sustainable:
 
 
 @dataclass(frozen=True)
+class ScaleStep:
+    """One max-rate run of a bench that scaled its producer processes out (loadgen.scaleout)."""
+
+    producers: int  # processes per topic
+    publish_mb_s: float
+    loop_cpu_util: tuple[float, ...] = ()  # each send loop's share of a core
+    buffer_full_events: int = 0
+    why: str = ""  # why the next run had more processes ("": none was needed)
+
+
+@dataclass(frozen=True)
+class ScaledOut:
+    """What scaling out did: from how many producer processes to how many, why, and each run (the record's figures
+    are the last one's)."""
+
+    from_producers: int
+    to_producers: int
+    cap: int  # the most processes per topic it would run
+    why: str
+    steps: tuple[ScaleStep, ...] = ()
+
+
+@dataclass(frozen=True)
 class Link:
     """One pair of shaped hosts as TCP met it in the run (testbed.links)."""
 
@@ -130,6 +153,7 @@ class RunResult:
     # broker id -> the configs read back from it
     broker_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"json": "brokerConfig"})
     sustainable: Sustainable | None = None
+    scaled_out: ScaledOut | None = None
     links: tuple[Link, ...] = ()
     profile: Mapping[str, Any] | None = None  # older records carry the cluster profile
     # OMB's aggregated latencies over the measure window, ms (None: not measured, e.g. publish at the max rate)

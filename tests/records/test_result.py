@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from core.typed import from_json
+from core.typed import from_json, to_json
 from kafkatune.render import latency_line
 from records import result
 from records.study import open_study, trial_row
@@ -49,3 +49,25 @@ def test_nulls_where_a_writer_had_nothing_still_make_a_row(tmp_path: Path) -> No
     row = trial_row(open_study(run), run)
     assert row["record_produce_mb_s"] is None and row["client_loop_cpu_max"] is None
     assert row["mb_s"] == doc["sustainable"]["mb_s"] and row["link_retrans"] == {}
+
+
+def test_a_scaled_out_bench_reads_its_runs_typed() -> None:
+    doc = {
+        "scaled_out": {
+            "from_producers": 1,
+            "to_producers": 2,
+            "cap": 2,
+            "why": "producer 0's send loop used 97% of a core: the load generator, not the cluster, was the limit",
+            "steps": [
+                {"producers": 1, "publish_mb_s": 40.1, "loop_cpu_util": [0.97], "buffer_full_events": 0, "why": "…"},
+                {"producers": 2, "publish_mb_s": 61.0, "loop_cpu_util": [0.6, 0.58], "buffer_full_events": 812},
+            ],
+        }
+    }
+    s = result.RunResult.from_json(doc).scaled_out
+    assert s is not None and (s.from_producers, s.to_producers) == (1, 2)
+    assert [st.loop_cpu_util for st in s.steps] == [(0.97,), (0.6, 0.58)] and s.steps[1].why == ""
+    assert to_json(s) == {
+        **doc["scaled_out"],
+        "steps": [doc["scaled_out"]["steps"][0], {**doc["scaled_out"]["steps"][1], "why": ""}],
+    }

@@ -56,12 +56,12 @@ def main() -> None:
             finally:
                 events = inj.finish()
             s = result.build(raw).result["summary"]
-            v = raw.verified or {}
+            v = raw.verified
             row = {
                 "run": i,
                 "acknowledged": s["acknowledged"],
                 "consumed": s["consumed"],
-                "missing": v.get("missing", 0),
+                "missing": v.missing if v else 0,
                 "not_consumed_in_time": s["not_consumed_in_time"],
                 "lost": s["lost"],
                 "verified": s["loss_verified"],

@@ -83,6 +83,16 @@ class ConsumerEnd:
     e2e_hist: bytes | None = None
 
 
+@dataclass(frozen=True)
+class Verified:
+    """The log read again after acknowledged messages were missing (loadgen.verify): whether it could be, how many
+    were missing, and per producer the missing sequence numbers found in it (not lost: not consumed in time)."""
+
+    replayed: bool  # False: the system keeps no log to read again, so the lost count is not verified
+    missing: int
+    in_log: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+
 def ended(role: str, report: Mapping[str, Any]) -> ProducerEnd | ConsumerEnd:
     """A worker's end report as it crossed the queue or the wire (a mapping), typed."""
     if role == "producer":
@@ -119,7 +129,7 @@ class RawRun:
     measured_s: float | None = None
     backlog: dict[str, Any] | None = None
     # when acknowledged messages were missing: the log read again (loadgen.verify), None when nothing was missing
-    verified: dict[str, Any] | None = None
+    verified: Verified | None = None
 
     @property
     def test_s(self) -> float:

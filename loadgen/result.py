@@ -104,14 +104,14 @@ def _loss(raw: RawRun) -> dict[str, Any]:
     subs = max(1, raw.workload.subscriptionsPerTopic)
     per_producer: dict[int, dict[str, Any]] = {}
     lost = dup = unacked_received = late = 0
-    in_log = (raw.verified or {}).get("in_log") or {}
+    in_log = raw.verified.in_log if raw.verified else {}
     for pid in raw.producers:
         acked, counts = raw.receipts(pid)
         if raw.workload.subscriptionsPerTopic == 0:
             per_producer[pid] = {"acked": int(acked.sum()), "lost": 0, "duplicated": 0}
             continue
         found = np.zeros(len(acked), dtype=bool)
-        found[[s for s in in_log.get(str(pid), []) if s < len(acked)]] = True
+        found[[s for s in in_log.get(pid, ()) if s < len(acked)]] = True
         short = np.maximum(subs - counts, 0) * ((acked == 1) & ~found)
         # With S subscriptions every message is due S times; what is short of that, and not in the log, is lost.
         p_lost = int(short.sum())
@@ -134,7 +134,7 @@ def _loss(raw: RawRun) -> dict[str, Any]:
         "duplicated": dup,
         "unacked_but_received": unacked_received,
         "not_consumed_in_time": late,
-        "loss_verified": None if verified is None else bool(verified.get("replayed")),
+        "loss_verified": None if verified is None else verified.replayed,
         "per_producer": per_producer,
     }
 

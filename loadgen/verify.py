@@ -10,13 +10,11 @@ A system that keeps no log to read again leaves the count unverified, and says s
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from drivers import api
 from loadgen import payload
-from loadgen.rawrun import RawRun
+from loadgen.rawrun import RawRun, Verified
 
 
 def missing(raw: RawRun) -> dict[int, set[int]]:
@@ -33,9 +31,9 @@ def missing(raw: RawRun) -> dict[int, set[int]]:
     return out
 
 
-def verify(raw: RawRun, drv: api.Driver) -> dict[str, Any] | None:
-    """None when nothing acknowledged is missing; else whether the log could be read again and, per producer (as
-    a string key, the record's JSON), the missing sequence numbers found in it."""
+def verify(raw: RawRun, drv: api.Driver) -> Verified | None:
+    """None when nothing acknowledged is missing; else whether the log could be read again and, per producer, the
+    missing sequence numbers found in it."""
     gone = missing(raw)
     if not gone:
         return None
@@ -44,13 +42,10 @@ def verify(raw: RawRun, drv: api.Driver) -> dict[str, Any] | None:
     for topic in raw.topics:
         replay = drv.replay(topic)
         if replay is None:
-            return {"replayed": False, "missing": sum(len(v) for v in gone.values())}
+            return Verified(False, sum(len(v) for v in gone.values()))
         for data in replay:
             pid, seq, _ = unpack(data)
             if seq in gone.get(pid, ()):
                 found[pid].add(seq)
-    return {
-        "replayed": True,
-        "missing": sum(len(v) for v in gone.values()),
-        "in_log": {str(pid): sorted(seqs) for pid, seqs in found.items() if seqs},
-    }
+    in_log = {pid: tuple(sorted(seqs)) for pid, seqs in found.items() if seqs}
+    return Verified(True, sum(len(v) for v in gone.values()), in_log)

@@ -82,7 +82,7 @@ class RunSummary:
     publish_latency_ms: Latency = Latency()
     end_to_end_latency_ms: Latency = Latency()
     window_s: int = 0  # the measure window's length, s
-    warmup_s: int = 0
+    warmup_s: float = 0.0
     send_msg_s: float | None = None  # what the producers handed their clients, msg/s over the window
 
 

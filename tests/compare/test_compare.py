@@ -15,9 +15,9 @@ import yaml
 from compare.fixed_rate import _measured
 from compare.harness import trimmed_median
 from compare.spec import Sizes
-from core.typed import to_json
+from core.typed import from_json, to_json
 from records.comparison import FixedRateRow
-from records.result import RunSummary
+from records.result import Latency, RunSummary
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.conftest import ensure_healthy
@@ -311,7 +311,7 @@ def test_system_option_needs_only_that_systems_server(tmp_path: Path) -> None:
 def test_a_fixed_rate_row_keeps_each_measured_percentile_under_its_json_name() -> None:
     """compare.fixed_rate's row from a run's summary: rates, whether the rate was sustained (95 % of it published),
     and each percentile of both latencies; one the run did not measure is None, never a number."""
-    pub = {"p50": 1.0, "p75": 2, "p95": 3.0, "p99": 4.0, "p99.9": 5.0, "max": 6.0, "count": 10}
+    pub = from_json(Latency, {"p50": 1.0, "p75": 2.0, "p95": 3.0, "p99": 4.0, "p99.9": 5.0, "max": 6.0, "count": 10})
     s = RunSummary(publish_msg_s=950.0, consume_msg_s=949.0, lost=0, publish_latency_ms=pub)
     row = _measured(FixedRateRow(system="k", size=1024, target_msg_s=1000, partitions=6), s, 1000)
     doc = to_json(row)

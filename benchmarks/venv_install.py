@@ -25,10 +25,10 @@ from pathlib import Path
 
 from _common import REPO, log, median, result_file
 
-UV_VERSION = re.search(r"^UV_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
+PINNED = re.search(r"^UV_VERSION := (\S+)$", (REPO / "Makefile").read_text(), re.M)
 
 
-def install(arm: str, venv: Path) -> float:
+def install(arm: str, venv: Path, uv_version: str) -> float:
     """Seconds to build `venv` and install the project into it with `arm` (pip or uv)."""
     py = str(venv / "bin" / "python")
     steps = {
@@ -37,15 +37,15 @@ def install(arm: str, venv: Path) -> float:
             [py, "-m", "pip", "install", "-q", "-e", ".[dev]"],
         ],
         "uv": [
-            [py, "-m", "pip", "install", "-q", f"uv=={UV_VERSION.group(1) if UV_VERSION else ''}"],
+            [py, "-m", "pip", "install", "-q", f"uv=={uv_version}"],
             [str(venv / "bin" / "uv"), "pip", "install", "-q", "--offline", "--python", py, "-e", ".[dev]"],
         ],
     }[arm]
     online = [str(venv / "bin" / "uv"), "pip", "install", "-q", "--python", py, "-e", ".[dev]"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     for cmd in steps:
-        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         if subprocess.run(cmd, cwd=REPO, check=False, **quiet).returncode and "--offline" in cmd:
             subprocess.run(online, cwd=REPO, check=True, **quiet)  # the cache lacked something
     return time.monotonic() - t0
@@ -55,13 +55,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3, help="installs per arm, alternating")
     a = ap.parse_args()
-    if UV_VERSION is None:
+    if PINNED is None:
         sys.exit("the Makefile pins no UV_VERSION")
+    uv_version = PINNED.group(1)
     seconds: dict[str, list[float]] = {"pip": [], "uv": []}
     with tempfile.TemporaryDirectory(prefix="kt-venv-") as td:
         for r in range(a.rounds):
             for arm in ("pip", "uv") if r % 2 == 0 else ("uv", "pip"):
-                s = install(arm, Path(td) / f"{arm}-{r}")
+                s = install(arm, Path(td) / f"{arm}-{r}", uv_version)
                 seconds[arm].append(round(s, 1))
                 log(f"round {r} {arm}: {s:.1f} s")
     med = {arm: median(xs) for arm, xs in seconds.items()}
@@ -73,7 +74,7 @@ def main() -> None:
         "venv_install",
         {
             "args": vars(a),
-            "uv_version": UV_VERSION.group(1),
+            "uv_version": uv_version,
             "seconds": seconds,
             "median_s": med,
             "range_s": {arm: [min(xs), max(xs)] for arm, xs in seconds.items()},

@@ -42,6 +42,7 @@ from core import stats
 from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
 from records.summary import Best
 from sweeps import space, storage
+from sweeps.attrs import TrialAttrs
 from sweeps.spec import Spec
 from sweeps.stages import Stage
 from sweeps.trial import Outcome
@@ -107,11 +108,12 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
 
     add(DEFAULTS, space.baseline(spec, "kafka-defaults"))
     for stage in spec.stage_list:
-        best = [t for t in storage.ranked(sw.study(stage.name)) if acks_all(t.user_attrs["config"])]
+        best = [t for t in storage.ranked(sw.study(stage.name)) if acks_all(TrialAttrs.of(t).config)]
         for t in best[: spec.confirm.top]:
-            add(f"{stage.name}#{t.number}", t.user_attrs["config"])
+            add(f"{stage.name}#{t.number}", TrialAttrs.of(t).config)
     for t in storage.ranked(sw.study("baselines")):
-        add(f"baseline:{t.user_attrs['key']}", t.user_attrs["config"])
+        a = TrialAttrs.of(t)
+        add(f"baseline:{a.key}", a.config)
     return out
 
 
@@ -178,19 +180,19 @@ def measured(st: Any) -> dict[str, list[Repeat]]:
     """label -> its repeats, failed ones included (value None)."""
     out: dict[str, list[Repeat]] = {}
     for t in storage.counted(st):
-        if "key" not in t.user_attrs or t.state.name == "RUNNING":
+        a = TrialAttrs.of(t)
+        if a.label is None or t.state.name == "RUNNING":
             continue
-        label = t.user_attrs["key"].rsplit("@", 1)[0]
         ok = t.state.name == "COMPLETE"
-        why = t.user_attrs.get("violations") or [t.user_attrs.get("fail_reason")]
-        out.setdefault(label, []).append(
+        why = a.violations or (a.fail_reason,)
+        out.setdefault(a.label, []).append(
             Repeat(
-                value=t.values[0] if ok and not t.user_attrs.get("no_rate_held") else None,
+                value=t.values[0] if ok and not a.no_rate_held else None,
                 feasible=ok and storage.feasible(t),
                 violations=tuple(str(v) for v in why if v),
-                trial_id=Path(t.user_attrs.get("record", "")).name,
-                config=t.user_attrs["config"],
-                rate_msg_s=t.user_attrs.get("rate_msg_s") if ok else None,
+                trial_id=a.trial_id,
+                config=a.config,
+                rate_msg_s=a.rate_msg_s if ok else None,
             )
         )
     return out
@@ -380,12 +382,7 @@ def best(judged: Confirmation | None, final: Any) -> Best | None:
 
 def brief(t: optuna.trial.FrozenTrial, source: str = "") -> Best:
     """One search trial as the summary names a stage's best (one run: its number, values and parameters)."""
+    a = TrialAttrs.of(t)
     return Best(
-        t.values[0],
-        t.user_attrs.get("config"),
-        source,
-        number=t.number,
-        values=tuple(t.values),
-        params=dict(t.params),
-        record=t.user_attrs.get("record"),
+        t.values[0], a.config, source, number=t.number, values=tuple(t.values), params=dict(t.params), record=a.record
     )

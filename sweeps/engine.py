@@ -34,7 +34,8 @@ from records.snapshot import BrokerSnapshot
 from records.study import trial_dir
 from records.summary import Baseline, Invocation, StageBest, Summary, write_summary
 from records.trial import read_trial
-from sweeps import confirm, current, hold, space, storage, timing, written
+from sweeps import attrs, confirm, current, hold, space, storage, timing, written
+from sweeps.attrs import TrialAttrs
 from sweeps.spec import Spec
 from sweeps.stages import Stage
 from sweeps.target import SweepTarget
@@ -126,9 +127,7 @@ class Sweep:
 
     def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
         rec = trial_dir(self.run_dir, label, trial.number)
-        trial.set_user_attr("owner", storage.OWNER)
-        trial.set_user_attr("config", dict(cfg))
-        trial.set_user_attr("record", str(rec))
+        attrs.started(trial, storage.OWNER, cfg, rec)
         self.view.trial_started(label, trial.number, cfg)
         self.restart_now = space.split(cfg)["restart"]
         meta = {"study": self.spec.name, "stage": label, "number": trial.number, "started_ns": time.time_ns(), **extra}
@@ -147,7 +146,7 @@ class Sweep:
         except KeyboardInterrupt:
             # Not counted, and queued again with the same parameters: the next run (or another worker
             # sharing the study) measures it.
-            trial.set_user_attr("interrupted", True)
+            attrs.mark(trial, attrs.INTERRUPTED)
             st.tell(trial, state=TrialState.FAIL)
             if trial.params and not extra.get("baseline") and not extra.get("confirms"):
                 st.enqueue_trial(dict(trial.params))
@@ -155,22 +154,22 @@ class Sweep:
         self.trials_run += 1
         self.trial_dirs.append(rec)
         self.restarts += out.restarts
-        if out.probe_msg_s:
-            trial.set_user_attr("probe_msg_s", out.probe_msg_s)
         self.measured_s += out.measure_s if out.ok else 0.0
-        trial.set_user_attr("restarts", out.restarts)
-        if out.rate_msg_s is not None:
-            trial.set_user_attr("rate_msg_s", out.rate_msg_s)
-        if out.no_rate_held:  # the objective's 0.0 is for the sampler: the figure does not exist
-            trial.set_user_attr("no_rate_held", out.no_rate_held)
+        attrs.finished(
+            trial,
+            restarts=out.restarts,
+            probe_msg_s=out.probe_msg_s,
+            rate_msg_s=out.rate_msg_s,
+            no_rate_held=out.no_rate_held,  # the objective's 0.0 is for the sampler: the figure does not exist
+            windows_mb_s=out.windows_mb_s if out.ok else None,
+            violations=out.violations if out.ok else None,
+            fail_reason=None if out.ok else out.fail_reason,
+        )
         if out.ok:
-            trial.set_user_attr("windows_mb_s", out.windows_mb_s)
             for name, value in out.constraints.items():
                 trial.set_constraint(name, value)  # the samplers steer away from infeasible regions
-            trial.set_user_attr("violations", out.violations)
             st.tell(trial, [out.values[o] for o in self.spec.objectives])
         else:
-            trial.set_user_attr("fail_reason", out.fail_reason)
             st.tell(trial, state=TrialState.FAIL)
             if not (out.fail_reason or "").startswith("rules:"):
                 self._heal(out.fail_reason or "")
@@ -318,13 +317,8 @@ class Sweep:
         base_st = self.study("baselines")
         baselines = {}
         for t in base_st.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-            wins = t.user_attrs.get("windows_mb_s")
-            baselines[t.user_attrs["key"]] = Baseline(
-                t.values[0],
-                t.user_attrs["config"],
-                tuple(wins) if wins is not None else None,
-                t.user_attrs.get("record"),
-            )
+            if (a := TrialAttrs.of(t)).key is not None:
+                baselines[a.key] = Baseline(t.values[0], a.config, a.windows_mb_s, a.record)
         best = written.best(judged) or confirm.best(judged, self.study(self.spec.stage_list[-1].name))
         ceiling = self.target.ceiling_mb_s
         w = judged.written if judged else None
@@ -359,9 +353,7 @@ class Sweep:
             best_fraction_of_ceiling=(mb_s / ceiling) if mb_s is not None and ceiling else None,
             best_vs_defaults=ratio,
             trials_to_95pct_of_best=self._trials_to(0.95 * mb_s) if mb_s is not None else None,
-            restarts=sum(
-                t.user_attrs.get("restarts", 0) for s in self._all_studies() for t in s.get_trials(deepcopy=False)
-            ),
+            restarts=sum(TrialAttrs.of(t).restarts for s in self._all_studies() for t in s.get_trials(deepcopy=False)),
             this_invocation=Invocation(
                 self.trials_run,
                 wall,
@@ -389,6 +381,6 @@ class Sweep:
             key=lambda t: t.datetime_start or datetime.min,
         )
         for i, t in enumerate(trials, 1):
-            if t.state == TrialState.COMPLETE and t.user_attrs["config"].get("acks") == "all" and t.values[0] >= level:
+            if t.state == TrialState.COMPLETE and TrialAttrs.of(t).config.get("acks") == "all" and t.values[0] >= level:
                 return i
         return None

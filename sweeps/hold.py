@@ -37,6 +37,7 @@ from records.study import TRIALS
 from records.tail import TailTotal
 from records.trial import read_trial
 from sweeps import storage
+from sweeps.attrs import TrialAttrs
 from sweeps.confirm import Phases
 
 
@@ -72,13 +73,14 @@ def refused(why: str, causes: TailTotal) -> OperatingPoint:
 def _tried(run_dir: Path, t: Any) -> Try:
     """One run at a fixed rate as the operating point lists it, read from the run folder's trial record (by its
     name: a study folder that was moved or copied still reads)."""
-    trial_id = Path(t.user_attrs.get("record", "")).name
+    a = TrialAttrs.of(t)
+    trial_id = a.trial_id
     rec = read_trial(run_dir / TRIALS / trial_id)
     ran = rec.figures.hold if rec is not None else None
     if ran is not None:
         return replace(ran, trial_id=trial_id)
     # the run failed before measuring
-    return Try(rec.hold_msg_s if rec is not None else None, False, t.user_attrs.get("fail_reason"), trial_id=trial_id)
+    return Try(rec.hold_msg_s if rec is not None else None, False, a.fail_reason, trial_id=trial_id)
 
 
 def _fit(knee: Knee | None) -> Fit | None:
@@ -122,7 +124,7 @@ def operating_point(sw: Phases, chosen: Arm, extend: Callable[[int], None]) -> O
             if storage.claim(st, trial, key):
                 extend(1)
                 sw.measure(st, trial, "hold", dict(chosen.config), {"confirms": key, "hold_msg_s": rate})
-        done = [t for t in storage.counted(st) if t.user_attrs.get("key") == key and t.state.name != "RUNNING"]
+        done = [t for t in storage.counted(st) if TrialAttrs.of(t).key == key and t.state.name != "RUNNING"]
         if not done:
             break  # another worker runs it: its answer is in the study when that worker is done
         tries.append(_tried(sw.run_dir, done[0]))

@@ -26,6 +26,8 @@ from optuna.trial import TrialState
 
 from core import secrets
 from core.errors import EnvironmentProblem
+from sweeps import attrs
+from sweeps.attrs import TrialAttrs
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -83,10 +85,11 @@ def recover_interrupted(st: Any) -> list[dict[str, Any]]:
     """Fail the RUNNING trials whose worker on this host is gone; return their params for a re-run."""
     again = []
     for t in st.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if _owner_dead(t.user_attrs.get("owner")):
-            st._storage.set_trial_user_attr(t._trial_id, "interrupted", True)
+        a = TrialAttrs.of(t)
+        if _owner_dead(a.owner):
+            st._storage.set_trial_user_attr(t._trial_id, attrs.INTERRUPTED, True)
             st._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-            again.append({"params": dict(t.params), "key": t.user_attrs.get("key")})
+            again.append({"params": dict(t.params), "key": a.key})
     return again
 
 
@@ -95,7 +98,7 @@ def counted(st: Any) -> list[Any]:
     out = []
     for t in st.get_trials(deepcopy=False):
         if t.state in (TrialState.COMPLETE, TrialState.RUNNING) or (
-            t.state == TrialState.FAIL and not (t.user_attrs.get("interrupted") or t.user_attrs.get("released"))
+            t.state == TrialState.FAIL and not (a := TrialAttrs.of(t)).interrupted and not a.released
         ):
             out.append(t)
     return out
@@ -107,22 +110,23 @@ def claim(st: Any, trial: Any, key: str) -> bool:
     Two workers may ask at the same moment; the trial with the lower number wins and the other
     releases its trial (state PRUNED, attribute `released`), so no key is measured twice.
     """
-    trial.set_user_attr("key", key)
+    trial.set_user_attr(attrs.KEY, key)
     for t in counted(st):
-        if t.number < trial.number and t.user_attrs.get("key") == key:
+        if t.number < trial.number and TrialAttrs.of(t).key == key:
             release(st, trial)
             return False
     return True
 
 
 def release(st: Any, trial: Any) -> None:
-    trial.set_user_attr("released", True)
+    attrs.mark(trial, attrs.RELEASED)
     st.tell(trial, state=TrialState.PRUNED)
 
 
 def done_keys(st: Any) -> set[str]:
     """Keys measured already (complete, or failed for a reason other than an interruption)."""
-    return {t.user_attrs["key"] for t in counted(st) if "key" in t.user_attrs and t.state != TrialState.RUNNING}
+    keys = (TrialAttrs.of(t).key for t in counted(st) if t.state != TrialState.RUNNING)
+    return {k for k in keys if k is not None}
 
 
 def feasible(t: optuna.trial.FrozenTrial) -> bool:

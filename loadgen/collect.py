@@ -13,7 +13,7 @@ from typing import Any
 from core.errors import RunFailed
 from loadgen.backlog import Backlog
 from loadgen.channel import Channel
-from loadgen.rawrun import DrainEnd, ProducerEnd, Publish, RawRun, Steer, Tick, View, ended
+from loadgen.rawrun import DrainEnd, Evidence, ProducerEnd, Publish, RawRun, Steer, Tick, View, ended
 from loadgen.workload import Workload
 
 
@@ -68,7 +68,8 @@ def _take(
     if kind == "error":
         raise RunFailed(f"{msg[1]} {msg[2]} failed:\n{msg[3]}")
     if kind == "tick":
-        tk = Tick(*msg[1:])
+        tk = Tick(*msg[1:-1])  # the last field is the evidence, a dict on the queue and the wire
+        tk.evidence = Evidence.from_json(msg[-1]) if msg[-1] is not None else None
         raw.ticks.append(tk)
         if backlog is not None:
             backlog.count(tk.role, tk.msgs)

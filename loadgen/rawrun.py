@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from cluster.hoststats import HostSample
@@ -31,6 +31,31 @@ def measured_seconds(warmup_s: float, test_s: float) -> int:
     return sum(1 for s in range(math.ceil(warmup_s + test_s) + 1) if phase_of(s, warmup_s, test_s) == "measure")
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """One worker's second as the tail budget (loadgen.tail) reads it, ms; None: not measured in that second. The
+    worker's own stalls (loadgen.selfwatch) and its client's tail statistics (loadgen.ticker.TAIL_STATS)."""
+
+    py_gc_ms: float | None = None  # Python's cyclic GC, all its passes
+    py_gc_max_ms: float | None = None  # its longest pass
+    wait_ms: float | None = None  # the worker's threads ready to run and waiting for a CPU
+    main_wait_ms: float | None = None  # the loop's own thread waiting for a CPU: a stall that was starvation
+    loop_gap_ms: float | None = None  # the longest time the loop spent away from the client's poll
+    queue_p99_ms: float | None = None  # a producer's records waiting in its client, p99
+    rtt_p99_ms: float | None = None  # its requests' round trip to the brokers, p99
+
+    def to_json(self) -> dict[str, float]:
+        """As a worker's tick carries it on the queue and over the wire (loadgen.wire): the measured figures only."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, float] | None) -> Evidence:
+        return cls(**{k: float(v) for k, v in (d or {}).items() if k in EVIDENCE_FIELDS and v is not None})
+
+
+EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))
+
+
 @dataclass
 class Tick:
     role: str
@@ -47,7 +72,7 @@ class Tick:
     delay: bytes | None = None  # the second's publish-delay histogram (a producer with a rate schedule)
     # the worker's own stall evidence for the second (loadgen.selfwatch: Python GC, CPU wait, loop gaps) and its
     # client's tail statistics (ticker.TAIL_STATS), ms
-    evidence: dict[str, float] | None = None
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True)

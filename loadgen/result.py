@@ -19,7 +19,7 @@ import pyarrow as pa
 from core.typed import to_json
 from core.units import MB
 from loadgen import brokerside, clientside, omb, payload, recorder, tail
-from loadgen.rawrun import ConsumerEnd, ProducerEnd
+from loadgen.rawrun import EVIDENCE_FIELDS, ConsumerEnd, ProducerEnd
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
 from records.profile import ClusterProfile
@@ -331,7 +331,7 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
                 "thread_cpu_s": t.thread_cpu_s,
                 "process_cpu_s": t.process_cpu_s,
                 "delay_max_ms": _delay_max(t.delay),
-                **{k: (t.evidence or {}).get(k) for k in EVIDENCE},
+                **{k: getattr(t.evidence, k) if t.evidence else None for k in EVIDENCE_FIELDS},
             }
             for t in raw.ticks
         ]
@@ -340,10 +340,6 @@ def _samples(raw: RawRun, timed: bool) -> pa.Table:
         if pa.types.is_null(f.type):
             t = t.set_column(i, f.name, t.column(i).cast(pa.float64()))
     return t
-
-
-# A tick's evidence (loadgen.selfwatch, ticker.TAIL_STATS) kept as sample columns, ms (None: not measured).
-EVIDENCE = ("py_gc_ms", "py_gc_max_ms", "wait_ms", "main_wait_ms", "loop_gap_ms", "queue_p99_ms", "rtt_p99_ms")
 
 
 def _delay_max(enc: bytes | None) -> float | None:

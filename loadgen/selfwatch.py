@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from cluster.hoststats import task_times, thread_times
+from loadgen.rawrun import Evidence
 
 
 class SelfWatch:
@@ -49,16 +50,17 @@ class SelfWatch:
         if ns > self.gap_ns:
             self.gap_ns = ns
 
-    def fold(self) -> dict[str, float]:
-        """The last second's evidence (ms; `wait_ms` None-less: absent when /proc has no schedstat)."""
-        out = {"py_gc_ms": self.gc_ns / 1e6, "py_gc_max_ms": self.gc_max_ns / 1e6}
-        if self.gap_ns:
-            out["loop_gap_ms"] = self.gap_ns / 1e6
+    def fold(self) -> Evidence:
+        """The last second's evidence (the waits None when /proc has no schedstat; the loop's gap when none was
+        recorded)."""
         sched, main = thread_times(self._pid), task_times(self._pid, self._tid)
-        if sched is not None and self._sched is not None:
-            out["wait_ms"] = (sched[1] - self._sched[1]) / 1e6
-        if main is not None and self._main is not None:
-            out["main_wait_ms"] = (main[1] - self._main[1]) / 1e6
+        out = Evidence(
+            py_gc_ms=self.gc_ns / 1e6,
+            py_gc_max_ms=self.gc_max_ns / 1e6,
+            loop_gap_ms=self.gap_ns / 1e6 if self.gap_ns else None,
+            wait_ms=(sched[1] - self._sched[1]) / 1e6 if sched is not None and self._sched is not None else None,
+            main_wait_ms=(main[1] - self._main[1]) / 1e6 if main is not None and self._main is not None else None,
+        )
         self._sched, self._main = sched, main
         self.gc_ns = self.gc_max_ns = self.gap_ns = 0
         return out

@@ -50,6 +50,7 @@ from itertools import pairwise
 from typing import Any
 
 from loadgen import recorder
+from loadgen.rawrun import Evidence
 from loadgen.runner import RawRun
 from records.tail import Cause, SecondCause, TailBrief, TailBudget, TailTotal, Unexplained, Where
 
@@ -118,12 +119,12 @@ def _evidence(
             link[s] = max(link.get(s, 0.0), 1.0 + v)
     harness: dict[int, float] = defaultdict(float)
     for t in raw.ticks:
-        ev = t.evidence or {}
-        starved = ev.get("main_wait_ms", 0.0)
+        ev = t.evidence or Evidence()
+        starved = ev.main_wait_ms or 0.0
         cpu[t.second] = max(cpu.get(t.second, 0.0), starved / stall)
         late = recorder.merge([t.delay]).get_max_value() / 1000 if t.delay and not t.buffer_full else 0.0
-        own = max(ev.get("loop_gap_ms", 0.0), late) - starved
-        score = max(ev.get("py_gc_max_ms", 0.0) / (GC_SHARE * slo_ms), own / stall)
+        own = max(ev.loop_gap_ms or 0.0, late) - starved
+        score = max((ev.py_gc_max_ms or 0.0) / (GC_SHARE * slo_ms), own / stall)
         harness[t.second] = max(harness[t.second], score)
     return {
         "broker_gc": gc,
@@ -155,8 +156,8 @@ def configured_waits(raw: RawRun, stall: float) -> dict[str, dict[int, float]]:
     held: dict[int, float] = {}
     if linger >= stall:
         for t in raw.ticks:
-            ev = t.evidence or {}
-            q, r = ev.get("queue_p99_ms"), ev.get("rtt_p99_ms")
+            ev = t.evidence or Evidence()
+            q, r = ev.queue_p99_ms, ev.rtt_p99_ms
             if t.role == "producer" and q is not None and r is not None:
                 held[t.second] = max(held.get(t.second, 0.0), max(0.0, min(q - r, linger)) / stall)
     fetched: dict[int, float] = {}
@@ -266,8 +267,9 @@ def _where(raw: RawRun, above: Sequence[int]) -> Where:
     if not above:
         return Where()
     keep = set(above)
-    q = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("queue_p99_ms")) is not None]
-    r = [v for t in raw.ticks if t.second in keep and (v := (t.evidence or {}).get("rtt_p99_ms")) is not None]
+    ev = [t.evidence for t in raw.ticks if t.second in keep and t.evidence]
+    q = [e.queue_p99_ms for e in ev if e.queue_p99_ms is not None]
+    r = [e.rtt_p99_ms for e in ev if e.rtt_p99_ms is not None]
     e = sorted(_p99_by_second(raw, "consumer")[s] for s in above)
 
     def med(xs: list[float]) -> float | None:

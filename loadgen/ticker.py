@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from multiprocessing.queues import Queue
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
 
+from loadgen.rawrun import Evidence
 from loadgen.recorder import LatencyBuffer
 from loadgen.selfwatch import SelfWatch
 
@@ -43,19 +45,20 @@ class Ticker:
     def close(self) -> None:
         self.watch.close()
 
-    def _client_stats(self, evidence: dict[str, float]) -> None:
+    def _client_stats(self, evidence: Evidence) -> Evidence:
+        """`evidence` with the client's tail statistics for the second; those of the measure window kept."""
         assert self.stats_fn is not None
         s = self.stats_fn()
         if not s:
-            return
-        evidence.update((k, s[k]) for k in TAIL_STATS if k in s)
+            return evidence
         if self.window[0] <= self.t0 + self.sec * 1_000_000_000 < self.window[1]:
             self.stats.append(dict(s))
+        return replace(evidence, **{k: s[k] for k in TAIL_STATS if k in s})
 
     def emit(self) -> None:
         evidence = self.watch.fold()
         if self.stats_fn is not None:
-            self._client_stats(evidence)
+            evidence = self._client_stats(evidence)
         msgs, hist = self.buf.fold()
         enc = hist.encode() if msgs else None
         if self.acked_fn is not None:
@@ -81,7 +84,7 @@ class Ticker:
                 self.buffer_full,
                 sent,
                 delay,
-                evidence,
+                evidence.to_json(),
             )
         )
         self._seq_at_last = self.seq

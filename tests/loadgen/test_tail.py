@@ -8,6 +8,7 @@ from typing import Any
 
 from core.typed import to_json
 from loadgen import recorder
+from loadgen.rawrun import Evidence
 from loadgen.runner import RawRun, Tick
 from loadgen.tail import budget, combine, words
 from loadgen.workload import parse_workload
@@ -27,8 +28,9 @@ def run(p99s: list[float], evidence: dict[int, dict[str, float]]) -> RawRun:
     w = parse_workload({"name": "t", "producerRate": 1000})
     raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
     for s, p in enumerate(p99s):
-        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, {}))
-        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(p), 0.0, 0.0, 0, 0, None, evidence.get(s, {})))
+        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, Evidence()))
+        ev = Evidence(**evidence.get(s, {}))
+        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(p), 0.0, 0.0, 0, 0, None, ev))
     return raw
 
 
@@ -130,8 +132,8 @@ def configured(producer: dict[str, Any], consumer: dict[str, Any], e2e_ms: float
     raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
     tail = {"queue_p99_ms": queue_ms, "rtt_p99_ms": 20.0}
     for s in range(5):
-        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, dict(tail)))
-        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(e2e_ms), 0.0, 0.0, 0, 0, None, {}))
+        raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, Evidence(**tail)))
+        raw.ticks.append(Tick("consumer", 0, s, 1000, 0, 0, _hist(e2e_ms), 0.0, 0.0, 0, 0, None, Evidence()))
     return raw
 
 

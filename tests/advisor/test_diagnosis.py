@@ -65,7 +65,7 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
         name=f"fsync-{unique}",
         partitionsPerTopic=3,
         warmupDurationMinutes=0.05,
-        testDurationMinutes=0.75,  # a 45-s window: `advise` starting late on a busy machine still samples load
+        testDurationMinutes=0.5,  # a 30-s window: `advise` starting late on a busy machine still samples load
         producerConfig={"acks": "all", "linger.ms": 5},
     )
     out = tmp_path / "run"

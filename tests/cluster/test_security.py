@@ -96,12 +96,15 @@ def test_a_sasl_ssl_bench_works_and_the_password_is_nowhere(
     assert s["acknowledged"] > 0 and s["lost"] == 0
     # the admin client went over SASL_SSL too: the record has every broker's configs
     assert res["brokerConfig"] is not None and set(res["brokerConfig"]) == {"1", "2", "3"}
-    analyze(out, spark)  # the session's Spark: `report` would start its own (~30 s)
-    report = kafkatune("report", str(out))
-    assert report.returncode == 0, report.stderr[-2000:]
+    said = p.stdout + p.stderr
+    if mechanism == "SCRAM-SHA-512":  # the report reads the record, whatever the login was: once is enough
+        analyze(out, spark)  # the session's Spark: `report` would start its own
+        report = kafkatune("report", str(out))
+        assert report.returncode == 0, report.stderr[-2000:]
+        said += report.stdout + report.stderr
     # grep: the password is in no output, record, report or broker log (only in the secret file itself
     # and the brokers' owner-only server.properties, which hold the PLAIN user list)
-    assert password not in p.stdout + p.stderr + report.stdout + report.stderr
+    assert password not in said
     files = [*out.rglob("*"), *testbed.state_dir.rglob("*.log"), testbed.state_file, inv]
     leaks = [f for f in files if f.is_file() and password.encode() in f.read_bytes()]
     assert leaks == []

@@ -50,7 +50,7 @@ class Evidence:
 
     @classmethod
     def from_json(cls, d: Mapping[str, float] | None) -> Evidence:
-        return cls(**{k: float(v) for k, v in (d or {}).items() if k in EVIDENCE_FIELDS and v is not None})
+        return from_json(cls, d or {}, "a tick's evidence")
 
 
 EVIDENCE_FIELDS = tuple(f.name for f in fields(Evidence))

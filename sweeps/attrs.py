@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.typed import from_json
+
 OWNER, CONFIG, RECORD, KEY = "owner", "config", "record", "key"
 INTERRUPTED, RELEASED = "interrupted", "released"
 
@@ -33,24 +35,8 @@ class TrialAttrs:
 
     @classmethod
     def of(cls, t: Any) -> TrialAttrs:
-        """From an Optuna trial (frozen or running): the attributes written so far."""
-        a = t.user_attrs
-        wins = a.get("windows_mb_s")
-        return cls(
-            config=a.get(CONFIG) or {},
-            record=a.get(RECORD),
-            key=a.get(KEY),
-            owner=a.get(OWNER),
-            interrupted=bool(a.get(INTERRUPTED)),
-            released=bool(a.get(RELEASED)),
-            restarts=int(a.get("restarts") or 0),
-            probe_msg_s=a.get("probe_msg_s"),
-            rate_msg_s=a.get("rate_msg_s"),
-            no_rate_held=a.get("no_rate_held") or None,
-            windows_mb_s=tuple(wins) if wins is not None else None,
-            violations=tuple(a.get("violations") or ()),
-            fail_reason=a.get("fail_reason"),
-        )
+        """From an Optuna trial (frozen or running): the attributes written so far, the rest at their defaults."""
+        return from_json(cls, t.user_attrs, f"trial {t.number}'s attributes")
 
     @property
     def trial_id(self) -> str:

@@ -15,7 +15,7 @@ from cluster import admin, metrics
 from records.testbed import Node, TestbedState, load_state, save_state
 from testbed import netns, writeback
 from testbed.dist import KafkaDist
-from testbed.lifecycle import Testbed
+from testbed.lifecycle import RUNNING, Testbed
 from testbed.nodes import HEAP, jvm_options
 from tests.helpers import REPO, kafkatune
 
@@ -104,6 +104,16 @@ def test_restart_waits_for_full_isr(healthy: TestbedState, testbed: Testbed) -> 
     st = testbed.status()
     assert st.nodes[1].alive and st.nodes[1].pid != old
     assert admin.under_replicated(admin.admin_client(healthy.bootstrap_servers)) == []
+
+
+def test_heal_after_a_crash_returns_once_the_node_itself_serves(healthy: TestbedState, testbed: Testbed) -> None:
+    """A node killed a moment ago is still listed as live until its session expires, and its exporter answers a
+    second after its JVM starts: heal returns only once the node says its broker is RUNNING (a sweep's next trial
+    ran against a broker still registering)."""
+    testbed.kill(3)
+    assert testbed.heal(progress=print) == [3]
+    node = next(n for n in testbed.state().nodes if n.id == 3)
+    assert metrics.scrape(node.metrics_url).get("broker_state") == RUNNING
 
 
 def test_shaped_tests_skip_with_the_reason_where_cap_net_admin_is_missing(tmp_path: Path) -> None:

@@ -219,9 +219,16 @@ class Driver(abc.ABC):
     # Whether a send the system cannot take yet raises BufferFull (the send loop waits and counts it) instead of
     # blocking: a max-rate producer that rarely met a full buffer then never waited on the system (loadgen.scaleout).
     full_buffer_backpressure: ClassVar[bool] = False
+    # The client library it drives, by its package's name: a run's record names the client and its version.
+    library: ClassVar[str] = ""
 
     def __init__(self, common: Mapping[str, str]) -> None:
         self.common = dict(common)
+
+    @classmethod
+    def client_info(cls) -> dict[str, str]:
+        """The client a run used, for its record: the library and its installed version (empty: none, raw TCP)."""
+        return {"client": cls.library, "version": metadata.version(cls.library)} if cls.library else {}
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
         """Raise UserError naming the key when a client config is not valid. Touches no server."""

@@ -165,6 +165,7 @@ class DdsConsumer(api.Consumer):
 
 class DdsDriver(api.Driver):
     name: ClassVar[str] = "dds"
+    library: ClassVar[str] = "cyclonedds"
 
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)

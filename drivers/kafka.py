@@ -4,25 +4,15 @@ Config keys are librdkafka's, which accept the Java client's names for the keys 
 keys that kafkatune sweeps are translated (`buffer.memory` -> `queue.buffering.max.kbytes`); any other
 unknown key is an error, never silently ignored.
 
-One consumer default is the harness's, not librdkafka's: `fetch.queue.backoff.ms` 10 (librdkafka: 1,000).
-librdkafka stops fetching a partition for that long whenever its local queue holds more than
-`queued.min.messages` or `queued.max.messages.kbytes`, which a consumer at max rate reaches every time it falls
-a little behind; the Java consumer fetches again as soon as its buffer is read. Measured on the warm testbed
-(`benchmarks/consumer_fetch_backoff.py`, 3 alternating pairs): the consumer drained a backlog of 1-KB records at
-89-130 k records a second with librdkafka's default and 636-690 k/s with 10 ms. A `consumerConfig` key of the same
-name overrides it.
-
-One producer default is the harness's too: `max.in.flight.requests.per.connection` 5, the Java producer's (and
-the value a sweep's trials send, from the catalogue's defaults), not librdkafka's 1,000,000. With librdkafka's,
-one producer of 100-B records at max rate (acks=all, linger.ms 5, batch.size 128 KiB, 6 partitions) moved
-62.7 MB/s against 72.8 MB/s with 5, and its client spent 1.26 µs of CPU per record against 1.08 (medians of 6
-alternating pairs on a warm loopback testbed, 6 of 6 favouring 5, from a dev run of the method that
-`benchmarks/producer_inflight.py` repeats). A `producerConfig` key of the same name overrides it.
-
-Both clients disable Nagle's algorithm (`socket.nagle.disable` true), as the Java clients do on every connection
-(librdkafka leaves it on): for parity with them, not for a measured gain. A fixed rate's p99 with it on and off
-differed within the runs' spread, with and without a delay on the links (benchmarks/results/client_nodelay.json).
-A key of the same name in a workload's `producerConfig` or `consumerConfig` overrides it.
+Three defaults are the harness's, not librdkafka's; a `producerConfig` or `consumerConfig` key of the same name
+overrides each (the README's load generator section gives what each was measured to change):
+- a consumer fetches again 10 ms after its local queue was full (`fetch.queue.backoff.ms`; librdkafka waits 1 s,
+  the Java consumer not at all), so one at max rate that falls a little behind is not paused for a second
+  (benchmarks/consumer_fetch_backoff.py);
+- a producer keeps the Java producer's 5 requests in flight per connection (librdkafka allows 1,000,000), the
+  value a sweep's trials send from the catalogue's defaults (benchmarks/producer_inflight.py);
+- both disable Nagle's algorithm (`socket.nagle.disable`), as the Java clients do on every connection: for
+  parity with them, not for a gain (benchmarks/results/client_nodelay.json).
 """
 
 from __future__ import annotations
@@ -35,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+import confluent_kafka
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Consumer as _Consumer
 from confluent_kafka import Producer as _Producer
@@ -276,6 +267,7 @@ class KafkaConsumer(api.Consumer):
 
 class KafkaDriver(api.Driver):
     name: ClassVar[str] = "kafka"
+    library: ClassVar[str] = "confluent-kafka"
     holds_backlog: ClassVar[bool] = True
     full_buffer_backpressure: ClassVar[bool] = True
     local_server: ClassVar[str] = "testbed"
@@ -284,6 +276,11 @@ class KafkaDriver(api.Driver):
     def __init__(self, common: Mapping[str, str]) -> None:
         super().__init__(common)
         self._admin: AdminClient | None = None
+
+    @classmethod
+    def client_info(cls) -> dict[str, str]:
+        """confluent-kafka's version and the librdkafka it wraps (the library that moves the bytes)."""
+        return {**super().client_info(), "librdkafka": confluent_kafka.libversion()[0]}
 
     @property
     def admin(self) -> AdminClient:

@@ -186,6 +186,7 @@ class KpConsumer(api.Consumer):
 
 class KafkaPythonDriver(api.Driver):
     name: ClassVar[str] = "kafka-python"
+    library: ClassVar[str] = "kafka-python"
     local_server: ClassVar[str] = "testbed"
     partitioned: ClassVar[bool] = True
     full_buffer_backpressure: ClassVar[bool] = True

@@ -153,6 +153,7 @@ class MqttConsumer(api.Consumer):
 
 class MqttDriver(api.Driver):
     name: ClassVar[str] = "mqtt"
+    library: ClassVar[str] = "paho-mqtt"
     local_server: ClassVar[str] = "mosquitto"
 
     def __init__(self, common: Mapping[str, str]) -> None:

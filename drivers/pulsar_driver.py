@@ -173,6 +173,7 @@ class PulsarConsumer(api.Consumer):
 
 class PulsarDriver(api.Driver):
     name: ClassVar[str] = "pulsar"
+    library: ClassVar[str] = "pulsar-client"
     local_server: ClassVar[str] = "pulsar"
     partitioned: ClassVar[bool] = True
 

@@ -98,6 +98,7 @@ class ZenohConsumer(api.Consumer):
 
 class ZenohDriver(api.Driver):
     name: ClassVar[str] = "zenoh"
+    library: ClassVar[str] = "eclipse-zenoh"
     local_server: ClassVar[str] = "zenoh"
 
     def __init__(self, common: Mapping[str, str]) -> None:

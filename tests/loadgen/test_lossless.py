@@ -8,11 +8,13 @@ worker processes, every acknowledged message matched to a consumed one.
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from drivers.api import load_driver
 from tests.helpers import kafkatune, write_workload
 
 # real runs at a rate, drained within deadlines: run where the CPU comes when asked (tests/lanes.py)
@@ -22,13 +24,19 @@ RUN = {"warmupDurationMinutes": 0.05, "testDurationMinutes": 0.12, "partitionsPe
 
 
 def _bench(tmp: Path, name: str, bootstrap: str, **fields: Any) -> dict[str, Any]:
+    """The run's summary; its record names the system's own client, and no Kafka admin client asked a server that
+    is not Kafka for broker configs (it waited 10 s to fail)."""
     wl = write_workload(tmp / f"{name}.yaml", name=name, **RUN, **fields)
     out = tmp / name
     proc = kafkatune(
         "bench", str(wl), "--no-scale-out", "--bootstrap", bootstrap, "--out", str(out), "--json", timeout=300
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(json.loads((out / "result.json").read_text())["summary"])
+    rec = json.loads((out / "result.json").read_text())
+    lib = load_driver(fields["driver"]).library
+    assert rec["driver_info"] == {"client": lib, "version": metadata.version(lib)}, rec["driver_info"]
+    assert rec["brokerConfig"] is None and "broker configs" not in proc.stderr, proc.stderr[-3000:]
+    return dict(rec["summary"])
 
 
 @pytest.mark.parametrize(

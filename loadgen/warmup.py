@@ -35,6 +35,7 @@ JIT_WINDOW_S = 10.0
 # The producer settings the warm-up loads the brokers with, one after the other, each for its share of the time.
 SHAPES: tuple[Mapping[str, Any], ...] = ({"linger.ms": 0}, {"linger.ms": 20, "batch.size": 1 << 20})
 PACED = 0.6  # the fixed-rate shape after SHAPES: this share of the first shape's rate (None: no such shape)
+MIN_SHAPE_S = 1.0  # a shape left no time by the ones before it still runs this long: each compiles its own paths
 
 
 def jit_series(samples: Sequence[BrokerSample], since_ns: int = 0) -> dict[int, list[tuple[float, float]]]:
@@ -111,7 +112,8 @@ class JitBusyWatch:
 @dataclass(frozen=True)
 class WarmShape:
     """One shape of a warm-up's load: its producer settings, its rate (None: the maximum), how long it ran, the
-    acknowledged msg/s, the brokers' JIT cores per broker at its end and whether it ended quiet (None: no metrics)."""
+    acknowledged msg/s, the brokers' JIT cores per broker at its end, whether it ended quiet (None: no metrics) and
+    the seconds of load it was given (its share of what was left)."""
 
     producer: Mapping[str, Any]
     rate_msg_s: float | None
@@ -119,6 +121,7 @@ class WarmShape:
     msg_s: float
     jit_cores: float | None
     quiet: bool | None
+    cap_s: float | None = None  # None: read from a record written before shapes shared what was left
 
 
 @dataclass(frozen=True)
@@ -148,29 +151,35 @@ def warm_up(
 ) -> WarmUp:
     """Run acks=all load through every broker (6 partitions) and read it back, in each of `shapes` (producer
     settings) at the maximum rate, then (`paced`) at that share of the first one's rate with `paced_shape` (default:
-    the client's defaults),
-    in turn for an equal share of `seconds`, or with `metrics_urls` until the brokers' JIT is quiet (the share is
-    then its cap). Returns how long it ran (`s`), the brokers' JIT cores per broker at the end of the last shape
-    (`jit_cores`) and whether every shape ended quiet (`quiet`; both None without metrics), and each shape's own
-    figures (`shapes`). Quiet: at most `quiet_cores` per broker over the last `window_s`.
+    the client's defaults), in turn, each for an equal share of what is left of `seconds` when it starts (a shape's
+    start-up counts against it, so the whole takes about `seconds`; at least MIN_SHAPE_S each), or with
+    `metrics_urls` until the brokers' JIT is quiet (the share is then its cap). Returns how long it ran (`s`), the
+    brokers' JIT cores per broker at the end of the last shape (`jit_cores`) and whether every shape ended quiet
+    (`quiet`; both None without metrics), and each shape's own figures (`shapes`). Quiet: at most `quiet_cores` per
+    broker over the last `window_s`.
 
     `common`: client security settings (an inventory's), `placements`: where the workers run."""
     if not shapes:
         raise ValueError("warm_up needs at least one shape of load")
     n = len(shapes) + (1 if paced else 0)
-    each = seconds / n
-    cap = f"{each:g} s" if n == 1 else f"{each:g} s each of {n} shapes"
-    load = f"{cap} with acks=all load"
+    cap = f"{seconds:g} s" if n == 1 else f"{seconds:g} s in all, shared by {n} shapes"
+    load = f"{cap} of acks=all load"
     if metrics_urls:
         load = f"up to {load}, until its compilers take ≤ {quiet_cores:g} core per broker over {window_s:g} s"
     say(f"warming up the brokers' JIT for {load}")
     t0 = time.monotonic()
     watch = JitWatch(list(metrics_urls), quiet_cores, window_s) if metrics_urls else None
-    done = [_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch) for shape in shapes]
+
+    def share(left: int) -> float:
+        return max(MIN_SHAPE_S, (seconds - (time.monotonic() - t0)) / left)
+
+    done: list[WarmShape] = []
+    for i, shape in enumerate(shapes):
+        done.append(_warm_shape(bootstrap, share(n - i), shape, placements, say, common, metrics_urls, watch))
     if paced and done[0].msg_s:
         rate = round(paced * done[0].msg_s)
         shape = dict(paced_shape or {})
-        done.append(_warm_shape(bootstrap, each, shape, placements, say, common, metrics_urls, watch, rate))
+        done.append(_warm_shape(bootstrap, share(1), shape, placements, say, common, metrics_urls, watch, rate))
     quiet = all(d.quiet for d in done) if metrics_urls else None
     return WarmUp(round(time.monotonic() - t0, 1), done[-1].jit_cores, quiet, tuple(done))
 
@@ -226,4 +235,5 @@ def _warm_shape(
     at = f" at {rate:,.0f} msg/s" if rate else ""
     say(f"warm-up ({batches}{at}) done in {took:.0f} s: {msg_s * w.messageSize / MB:.1f} MB/s, {p99}{state}")
     quiet = raw.stopped_early_at is not None if watch else None
-    return WarmShape(dict(shape), rate, round(took, 1), msg_s, None if jit is None else round(jit, 3), quiet)
+    jit_cores = None if jit is None else round(jit, 3)
+    return WarmShape(dict(shape), rate, round(took, 1), msg_s, jit_cores, quiet, round(seconds, 2))

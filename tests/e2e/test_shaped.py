@@ -119,7 +119,7 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 # probes, brackets, bisects and confirms for itself, in 8 steps at the most
                 "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 4, "resolution": 0.25, "max_steps": 8},
                 # 3 spreads within the SLO, at most 3 runs
-                "hold": {"z": 3, "run_s": 10, "tries": 3},
+                "hold": {"z": 3, "run_s": 6, "tries": 3},
                 "seed": 3,
             }
         )

@@ -181,7 +181,7 @@ def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled
     """replica.fetch.max.bytes needs a rolling restart, and each restarted broker compiles under load for a minute
     (0.5-1.1 core of JIT here): after a 2-s restart warm-up (less than the JIT watch's window, so it ends at its
     cap, still compiling) the trial's run measures the compiler, is set aside, and runs again once the brokers are
-    quiet (jit_warmup_s: 10 at the most); the sweep rolls the brokers back at its end."""
+    quiet (jit_warmup_s: 5 at the most); the sweep rolls the brokers back at its end."""
     ensure_healthy(testbed)
     tmp = tmp_path_factory.mktemp("rolled")
     before = configs(testbed).snapshot()
@@ -195,7 +195,7 @@ def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled
                 "trials": 1,
             }
         ],
-        measurement={**FAST, "restart_warmup_s": 2, "jit_warmup_s": 10},
+        measurement={**FAST, "restart_warmup_s": 2, "jit_warmup_s": 5},
     )
     p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -241,8 +241,8 @@ def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm
         (said,) = a["events"]
         assert said.startswith("brokers still compiling") and any(x.startswith(said) for x in a["measured"]["warnings"])
         assert a["values"]["throughput_mb_s"] > 0
-        w = a["warm_up"]  # ended by the JIT watch, or at its 10-s cap
-        assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 10), w
+        w = a["warm_up"]  # ended by the JIT watch, or at its 5-s cap
+        assert w["jit_cores"] is not None and w["s"] < 20 and (w["quiet"] or w["s"] >= 5), w
         assert a["s"] >= w["s"]
         # the trial's own settings, at its maximum rate then paced: what the brokers were compiling for
         assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536", "65536"], w["shapes"]
@@ -380,14 +380,13 @@ def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: P
                 "trials": 3,
             }
         ],
-        measurement={**FAST, "window_s": 3, "windows": 2},
     )
     run_dir = tmp_path / "kill9"
     done = lambda: [r for r in records(run_dir) if r["state"] == "complete"]  # noqa: E731
     proc = popen_sweep(spec, testbed, tmp_path, tmp_path / "log1")
     try:
         wait_for(lambda: len(done()) >= 1, 180, "the first trial", proc)
-        time.sleep(5)  # the second trial is running
+        time.sleep(4)  # the second trial is running (about 7 s: its apply, 1 s of warm-up and 2 windows of 2 s)
         workers = psutil.Process(proc.pid).children(recursive=True)  # its fork server and load workers
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

@@ -386,7 +386,7 @@ def test_kill_9_then_resume(healthy: TestbedState, testbed: Testbed, tmp_path: P
     proc = popen_sweep(spec, testbed, tmp_path, tmp_path / "log1")
     try:
         wait_for(lambda: len(done()) >= 1, 180, "the first trial", proc)
-        time.sleep(4)  # the second trial is running (about 7 s: its apply, 1 s of warm-up and 2 windows of 2 s)
+        time.sleep(4)  # the second trial is running: its apply, then 1 s of warm-up and 2 windows of 2 s (FAST)
         workers = psutil.Process(proc.pid).children(recursive=True)  # its fork server and load workers
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)

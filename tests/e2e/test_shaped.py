@@ -114,12 +114,13 @@ def tuned(shaped: Testbed, spark: Any, tmp_path_factory: pytest.TempPathFactory)
                 # sweep took 585 s instead of 273; without it the first search runs on brokers still compiling (its
                 # rate is low or none held), which the tests below allow for: they assert the sweep's structure and
                 # judgement, and the watch has its own test (tests/e2e/test_sweep.py)
-                "measurement": {"warmup_s": 2, "window_s": 3, "windows": 1, "jit_warmup_s": 0},
-                # shorter steps than a study's (2-4 s against 5-30 s, to 25 %): the suite's time; each search still
+                # 1-s warm-ups and 2-s windows: the tests below read the sweep's structure and judgement, no rate
+                "measurement": {"warmup_s": 1, "window_s": 2, "windows": 1, "jit_warmup_s": 0},
+                # shorter steps than a study's (2-3 s against 5-30 s, to 25 %): the suite's time; each search still
                 # probes, brackets, bisects and confirms for itself, in 8 steps at the most
-                "search": {"warmup_s": 2, "min_step_s": 2, "max_step_s": 4, "resolution": 0.25, "max_steps": 8},
+                "search": {"warmup_s": 1, "min_step_s": 2, "max_step_s": 3, "resolution": 0.25, "max_steps": 8},
                 # 3 spreads within the SLO, at most 3 runs
-                "hold": {"z": 3, "run_s": 6, "tries": 3},
+                "hold": {"z": 3, "run_s": 5, "tries": 3},
                 "seed": 3,
             }
         )

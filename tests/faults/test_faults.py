@@ -166,13 +166,13 @@ def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
         "disturbed",
         [{"name": "producer", "params": {"batch.size": {"choices": [65536, 131072]}}, "trials": 2}],
         # the bounced broker's JIT is cold again: its runs are kept, with their warning (jit_warmup_s 0)
-        measurement={"warmup_s": 3, "window_s": 5, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0},
+        measurement={"warmup_s": 2, "window_s": 4, "windows": 2, "restart_warmup_s": 0, "jit_warmup_s": 0},
     )
     log = tmp_path / "sweep.log"
     proc = popen_sweep(spec, testbed, tmp_path, log, "--json")
     victim = 3
     wait_for(lambda: "producer #1:" in log.read_text(errors="replace"), 300, "trial #1 to start", proc)
-    time.sleep(6)  # inside its measurement window (3-s warm-up after the workers start)
+    time.sleep(6)  # inside its 8 s of windows: the trial's apply, its workers' start, then a 2-s warm-up
     testbed.kill(victim)
     testbed.start(victim, progress=print)
     assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]

@@ -12,18 +12,17 @@ far they fell behind their schedule, and what the consumers received of what was
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
-from advisor.trials import num
 from core.units import MB
 from loadgen.sustainable import Step
 from records import result
 from records import run as runs
 from records import trial as trials
+from records.seconds import BrokerSecond, HostSecond
 
 # A link is where records queue when it averages at least LINK_BUSY of its rate and its fullest tenth of a second
 # (cluster.hoststats.LINK_EVERY_S) reached LINK_PEAK of it in at least LINK_BURSTS of the step's seconds: in the
@@ -100,35 +99,35 @@ def _worst(xs: Sequence[float | None]) -> float | None:
     return max(vals) if vals else None
 
 
-Rows = Sequence[Mapping[str, Any]]
-
-
-def _links(host: Rows, judged: set[int]) -> tuple[float | None, str, float | None]:
+def _links(host: Sequence[HostSecond], judged: set[int]) -> tuple[float | None, str, float | None]:
     """The busiest shaped link over the `judged` seconds: its mean share of its rate, its name and direction, and
     the share of seconds its peak reached LINK_PEAK (None, "", None without shaped links)."""
-    rows = [r for r in host if r.get("second") in judged]
-    names = {k for r in rows for k in r if k.startswith("link_") and k.rsplit("_", 1)[-1] in ("in", "out")}
-    names = {k for k in names if "_peak_" not in k}
-    means = {k: m for k in names if (m := _mean([num(r.get(k)) for r in rows])) is not None}
+    rows = [r for r in host if r.second in judged]
+    names = {k for r in rows for k in r.link}
+    means = {k: m for k in names if (m := _mean([r.link.get(k) for r in rows])) is not None}
     if not means:
         return None, "", None
     busiest = max(means, key=means.__getitem__)
-    link, way = busiest.removeprefix("link_").rsplit("_", 1)
-    peaks = [num(r.get(f"link_{link}_peak_{way}")) for r in rows]
+    peaks = [r.link_peak.get(busiest) for r in rows]
     bursts = sum(1 for p in peaks if p is not None and p >= LINK_PEAK) / len(rows)
-    return means[busiest], f"{link} {way}", bursts
+    return means[busiest], " ".join(busiest), bursts
 
 
-def _connection(bs: Rows, producers: int) -> tuple[float, float, float] | None:
+def _request_ms(r: BrokerSecond) -> float:
+    """The milliseconds the parts of a produce request's time (TIME_PARTS) took in the broker's second."""
+    return sum(ms for part, ms in r.produce_ms_per_s.items() if part in TIME_PARTS)
+
+
+def _connection(bs: Sequence[BrokerSecond], producers: int) -> tuple[float, float, float] | None:
     """StepEvidence.connection from the brokers' per-second rows and the producer processes (one connection each
     to every broker); None without produce requests."""
     busiest = None
-    for b in {r.get("broker_id") for r in bs}:
-        rows = [r for r in bs if r.get("broker_id") == b]
-        requests = sum(num(r.get("produce_requests_per_s")) or 0.0 for r in rows)
+    for b in {r.broker_id for r in bs}:
+        rows = [r for r in bs if r.broker_id == b]
+        requests = sum(r.produce_requests_per_s or 0.0 for r in rows)
         if not requests:
             continue
-        ms = sum(num(r.get(f"{k}_per_s")) or 0.0 for r in rows for k in TIME_PARTS) / requests
+        ms = sum(_request_ms(r) for r in rows) / requests
         per_s = requests / len(rows) / max(1, producers)
         if busiest is None or per_s * ms > busiest[0] * busiest[1]:
             busiest = (per_s, ms, per_s * ms / 1000)
@@ -138,20 +137,20 @@ def _connection(bs: Rows, producers: int) -> tuple[float, float, float] | None:
 def evidence(step: Step, run: runs.Seconds, nic: float | None) -> StepEvidence:
     """`step` from the per-second rows of its judged seconds."""
     judged = set(step.judged_s)
-    brokers, samples = run.brokers, run.samples
-    bs = [r for r in brokers if r.get("second") in judged]
-    producers = [r for r in samples if r.get("second") in judged and r.get("role") == "producer"]
-    requests = sum(num(r.get("produce_requests_per_s")) or 0.0 for r in bs)
-    parts = {k: sum(num(r.get(f"{k}_per_s")) or 0.0 for r in bs) / requests for k in TIME_PARTS} if requests else {}
-    ids = {r.get("broker_id") for r in bs}
+    bs = [r for r in run.brokers if r.second in judged]
+    producers = [r for r in run.samples if r.second in judged and r.role == "producer"]
+    requests = sum(r.produce_requests_per_s or 0.0 for r in bs)
+    ms = {k: sum(r.produce_ms_per_s[k] for r in bs if k in r.produce_ms_per_s) for k in TIME_PARTS}
+    parts = {k: v / requests for k, v in ms.items()} if requests else {}
+    ids = {r.broker_id for r in bs}
 
-    def least(field: str) -> float | None:
-        means = [_mean([num(r.get(field)) for r in bs if r.get("broker_id") == b]) for b in ids]
+    def least(idle: Callable[[BrokerSecond], float | None]) -> float | None:
+        means = [_mean([idle(r) for r in bs if r.broker_id == b]) for b in ids]
         return min((m for m in means if m is not None), default=None)
 
     link, link_name, bursts = _links(run.host, judged)
     if link is None and nic and bs:  # no shaped link: the busiest broker's bytes in over the measured link rate
-        per = [((num(r.get("bytes_in_per_s")) or 0.0) + (num(r.get("replication_bytes_in_per_s")) or 0.0)) for r in bs]
+        per = [(r.bytes_in_per_s or 0.0) + (r.replication_bytes_in_per_s or 0.0) for r in bs]
         link, link_name = max(per) / MB / nic, "in"
     sent, got = step.sent, step.received
     return StepEvidence(
@@ -159,17 +158,17 @@ def evidence(step: Step, run: runs.Seconds, nic: float | None) -> StepEvidence:
         p99_e2e_ms=step.p99_e2e_ms,
         held=step.held,
         parts_ms=parts,
-        handler_idle=least("request_handler_idle"),
-        network_idle=least("network_processor_idle"),
+        handler_idle=least(lambda r: r.request_handler_idle),
+        network_idle=least(lambda r: r.network_processor_idle),
         link=link,
         link_name=link_name,
         link_bursts=bursts,
-        client_queue_ms=_worst([num(r.get("queue_p99_ms")) for r in producers]),
-        rtt_ms=_worst([num(r.get("rtt_p99_ms")) for r in producers]),
-        behind_ms=_worst([num(r.get("delay_max_ms")) for r in producers]),
+        client_queue_ms=_worst([r.queue_p99_ms for r in producers]),
+        rtt_ms=_worst([r.rtt_p99_ms for r in producers]),
+        behind_ms=_worst([r.delay_max_ms for r in producers]),
         received=got / sent if sent else None,
-        cpu=_mean([num(r.get("cpu_busy")) for r in run.host if r.get("second") in judged]),
-        connection=_connection(bs, len({r.get("worker") for r in producers})),
+        cpu=_mean([r.cpu_busy for r in run.host if r.second in judged]),
+        connection=_connection(bs, len({r.worker for r in producers})),
     )
 
 

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 from _common import bench, demo_workload, log, result_file, testbed
 
 from loadgen.tail import controller_moves
+from records.seconds import BrokerSecond
 from testbed import netns, writeback
 
 SLO_MS = 100.0
@@ -67,7 +68,7 @@ def one(tb: Any, tmp: Path, name: str, rate: float | None, secs: float, dirty: D
         "p999_e2e_ms": lat.get("p99.9"),
         "max_e2e_ms": lat.get("max"),
         "above_slo_s": (d.get("tail") or {}).get("above_slo"),
-        "controller_moves_s": len(controller_moves(measure)),
+        "controller_moves_s": len(controller_moves([BrokerSecond.of(r) for r in measure])),
         "log_flush_ms_max": max((r.get("log_flush_ms_per_s") or 0.0 for r in measure), default=None),
         "dirty_mb_peak": round(dirty.reset(), 1),
         "consume_mb_s": d.get("consume_mb_s"),

@@ -6,44 +6,44 @@ window shows any of them instead of feeding its dip to the optimizer (sweeps.tri
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from records.result import RunSummary
+from records.seconds import BrokerSecond
 
 # A broker not scraped for this long (its exporter did not answer: the process was down or stalled).
 GAP_S = 3.0
 
 
-def disturbances(rows: Iterable[Mapping[str, Any]], phase: str = "measure", brokers: Iterable[int] = ()) -> list[str]:
+def disturbances(rows: Iterable[BrokerSecond], phase: str = "measure", brokers: Iterable[int] = ()) -> list[str]:
     """What happened to the cluster in the rows of `phase`, first occurrence of each kind per broker, in words.
 
     `brokers`: the ids whose metrics were scraped. A gap shows in a broker's next row, so a broker that never
     answered again left none: one with no row in the phase, or whose rows end more than GAP_S before the other
     brokers' do, was down or stalled to the window's end (killed in it and never back, or dead all along)."""
     found: dict[tuple[str, int], str] = {}
-    in_phase = sorted((r for r in rows if r.get("phase") == phase), key=lambda r: (r["second"], r["broker_id"]))
+    in_phase = sorted((r for r in rows if r.phase == phase), key=lambda r: (r.second, r.broker_id))
 
     def note(kind: str, broker: int, text: str) -> None:
         found.setdefault((kind, broker), text)
 
     controller: dict[int, int] = {}  # second -> the broker that was the active controller in it
     for r in in_phase:
-        b, s = int(r["broker_id"]), int(r["second"])
-        if r.get("restarted"):
+        b, s = r.broker_id, r.second
+        if r.restarted:
             note("restart", b, f"broker {b} restarted (its counters started again) by second {s}")
-        if float(r.get("interval_s") or 0.0) > GAP_S:
-            note("gap", b, f"broker {b} could not be scraped for {r['interval_s']:.0f} s before second {s}")
-        if float(r.get("isr_shrinks_per_s") or 0.0) > 0:
+        if (r.interval_s or 0.0) > GAP_S:
+            note("gap", b, f"broker {b} could not be scraped for {r.interval_s:.0f} s before second {s}")
+        if (r.isr_shrinks_per_s or 0.0) > 0:
             note("isr", b, f"broker {b}: ISR shrank in second {s}")
-        if float(r.get("under_replicated") or 0.0) > 0:
-            note("urp", b, f"broker {b}: {r['under_replicated']:.0f} under-replicated partition(s) in second {s}")
-        if r.get("active_controller") == 1.0:
+        if (r.under_replicated or 0.0) > 0:
+            note("urp", b, f"broker {b}: {r.under_replicated:.0f} under-replicated partition(s) in second {s}")
+        if r.active_controller == 1.0:
             controller[s] = b
     if in_phase:
-        end = max(int(r["second"]) for r in in_phase)
+        end = max(r.second for r in in_phase)
         for b in sorted(set(brokers)):
-            mine = [int(r["second"]) for r in in_phase if int(r["broker_id"]) == b]
+            mine = [r.second for r in in_phase if r.broker_id == b]
             if not mine:
                 note("gap", b, f"broker {b} could not be scraped in the whole {phase} window")
             elif end - max(mine) > GAP_S:

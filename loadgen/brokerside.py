@@ -6,7 +6,7 @@ brokers' JIT was still compiling, and the brokers' machine each second (cluster.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ import numpy as np
 from cluster import hoststats, metrics
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
+from records.seconds import BrokerSecond
 
 
 def _phase(raw: RawRun, second: int) -> str:
@@ -30,33 +31,38 @@ def broker_rows(raw: RawRun) -> list[dict[str, Any]]:
     return rows
 
 
-def broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def broker_summary(rows: Sequence[BrokerSecond]) -> dict[str, Any] | None:
     """Cluster-wide MB/s over the measure window: produce (bytes in), replicate, consume (bytes out).
 
     Kafka counts replica fetches apart: BytesIn/OutPerSec are client traffic only and
     ReplicationBytesIn/OutPerSec the followers' (kafka.server.BrokerTopicStats.updateBytesOut).
     """
-    meas = [r for r in rows if r["phase"] == "measure"]
+    meas = [r for r in rows if r.phase == "measure"]
     if not meas:
         return None
     by_sec: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    jit: dict[int, list[float | None]] = defaultdict(list)
     for r in meas:
-        for k in ("bytes_in_per_s", "bytes_out_per_s", "replication_bytes_in_per_s", "replication_bytes_out_per_s"):
-            by_sec[r["second"]][k] += r.get(k, 0.0)
-        if "jit_compile_s_per_s" in r:
-            by_sec[r["second"]]["jit"] += r["jit_compile_s_per_s"]
+        sec = by_sec[r.second]
+        sec["in"] += r.bytes_in_per_s or 0.0
+        sec["out"] += r.bytes_out_per_s or 0.0
+        sec["repl_in"] += r.replication_bytes_in_per_s or 0.0
+        sec["repl_out"] += r.replication_bytes_out_per_s or 0.0
+        jit[r.second].append(r.jit_compile_s_per_s)
     secs = list(by_sec.values())
 
     def mean(k: str) -> float:
         return float(np.mean([s[k] for s in secs])) / MB
 
+    # some broker reported its compilers in every second, or the cores are not known
+    known = all(any(c is not None for c in cs) for cs in jit.values())
     return {
-        "produce_mb_s": mean("bytes_in_per_s"),
-        "replicate_mb_s": mean("replication_bytes_in_per_s"),
-        "consume_mb_s": mean("bytes_out_per_s"),
-        "replication_out_mb_s": mean("replication_bytes_out_per_s"),
+        "produce_mb_s": mean("in"),
+        "replicate_mb_s": mean("repl_in"),
+        "consume_mb_s": mean("out"),
+        "replication_out_mb_s": mean("repl_out"),
         # cores the brokers' JIT compilers took, all brokers together (None: the exporter has no JVM collector)
-        "jit_compile_cores": float(np.mean([s["jit"] for s in secs])) if all("jit" in s for s in secs) else None,
+        "jit_compile_cores": float(np.mean([sum(c or 0.0 for c in cs) for cs in jit.values()])) if known else None,
         "seconds": len(secs),
     }
 
@@ -67,13 +73,13 @@ def broker_summary(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 JIT_BUSY_CORES = 0.25
 
 
-def jit_busy(rows: list[dict[str, Any]]) -> dict[int, float]:
+def jit_busy(rows: Sequence[BrokerSecond]) -> dict[int, float]:
     """The brokers still compiling (JIT) in the measure window: broker id -> its compilers' mean cores, for those at
     JIT_BUSY_CORES or more (none without the exporter's JVM collector)."""
     per: dict[int, list[float]] = defaultdict(list)
     for r in rows:
-        if r["phase"] == "measure" and "jit_compile_s_per_s" in r:
-            per[int(r["broker_id"])].append(float(r["jit_compile_s_per_s"]))
+        if r.phase == "measure" and r.jit_compile_s_per_s is not None:
+            per[r.broker_id].append(r.jit_compile_s_per_s)
     means = {b: float(np.mean(v)) for b, v in sorted(per.items())}
     return {b: c for b, c in means.items() if c >= JIT_BUSY_CORES}
 
@@ -87,7 +93,7 @@ def jit_busy_words(busy: Mapping[int, float]) -> str:
     )
 
 
-def jit_warning(rows: list[dict[str, Any]]) -> str | None:
+def jit_warning(rows: Sequence[BrokerSecond]) -> str | None:
     """Which brokers were still compiling (JIT) in the measure window, in words; None when none was (or the
     exporter has no JVM collector)."""
     busy = jit_busy(rows)

@@ -25,6 +25,7 @@ from loadgen.sustainable import Sustainable
 from records.profile import ClusterProfile
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
+from records.seconds import BrokerSecond, HostSecond
 
 _OMB_PCTS = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9), ("9999pct", 99.99))
 
@@ -152,8 +153,9 @@ def build(
     w = raw.workload
     timed = payload.timed(w.messageSize)
     pub, delay, e2e = _histograms(raw, timed)
-    broker_rows = brokerside.broker_rows(raw)
+    broker_rows = brokerside.broker_rows(raw)  # as the Parquet file keeps them; typed for what reads them here
     hosts = brokerside.host_rows(raw)
+    seconds = [BrokerSecond.of(r) for r in broker_rows]
     result: dict[str, Any] = {
         "schema_version": RUN_SCHEMA_VERSION,
         "workload": w.name,
@@ -170,7 +172,7 @@ def build(
         "aggregatedPublishDelayLatencyQuantiles": _quantiles(delay, 1.0),
         **_omb_latency("aggregatedEndToEndLatency", e2e, 1e-3),
         "aggregatedEndToEndLatencyQuantiles": _quantiles(e2e, 1e-3),
-        "summary": _summary(raw, timed, pub, delay, e2e, broker_rows),
+        "summary": _summary(raw, timed, pub, delay, e2e, seconds),
         "topics_used": raw.topics,
         "client_hosts": sorted({h or "local" for h in raw.worker_hosts.values()}),
         "per_client_host": _per_host(raw),
@@ -186,7 +188,8 @@ def build(
     measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
     doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
     if slo_ms is not None and timed:
-        result["summary"]["tail"] = to_json(tail.budget(raw, tail_seconds or measured, slo_ms, broker_rows, hosts))
+        found = tail.budget(raw, tail_seconds or measured, slo_ms, seconds, [HostSecond.of(r) for r in hosts])
+        result["summary"]["tail"] = to_json(found)
     host = pa.Table.from_pylist(hosts) if hosts else None
     return RunRecord(result, _samples(raw, timed), brokers, doc, host)
 
@@ -194,7 +197,8 @@ def build(
 def judge_step_tails(raw: RawRun, found: Sustainable, slo_ms: float) -> None:
     """Each step of `found` gets its tail budget in brief (loadgen.tail, TailBudget.brief) over its judged seconds:
     why a step missed, when a transient and not the rate made it (the run's own budget reads the steps that held)."""
-    brokers, hosts = brokerside.broker_rows(raw), brokerside.host_rows(raw)
+    brokers = [BrokerSecond.of(r) for r in brokerside.broker_rows(raw)]
+    hosts = [HostSecond.of(r) for r in brokerside.host_rows(raw)]
     for st in found.steps:
         st.tail = tail.budget(raw, st.judged_s, slo_ms, brokers, hosts).brief()
 
@@ -228,7 +232,7 @@ def _series(raw: RawRun, timed: bool) -> dict[str, list[float]]:
 
 
 def _summary(
-    raw: RawRun, timed: bool, pub: Any, delay: Any, e2e: Any, broker_rows: list[dict[str, Any]]
+    raw: RawRun, timed: bool, pub: Any, delay: Any, e2e: Any, broker_rows: Sequence[BrokerSecond]
 ) -> dict[str, Any]:
     """What kafkatune reads of a run: rates over the measure window, counts, losses, latencies, warnings."""
     w = raw.workload

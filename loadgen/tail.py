@@ -45,17 +45,19 @@ trip (brokers, replication, links) and the rest up to the consumer, from the cli
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import pairwise
-from typing import Any
+from typing import TypeVar
 
 from loadgen import recorder
 from loadgen.rawrun import Evidence
 from loadgen.runner import RawRun
+from records.seconds import BrokerSecond, HostSecond
 from records.tail import Cause, SecondCause, TailBrief, TailBudget, TailTotal, Unexplained, Where
 
 STALL_SHARE = 0.2  # a stall of a fifth of the SLO, on top of the usual latency, can carry a p99 over it
 GC_SHARE = 0.1
+Row = TypeVar("Row", BrokerSecond, HostSecond)
 JIT_CORES = 0.25  # loadgen.brokerside.JIT_BUSY_CORES: a broker still warming up
 CPU_BUSY = 0.9
 PRESSURE = 0.5  # some task waited for a CPU half of the second
@@ -84,37 +86,38 @@ SYMPTOMS = ("cpu",)
 FIRST = ("neighbour",)
 
 
-def _max(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[int, float]:
-    """second -> the largest value of `keys` over `rows` of that second (None values skipped)."""
+def _max(rows: Iterable[Row], value: Callable[[Row], float | None]) -> dict[int, float]:
+    """second -> the largest `value` over `rows` of that second, at least 0 (rows without a figure skipped)."""
     out: dict[int, float] = {}
     for r in rows:
-        for k in keys:
-            v = r.get(k)
-            if v is not None and v == v:  # not NaN
-                out[r["second"]] = max(out.get(r["second"], 0.0), float(v))
+        v = value(r)
+        if v is not None:
+            out[r.second] = max(out.get(r.second, 0.0), v)
     return out
 
 
+def _most(*vs: float | None) -> float | None:
+    return max((v for v in vs if v is not None), default=None)
+
+
 def _evidence(
-    raw: RawRun, broker_rows: Sequence[Mapping[str, Any]], host_rows: Sequence[Mapping[str, Any]], slo_ms: float
+    raw: RawRun, broker_rows: Sequence[BrokerSecond], host_rows: Sequence[HostSecond], slo_ms: float
 ) -> dict[str, dict[int, float]]:
     """cause -> second -> its evidence as a multiple of the cause's threshold (≥ 1: present)."""
     stall = STALL_SHARE * slo_ms
-    gc = {s: v * 1000 / stall for s, v in _max(broker_rows, ["gc_pause_s_per_s"]).items()}
-    jit = {s: v / JIT_CORES for s, v in _max(broker_rows, ["jit_compile_s_per_s"]).items()}
-    flush = {s: v / stall for s, v in _max(broker_rows, ["log_flush_ms_per_s"]).items()}
-    isr = {s: 1.0 + v for s, v in _max(broker_rows, ["isr_shrinks_per_s", "isr_expands_per_s"]).items() if v > 0}
-    waits = [k for r in host_rows for k in r if k.endswith("_wait")]
-    cpu = {s: v / CPU_BUSY for s, v in _max(host_rows, ["cpu_busy"]).items()}
-    for s, v in _max(host_rows, ["cpu_pressure"]).items():
+    gc = {s: v * 1000 / stall for s, v in _max(broker_rows, lambda r: r.gc_pause_s_per_s).items()}
+    jit = {s: v / JIT_CORES for s, v in _max(broker_rows, lambda r: r.jit_compile_s_per_s).items()}
+    flush = {s: v / stall for s, v in _max(broker_rows, lambda r: r.log_flush_ms_per_s).items()}
+    changes = _max(broker_rows, lambda r: _most(r.isr_shrinks_per_s, r.isr_expands_per_s))
+    isr = {s: 1.0 + v for s, v in changes.items() if v > 0}
+    cpu = {s: v / CPU_BUSY for s, v in _max(host_rows, lambda r: r.cpu_busy).items()}
+    for s, v in _max(host_rows, lambda r: r.cpu_pressure).items():
         cpu[s] = max(cpu.get(s, 0.0), v / PRESSURE)
-    for s, v in _max(host_rows, sorted(set(waits))).items():
+    for s, v in _max(host_rows, lambda r: _most(*r.broker_wait.values())).items():
         cpu[s] = max(cpu.get(s, 0.0), v / WAIT_CORES)
-    other = {s: v / OTHER_CORES for s, v in _max(host_rows, ["other_cpu"]).items()}
-    peaks = sorted({k for r in host_rows for k in r if "_peak_" in k})
-    link = {s: v / LINK_PEAK for s, v in _max(host_rows, peaks).items()}
-    drops = sorted({k for r in host_rows for k in r if k.endswith("_dropped")})
-    for s, v in _max(host_rows, drops).items():
+    other = {s: v / OTHER_CORES for s, v in _max(host_rows, lambda r: r.other_cpu).items()}
+    link = {s: v / LINK_PEAK for s, v in _max(host_rows, lambda r: _most(*r.link_peak.values())).items()}
+    for s, v in _max(host_rows, lambda r: _most(*r.link_dropped.values())).items():
         if v > 0:
             link[s] = max(link.get(s, 0.0), 1.0 + v)
     harness: dict[int, float] = defaultdict(float)
@@ -169,17 +172,16 @@ def configured_waits(raw: RawRun, stall: float) -> dict[str, dict[int, float]]:
     return {"linger": held, "fetch_wait": fetched}
 
 
-def controller_moves(broker_rows: Sequence[Mapping[str, Any]]) -> dict[int, float]:
+def controller_moves(broker_rows: Sequence[BrokerSecond]) -> dict[int, float]:
     """second -> 2.0 where the active controller moved into it (the broker reporting ActiveControllerCount 1
     changed) or the brokers together did not report exactly one (a 0 or a 2 between scrapes of a move)."""
     out: dict[int, float] = {}
     leader: dict[int, int] = {}
     for r in broker_rows:
-        if r.get("active_controller") == 1.0:
-            leader[int(r["second"])] = int(r["broker_id"])
-        n = r.get("active_controllers")
-        if n is not None and n == n and n != 1.0:
-            out[int(r["second"])] = 2.0
+        if r.active_controller == 1.0:
+            leader[r.second] = r.broker_id
+        if r.active_controllers is not None and r.active_controllers != 1.0:
+            out[r.second] = 2.0
     seconds = sorted(leader)
     for prev, cur in pairwise(seconds):
         if leader[prev] != leader[cur]:
@@ -204,8 +206,8 @@ def budget(
     raw: RawRun,
     seconds: Sequence[int],
     slo_ms: float,
-    broker_rows: Sequence[Mapping[str, Any]],
-    host_rows: Sequence[Mapping[str, Any]],
+    broker_rows: Sequence[BrokerSecond],
+    host_rows: Sequence[HostSecond],
 ) -> TailBudget:
     """The tail budget of `raw` over `seconds` (the measure window) against a p99 end-to-end SLO of `slo_ms`."""
     p99 = _p99_by_second(raw, "consumer")
@@ -253,12 +255,12 @@ def budget(
     )
 
 
-def _neighbours(host_rows: Sequence[Mapping[str, Any]], above: Sequence[int]) -> list[str]:
+def _neighbours(host_rows: Sequence[HostSecond], above: Sequence[int]) -> list[str]:
     """The other processes ("name[pid]") that took the most CPU in an above-SLO second or the one before it, at
     least OTHER_CORES, most often first."""
     keep = set(above) | {s - 1 for s in above}
-    busy = [r for r in host_rows if r.get("second") in keep and (r.get("other_cpu") or 0.0) >= OTHER_CORES]
-    seen = Counter(r["other_top"] for r in busy if r.get("other_top"))
+    busy = [r for r in host_rows if r.second in keep and (r.other_cpu or 0.0) >= OTHER_CORES]
+    seen = Counter(r.other_top for r in busy if r.other_top)
     return [name for name, _ in seen.most_common()]
 
 

@@ -9,6 +9,7 @@ A bench run's folder also holds the workload it ran (`workload.yaml`); a sweep's
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,6 +18,9 @@ import pyarrow.parquet as pq
 
 from core import files
 from records.omb import imported_result, write_omb
+from records.seconds import BrokerSecond, ClientSecond, HostSecond
+
+Rows = Sequence[Mapping[str, Any]]
 
 SCHEMA_VERSION = 1
 RESULT = "result.json"
@@ -65,11 +69,17 @@ def has_broker_metrics(run_dir: Path) -> bool:
 
 
 class Seconds(NamedTuple):
-    """A run's per-second rows, each list empty when the run did not record it."""
+    """A run's per-second rows (records.seconds), each list empty when the run did not record it."""
 
-    brokers: list[dict[str, Any]]  # per broker per second (cluster.metrics)
-    samples: list[dict[str, Any]]  # per worker per second (loadgen.ticker)
-    host: list[dict[str, Any]]  # the brokers' machine per second, shaped links included (cluster.hoststats)
+    brokers: list[BrokerSecond]  # per broker per second (cluster.metrics)
+    samples: list[ClientSecond]  # per worker per second (loadgen.ticker)
+    host: list[HostSecond]  # the brokers' machine per second, shaped links included (cluster.hoststats)
+
+    @classmethod
+    def of(cls, brokers: Rows, samples: Rows, host: Rows) -> Seconds:
+        """Typed from rows as the Parquet files hold them."""
+        typed_brokers = [BrokerSecond.of(r) for r in brokers]
+        return cls(typed_brokers, [ClientSecond.of(r) for r in samples], [HostSecond.of(r) for r in host])
 
 
 def seconds(run_dir: Path) -> Seconds:
@@ -79,7 +89,7 @@ def seconds(run_dir: Path) -> Seconds:
         f = run_dir / name
         return pq.read_table(f).to_pylist() if f.exists() else []
 
-    return Seconds(rows(BROKER_METRICS), rows(SAMPLES), rows(HOST_METRICS))
+    return Seconds.of(rows(BROKER_METRICS), rows(SAMPLES), rows(HOST_METRICS))
 
 
 def sample_rows(run_dir: Path) -> int:

@@ -28,6 +28,7 @@ from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
 from records.result import RunSummary, summary_of
 from records.run import write_run
+from records.seconds import BrokerSecond
 from records.snapshot import BrokerSnapshot
 from records.trial import SEARCH_RUN, TrialRecord, write_trial
 from sweeps import space
@@ -220,7 +221,8 @@ class _Trial:
         """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
         whether their compilers were still busy in it."""
         rows = rec.brokers.to_pylist()
-        self.disturbed += disturbances(rows, brokers=self.target.metrics_urls or ())
+        seconds = [BrokerSecond.of(r) for r in rows]
+        self.disturbed += disturbances(seconds, brokers=self.target.metrics_urls or ())
         if said := nothing_consumed(summary_of(rec)):
             self.disturbed.append(said)
         if not self.jit_busy and (busy := brokerside.jit_busy(rows)):

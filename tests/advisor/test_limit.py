@@ -53,7 +53,7 @@ STEPS = [_step(1000, HELD, True, 40.0), _step(1250, MISSED, False, 180.0)]
 def test_a_handler_queue_that_grows_above_the_knee_names_the_request_handlers() -> None:
     brokers = [r for s in HELD for r in _broker(s)] + [r for s in MISSED for r in _broker(s, queue_ms=30.0)]
     samples = [_producer(s) for s in (*HELD, *MISSED)]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "request_handlers", d
     assert d.reason.startswith("from 1,000 msg/s (p99 40.0 ms), the highest step that held, to 1,250 msg/s"), d
     assert "queued for a request handler (num.io.threads) grew 0.1 -> 30.0 ms per produce request" in d.reason, d
@@ -62,23 +62,23 @@ def test_a_handler_queue_that_grows_above_the_knee_names_the_request_handlers() 
 def test_replication_wait_that_grows_names_replication_and_a_saturated_pool_or_link_comes_first() -> None:
     brokers = [r for s in HELD for r in _broker(s)] + [r for s in MISSED for r in _broker(s, remote_ms=40.0)]
     samples = [_producer(s) for s in (*HELD, *MISSED)]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "replication" and "waiting for the followers" in d.reason, d
     # the same steps with the pool at 10 % idle above the knee: the saturated resource is named
     busy = [r for s in HELD for r in _broker(s)] + [r for s in MISSED for r in _broker(s, remote_ms=40.0, idle=0.1)]
-    d = limit.from_steps(STEPS, Seconds(busy, samples, []), None)
+    d = limit.from_steps(STEPS, Seconds.of(busy, samples, []), None)
     assert d is not None and d.bound == "request_handlers" and "10% idle" in d.reason, d
     # ... and with 11-MB/s links (each broker takes 10 MB/s in: 91 %), the link; at 12 MB/s (83 %) it is not
-    d = limit.from_steps(STEPS, Seconds(busy, samples, []), 11.0)
+    d = limit.from_steps(STEPS, Seconds.of(busy, samples, []), 11.0)
     assert d is not None and d.bound == "network_in" and "(in) carried 91% of its rate" in d.reason, d
-    d = limit.from_steps(STEPS, Seconds(busy, samples, []), 12.0)
+    d = limit.from_steps(STEPS, Seconds.of(busy, samples, []), 12.0)
     assert d is not None and d.bound == "request_handlers", d
 
 
 def test_records_waiting_in_the_producer_while_the_brokers_stay_flat_are_round_trips() -> None:
     brokers = [r for s in (*HELD, *MISSED) for r in _broker(s)]
     samples = [_producer(s) for s in HELD] + [_producer(s, queue_ms=150.0) for s in MISSED]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "none", d
     assert "the records waited in the producer (its queue p99 5 -> 150 ms" in d.reason, d
 
@@ -86,7 +86,7 @@ def test_records_waiting_in_the_producer_while_the_brokers_stay_flat_are_round_t
 def test_a_producer_behind_its_schedule_with_nothing_else_rising_is_the_client() -> None:
     brokers = [r for s in (*HELD, *MISSED) for r in _broker(s)]
     samples = [_producer(s) for s in HELD] + [_producer(s, behind_ms=90.0) for s in MISSED]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "client" and "fell behind their schedule (1 -> 90 ms)" in d.reason, d
 
 
@@ -94,18 +94,18 @@ def test_a_run_where_no_step_held_is_judged_on_its_lowest_step_never_silent() ->
     steps = [_step(1000, HELD, False, 900.0), _step(800, MISSED, False, 700.0)]
     brokers = [r for s in (*HELD, *MISSED) for r in _broker(s, queue_ms=60.0)]
     samples = [_producer(s) for s in (*HELD, *MISSED)]
-    d = limit.from_steps(steps, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(steps, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "request_handlers", d
     assert d.reason.startswith("no step held, down to 800 msg/s (p99 700.0 ms)"), d
     # a rate that held once and missed when measured again is not an answer either
     again = [_step(800, HELD, True, 90.0), _step(1000, range(6, 9), False, 300.0), _step(800, MISSED, False, 200.0)]
-    d = limit.from_steps(again, Seconds(brokers, samples, []), None)
+    d = limit.from_steps(again, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.reason.startswith("no rate held again when measured again, down to 800 msg/s"), d
 
 
 def test_a_search_that_held_at_its_cap_has_no_limit_to_name() -> None:
-    assert limit.from_steps([_step(1000, HELD, True, 40.0)], Seconds([], [], []), None) is None
-    assert limit.from_steps([], Seconds([], [], []), None) is None
+    assert limit.from_steps([_step(1000, HELD, True, 40.0)], Seconds.of([], [], []), None) is None
+    assert limit.from_steps([], Seconds.of([], [], []), None) is None
 
 
 def test_the_recorded_in_flight_plant_is_read_from_its_own_seconds() -> None:
@@ -125,11 +125,11 @@ def test_a_shaped_link_at_its_rate_in_bursts_is_the_network_even_below_85_percen
     brokers = [r for s in (*HELD, *MISSED) for r in _broker(s)]
     samples = [_producer(s) for s in HELD] + [_producer(s, queue_ms=150.0) for s in MISSED]
     host = [_host(s, 0.6, 0.8) for s in HELD] + [_host(s, 0.8, 1.02) for s in MISSED]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, host), None)
     assert d is not None and d.bound == "network_out", d
     assert "the busiest link (b2 out) carried 80% of its rate, at its rate in bursts in 100% of the seconds" in d.reason
     calm = [_host(s, 0.6, 0.8) for s in (*HELD, *MISSED)]  # the same wait in the producer, the link calm: round trips
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, calm), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, calm), None)
     assert d is not None and d.bound == "none", d
 
 
@@ -149,10 +149,10 @@ def test_a_machine_out_of_cpu_above_the_knee_is_named_and_its_cpu_is_shown_other
     brokers = [r for s in (*HELD, *MISSED) for r in _broker(s)]
     samples = [_producer(s) for s in HELD] + [_producer(s, queue_ms=150.0) for s in MISSED]
     host = [{"second": s, "cpu_busy": 0.6} for s in HELD] + [{"second": s, "cpu_busy": 0.95} for s in MISSED]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, host), None)
     assert d is not None and d.bound == "cpu" and "the machine's CPUs were 95% busy" in d.reason, d
     host = [{"second": s, "cpu_busy": 0.6} for s in HELD] + [{"second": s, "cpu_busy": 0.85} for s in MISSED]
-    d = limit.from_steps(STEPS, Seconds(brokers, samples, host), None)
+    d = limit.from_steps(STEPS, Seconds.of(brokers, samples, host), None)
     assert d is not None and d.bound == "none" and "the machine's CPUs 60% -> 85% busy" in d.reason, d
 
 
@@ -162,12 +162,12 @@ def test_a_producer_connection_busy_all_the_time_is_named_when_no_rate_held() ->
     with 2.7-ms requests (27 %) the lowest step is named by where its time went, as before."""
     step = _step(1000, HELD, False, 300.0)
     busy = [r for s in HELD for r in _broker(s, remote_ms=9.0)]
-    d = limit.from_steps([step], Seconds(busy, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
+    d = limit.from_steps([step], Seconds.of(busy, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
     assert d is not None and d.bound == "none", d
     assert "carried 100 produce requests a second of 9.7 ms each, busy 97% of the time" in d.reason, d
     two = [_producer(s, queue_ms=100.0) | {"worker": w} for s in HELD for w in (0, 1)]  # two connections each
-    d = limit.from_steps([step], Seconds(busy, two, []), None)
+    d = limit.from_steps([step], Seconds.of(busy, two, []), None)
     assert d is not None and d.bound != "none", d  # 50 requests a second each: 48 % busy
     idle = [r for s in HELD for r in _broker(s)]
-    d = limit.from_steps([step], Seconds(idle, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
+    d = limit.from_steps([step], Seconds.of(idle, [_producer(s, queue_ms=100.0) for s in HELD], []), None)
     assert d is not None and d.bound == "client" and "busy" not in d.reason, d

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from brokerconf.apply import BrokerConfigs
 from loadgen import brokerside
+from records.seconds import BrokerSecond
 from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
@@ -223,7 +224,8 @@ def test_a_restart_only_key_is_rolled_in_read_back_and_rolled_back(rolled: Rolle
     assert w["jit_cores"] is not None and w["quiet"] is False and 2 <= w["s"] < 20, w
     (d,) = rolled.run_dir.glob("trials/*/")
     said = any("brokers still compiling" in x for x in rec["measured"]["warnings"])
-    assert said == (brokerside.jit_warning(pq.read_table(d / "broker_metrics.parquet").to_pylist()) is not None)
+    seconds = [BrokerSecond.of(r) for r in pq.read_table(d / "broker_metrics.parquet").to_pylist()]
+    assert said == (brokerside.jit_warning(seconds) is not None)
     assert same_configs(rolled.after, rolled.before)
     assert not json.loads(next(rolled.run_dir.glob("broker-snapshot-*.json")).read_text())["dirty"]
     assert rolled.heaps == dict.fromkeys(("1", "2", "3"), rolled.asked)  # restarted as the testbed was brought up

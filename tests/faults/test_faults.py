@@ -25,6 +25,7 @@ from faults.spec import NODE_FAULTS, check_schedule, parse
 from loadgen import result, runner
 from loadgen.workload import parse_workload
 from records.result import RunSummary
+from records.seconds import BrokerSecond
 from records.testbed import TestbedState
 from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
@@ -194,8 +195,8 @@ def test_a_broker_that_never_answered_again_in_the_window_is_a_disturbance() -> 
     """A gap shows in a broker's next row: one killed in the window and never back, or dead in all of it, has
     none. Those are named from the brokers that were scraped; a broker still answering to the end is not."""
 
-    def rows(broker: int, seconds: range) -> list[dict[str, Any]]:
-        return [{"broker_id": broker, "second": s, "phase": "measure", "interval_s": 1.0} for s in seconds]
+    def rows(broker: int, seconds: range) -> list[BrokerSecond]:
+        return [BrokerSecond(broker, s, "measure", interval_s=1.0) for s in seconds]
 
     whole = range(0, 20)
     healthy = rows(1, whole) + rows(2, whole)

@@ -18,6 +18,7 @@ from drivers import api
 from loadgen import brokerside, clientside, result, runner, search, sustainable, warmup
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
+from records.seconds import BrokerSecond
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import cli, kafkatune, write_workload
@@ -453,17 +454,13 @@ def test_a_run_measured_while_brokers_still_compiled_says_so_and_names_them() ->
     broker 2 at 0.5 core, as in the first minute after a restart here, is named; broker 1 at 0.05 and the
     warm-up's seconds are not; a warm cluster, or an exporter with no JVM collector, gets no warning."""
 
-    def rows(jit: dict[int, float], phase: str = "measure") -> list[dict[str, Any]]:
-        return [
-            {"broker_id": b, "second": s, "phase": phase, "jit_compile_s_per_s": c}
-            for s in range(5)
-            for b, c in jit.items()
-        ]
+    def rows(jit: dict[int, float], phase: str = "measure") -> list[BrokerSecond]:
+        return [BrokerSecond(b, s, phase, jit_compile_s_per_s=c) for s in range(5) for b, c in jit.items()]
 
     said = brokerside.jit_warning(rows({1: 0.05, 2: 0.5}) + rows({1: 2.0, 2: 2.0}, "warmup"))
     assert said is not None and "broker 2 0.50" in said and "broker 1" not in said and "--warm-up" in said
     assert brokerside.jit_warning(rows({1: 0.05, 2: brokerside.JIT_BUSY_CORES * 0.9})) is None
-    assert brokerside.jit_warning([{"broker_id": 1, "second": 0, "phase": "measure"}]) is None
+    assert brokerside.jit_warning([BrokerSecond(1, 0, "measure")]) is None
 
 
 def test_a_bootstrap_where_no_broker_answers_is_exit_3_before_any_work(tmp_path: Path) -> None:

@@ -4,15 +4,19 @@ waited for a CPU is starvation, not the harness; base rates come from the second
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.typed import to_json
-from loadgen import recorder
+from loadgen import recorder, tail
 from loadgen.rawrun import Evidence
 from loadgen.runner import RawRun, Tick
-from loadgen.tail import budget, combine, words
+from loadgen.tail import combine, words
 from loadgen.workload import parse_workload
+from records.seconds import BrokerSecond, HostSecond
 from records.tail import TailBudget
+
+Rows = Sequence[Mapping[str, Any]]
 
 
 def _hist(p99_ms: float) -> bytes:
@@ -22,6 +26,11 @@ def _hist(p99_ms: float) -> bytes:
     for _ in range(3):
         recorder.record_ns(h, int(p99_ms * 1e6))
     return h.encode()
+
+
+def budget(raw: RawRun, seconds: list[int], slo_ms: float, brokers: Rows, hosts: Rows) -> TailBudget:
+    """loadgen.tail.budget on rows as the run's Parquet files hold them."""
+    return tail.budget(raw, seconds, slo_ms, [BrokerSecond.of(r) for r in brokers], [HostSecond.of(r) for r in hosts])
 
 
 def run(p99s: list[float], evidence: dict[int, dict[str, float]]) -> RawRun:

@@ -70,6 +70,26 @@ class Measured:
     hold: Try | None = None  # an operating-point run (sweeps.hold)
 
 
+@dataclass(frozen=True)
+class Phases:
+    """Where a trial's time went, s, as trial.json keeps it under `phases_s` (sweeps.trial writes it, sweeps.timing
+    adds it up): its runs' set-up and clean-up (loadgen.runner), its max-rate or operating-point run with that
+    run's warm-up and windows, the record written, and a search's ramp run with its warm-up and judged seconds.
+    A phase the trial did not reach is 0."""
+
+    create_topics: float = 0.0
+    after_produce_end: float = 0.0  # the drain after the producers' end
+    stop_workers: float = 0.0
+    delete_topics: float = 0.0
+    run: float = 0.0
+    warmup: float = 0.0
+    windows: float = 0.0
+    record: float = 0.0
+    ramp: float = 0.0
+    ramp_warmup: float = 0.0
+    ramp_windows: float = 0.0
+
+
 # What every trial record has, from its start (the rest is written only when the trial got that far).
 _REQUIRED = ("study", "stage", "number", "started_ns", "config", "applied", "state", "total_s")
 
@@ -133,6 +153,11 @@ class TrialRecord:
     def figures(self) -> Measured:
         """`measured`, typed (empty when the trial got no measurement)."""
         return from_json(Measured, self.measured or {}, "measured")
+
+    @property
+    def phases(self) -> Phases:
+        """`phases_s`, typed (every phase 0 when the trial recorded none)."""
+        return from_json(Phases, self.phases_s or {}, "phases_s")
 
     @property
     def steps(self) -> list[Mapping[str, Any]]:

@@ -50,13 +50,13 @@ def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
     n = 0
     for t in trials:
         n += 1
-        ph = t.phases_s or {}
+        ph = t.phases
         done = t.complete
-        windows = (ph.get("windows", 0.0) + ph.get("ramp_windows", 0.0)) if done else 0.0
-        warm = ph.get("warmup", 0.0) + ph.get("ramp_warmup", 0.0)
-        runs = ph.get("run", 0.0) + ph.get("ramp", 0.0)
-        tail = ph.get("after_produce_end", 0.0) + ph.get("stop_workers", 0.0) + ph.get("delete_topics", 0.0)
-        start = ph.get("create_topics", 0.0)
+        windows = (ph.windows + ph.ramp_windows) if done else 0.0
+        warm = ph.warmup + ph.ramp_warmup
+        runs = ph.run + ph.ramp
+        tail = ph.after_produce_end + ph.stop_workers + ph.delete_topics
+        start = ph.create_topics
         out["windows"] += windows
         out["run warm-up"] += min(warm, max(0.0, runs - windows))
         out["worker start"] += start
@@ -64,11 +64,11 @@ def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
         between = unjudged_s(t) if done else 0.0
         out["between steps"] += between
         out["ready wait"] += max(0.0, runs - windows - warm - start - tail - between)
-        out["record"] += ph.get("record", 0.0)
+        out["record"] += ph.record
         apply_s = t.apply_s or 0.0
         out["apply"] += apply_s
         # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
-        rest = max(0.0, t.total_s - apply_s - runs - ph.get("record", 0.0))
+        rest = max(0.0, t.total_s - apply_s - runs - ph.record)
         restart = min(rest, float((t.restart_warmup or {}).get("s") or 0.0))
         again = min(rest - restart, sum(float(a.get("s") or 0.0) for a in t.aside))
         out["restart warm-up"] += restart

@@ -57,7 +57,6 @@ from records.tail import Cause, SecondCause, TailBrief, TailBudget, TailTotal, U
 
 STALL_SHARE = 0.2  # a stall of a fifth of the SLO, on top of the usual latency, can carry a p99 over it
 GC_SHARE = 0.1
-Row = TypeVar("Row", BrokerSecond, HostSecond)
 JIT_CORES = 0.25  # loadgen.brokerside.JIT_BUSY_CORES: a broker still warming up
 CPU_BUSY = 0.9
 PRESSURE = 0.5  # some task waited for a CPU half of the second
@@ -79,6 +78,8 @@ CAUSES = {
     "fetch_wait": "the consumer's fetch wait (fetch.min.bytes above 1: each fetch held up to fetch.wait.max.ms)",
 }
 
+
+Row = TypeVar("Row", BrokerSecond, HostSecond)  # a per-second row of the brokers or of their machine
 
 # Causes that the others also produce: primary only in a second where no other cause is present.
 SYMPTOMS = ("cpu",)

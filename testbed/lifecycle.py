@@ -162,29 +162,32 @@ class Testbed:
                 brokers = set(kadmin.live_brokers(admin, timeout_s=3))
             except Exception:
                 brokers = set()
-            msg = f"brokers serving: {len(brokers & {n.id for n in st.nodes})}/{NODES}"
+            # a node waited for serves once it says so itself; the others, while the cluster lists them
+            serving = (brokers - want) | self._running(st, want & brokers)
+            msg = f"brokers serving: {len(serving & {n.id for n in st.nodes})}/{NODES}"
             if msg != last:
                 progress(msg)
                 last = msg
-            if want <= brokers and self._running(st, want):
+            if want <= serving:
                 return
             time.sleep(0.5)
         raise EnvironmentProblem(
             f"brokers {sorted(want)} not serving after {timeout_s:.0f} s; see {self.state_dir}/node*/server.log"
         )
 
-    def _running(self, st: TestbedState, ids: set[int]) -> bool:
-        """Whether each node of `ids` says its broker state is RUNNING. Its exporter answers a second after the JVM
-        starts, long before the broker registers; and the cluster's metadata still lists a node killed a moment ago
-        as live until its session expires: neither says it serves."""
+    def _running(self, st: TestbedState, ids: set[int]) -> set[int]:
+        """The nodes of `ids` that say their broker state is RUNNING. A node's exporter answers a second after its
+        JVM starts, long before the broker registers; and the cluster's metadata still lists a node killed a moment
+        ago as live until its session expires: neither says it serves."""
+        out = set()
         for n in st.nodes:
             if n.id in ids:
                 try:
-                    if metrics.scrape(n.metrics_url, timeout_s=2).get("broker_state") != RUNNING:
-                        return False
+                    if metrics.scrape(n.metrics_url, timeout_s=2).get("broker_state") == RUNNING:
+                        out.add(n.id)
                 except OSError:
-                    return False
-        return True
+                    continue
+        return out
 
     def _stop_node(self, st: TestbedState, node: Node, timeout_s: float = 60) -> None:
         pid = self._alive(st, node)

@@ -111,9 +111,13 @@ def test_heal_after_a_crash_returns_once_the_node_itself_serves(healthy: Testbed
     second after its JVM starts: heal returns only once the node says its broker is RUNNING (a sweep's next trial
     ran against a broker still registering)."""
     testbed.kill(3)
-    assert testbed.heal(progress=print) == [3]
+    said: list[str] = []
+    assert testbed.heal(progress=said.append) == [3]
     node = next(n for n in testbed.state().nodes if n.id == 3)
     assert metrics.scrape(node.metrics_url).get("broker_state") == RUNNING
+    # its progress counts the healed node once it serves, not while the cluster still lists it: "3/3" only last
+    counts = [x for x in said if x.startswith("brokers serving:")]
+    assert counts[-1] == "brokers serving: 3/3" and "brokers serving: 3/3" not in counts[:-1], said
 
 
 def test_shaped_tests_skip_with_the_reason_where_cap_net_admin_is_missing(tmp_path: Path) -> None:

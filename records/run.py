@@ -39,6 +39,10 @@ class RunRecord(NamedTuple):
     omb: dict[str, Any] | None = None  # OMB's TestResult of the run (records.omb), written as omb-result.json
     host: pa.Table | None = None  # cluster.hoststats rows: CPU, brokers' CPU wait, shaped links (None: not observed)
 
+    def broker_seconds(self) -> list[BrokerSecond]:
+        """The brokers' rows, typed (records.seconds)."""
+        return [BrokerSecond.of(r) for r in self.brokers.to_pylist()]
+
 
 def write_run(out_dir: Path, rec: RunRecord) -> None:
     """The run's files, each whole or not at all (the Parquet files through a temporary name)."""

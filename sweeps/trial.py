@@ -28,7 +28,6 @@ from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
 from records.result import RunSummary, summary_of
 from records.run import write_run
-from records.seconds import BrokerSecond
 from records.snapshot import BrokerSnapshot
 from records.trial import SEARCH_RUN, TrialRecord, write_trial
 from sweeps import space
@@ -220,12 +219,11 @@ class _Trial:
     def _check_disturbed(self, rec: res.RunRecord) -> None:
         """What the run's window shows that nobody planned (faults.disturbed), from every broker scraped, and
         whether their compilers were still busy in it."""
-        rows = rec.brokers.to_pylist()
-        seconds = [BrokerSecond.of(r) for r in rows]
+        seconds = rec.broker_seconds()
         self.disturbed += disturbances(seconds, brokers=self.target.metrics_urls or ())
         if said := nothing_consumed(summary_of(rec)):
             self.disturbed.append(said)
-        if not self.jit_busy and (busy := brokerside.jit_busy(rows)):
+        if not self.jit_busy and (busy := brokerside.jit_busy(seconds)):
             self.jit_busy = brokerside.jit_busy_words(busy)
 
     def apply(self, snapshot: BrokerSnapshot, on_applied: Callable[[], None] | None) -> None:

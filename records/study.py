@@ -156,50 +156,53 @@ def _merged_broker(read_back: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
 
 
 class _Ran(NamedTuple):
+    """What a trial (or a bench run) ran and what its record says it measured; None: not measured."""
+
     config: dict[str, str]
     broker: dict[str, str]
     state: str
     objective: str
-    mb_s: Any
-    windows: list[Any]
-    measured: dict[str, Any]
+    mb_s: float | None
+    windows: tuple[float, ...]
+    throughput_mb_s: float | None
+    sustainable_mb_s: float | None
+    client_bound: bool
+    warnings: tuple[str, ...]
 
 
 def _what_it_ran(tj: trials.TrialRecord | None, res: result.RunResult | None) -> _Ran:
     """A trial's configuration, broker settings, state, objective, figure, window rates and measurement: from its
     trial record, or for a bench run (no trial.json) from its record's producer/consumer/broker configs."""
+    summ = (res or result.RunResult()).summary
     if tj is not None:
-        measured = dict(tj.measured or {})
+        got, written = tj.figures, tj.measured or {}
         objective = tj.objective or "throughput_mb_s"
-        # the trial's figure is its study's objective: the sustainable rate, or the max-rate throughput
-        mb_s = measured.get(objective) if objective in measured else measured.get("throughput_mb_s")
+        # the trial's figure is its study's objective: the sustainable rate, or the max-rate throughput (all a trial
+        # that never reached its search has); a key the record lacks falls back to the run's own summary
+        searched = objective == "sustainable_mb_s" and "sustainable_mb_s" in written
         return _Ran(
             {k: str(v) for k, v in tj.config.items()},
             _merged_broker(tj.broker_read_back or {}),
             tj.state or "complete",
             objective,
-            mb_s,
-            measured.get("windows_mb_s") or [],
-            measured,
+            got.sustainable_mb_s if searched else got.throughput_mb_s,
+            got.windows_mb_s,
+            got.throughput_mb_s if "throughput_mb_s" in written else summ.consume_mb_s,
+            got.sustainable_mb_s,
+            got.client_bound if "client_bound" in written else bool(summ.client_bound),
+            tuple(summ.warnings or got.warnings),
         )
     if res is None:
-        return _Ran({}, {}, "failed", "throughput_mb_s", None, [], {})
+        return _Ran({}, {}, "failed", "throughput_mb_s", None, (), None, None, False, ())
     # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
     config = {k: str(v) for k, v in {**res.producer_config, **res.consumer_config}.items()}
+    broker = _merged_broker(res.broker_config)
+    bound, warnings = bool(summ.client_bound), tuple(summ.warnings or ())
     if res.sustainable is not None:
         mb_s = res.sustainable.mb_s
-        return _Ran(
-            config,
-            _merged_broker(res.broker_config),
-            "complete",
-            "sustainable_mb_s",
-            mb_s,
-            [],
-            {"sustainable_mb_s": mb_s},
-        )
-    return _Ran(
-        config, _merged_broker(res.broker_config), "complete", "throughput_mb_s", res.summary.consume_mb_s, [], {}
-    )
+        return _Ran(config, broker, "complete", "sustainable_mb_s", mb_s, (), summ.consume_mb_s, mb_s, bound, warnings)
+    mb_s = summ.consume_mb_s
+    return _Ran(config, broker, "complete", "throughput_mb_s", mb_s, (), mb_s, None, bound, warnings)
 
 
 def trial_row(study: Study, d: Path) -> dict[str, Any]:
@@ -208,7 +211,8 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
     res = result.read(d) if runs.has_result(d) else None
     r = res or result.RunResult()
     summ, client = r.summary, r.summary.client
-    config, broker, state, objective, mb_s, windows, measured = _what_it_ran(tj, res)
+    ran = _what_it_ran(tj, res)
+    config = ran.config
     for name in WORKLOAD_PARAMS:  # the record's counts, whether swept or not
         if (n := getattr(r, name)) is not None:
             config.setdefault(name, str(n))
@@ -220,20 +224,20 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "number": tj.number if tj else 0,
         # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
         "baseline": (tj.baseline or _confirmed_baseline(tj.confirms or "")) if tj else None,
-        "state": state,
+        "state": ran.state,
         "fail_reason": tj.fail_reason if tj else None,
         "started_ns": int((tj.started_ns if tj else 0) or r.started_ns or 0),
         "config": config,
-        "broker": broker,
+        "broker": ran.broker,
         "message_bytes": int(r.message_bytes or 0),
-        "mb_s": float(mb_s) if mb_s is not None else None,
-        "objective": objective,
-        "throughput_mb_s": _float(measured.get("throughput_mb_s", summ.consume_mb_s)),
-        "sustainable_mb_s": _float(measured.get("sustainable_mb_s")),
-        "windows_mb_s": [float(x) for x in windows],
+        "mb_s": _float(ran.mb_s),
+        "objective": ran.objective,
+        "throughput_mb_s": _float(ran.throughput_mb_s),
+        "sustainable_mb_s": _float(ran.sustainable_mb_s),
+        "windows_mb_s": [float(x) for x in ran.windows],
         "publish_mb_s": summ.publish_mb_s,
         "lost": int(summ.lost) if summ.lost is not None else None,
-        "client_bound": bool(measured.get("client_bound", summ.client_bound)),
+        "client_bound": ran.client_bound,
         "buffer_full_events": int(client.buffer_full_events or 0),
         "machine_cpu_percent": client.machine_cpu_percent,
         # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
@@ -244,7 +248,7 @@ def trial_row(study: Study, d: Path) -> dict[str, Any]:
         "client_consume_mb_s": summ.consume_mb_s,
         "consumers_idle": client.consumers_idle,
         "topic_config": {k: str(v) for k, v in r.topic_config.items()},
-        "warnings": list(summ.warnings or measured.get("warnings") or []),
+        "warnings": list(ran.warnings),
         "record_produce_mb_s": summ.broker_rates.get("produce_mb_s"),
         **link_maps(r.links),
     }

@@ -33,19 +33,20 @@ def _control(stdin: TextIO, ch: Channel) -> None:
     still waiting for `go` is released to stop)."""
     for line in stdin:
         cmd = decode(line)
-        if cmd.get("cmd") == "go":
-            ch.set_timing(cmd["timing"])
-            ch.go.set()
-        elif cmd.get("cmd") == "stop_producers":
-            ch.stop_producers.set()
-        elif cmd.get("cmd") == "stop_consumers":
-            ch.stop_consumers.set()
-        elif cmd.get("cmd") == "pause_consumers":
-            ch.pause_consumers.set()
-        elif cmd.get("cmd") == "resume_consumers":
-            ch.pause_consumers.clear()
-        elif cmd.get("cmd") == "step":
-            ch.publish_step(int(cmd["second"]), float(cmd["msg_s"]))
+        match cmd.get("cmd"):
+            case "go":
+                ch.set_timing(cmd["timing"])
+                ch.go.set()
+            case "stop_producers":
+                ch.stop_producers.set()
+            case "stop_consumers":
+                ch.stop_consumers.set()
+            case "pause_consumers":
+                ch.pause_consumers.set()
+            case "resume_consumers":
+                ch.pause_consumers.clear()
+            case "step":
+                ch.publish_step(int(cmd["second"]), float(cmd["msg_s"]))
     ch.stop_producers.set()
     ch.stop_consumers.set()
     ch.go.set()

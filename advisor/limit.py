@@ -18,10 +18,10 @@ from pathlib import Path
 
 from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
 from core.units import MB
-from loadgen.sustainable import Step
 from records import result
 from records import run as runs
 from records import trial as trials
+from records.result import Step
 from records.seconds import BrokerSecond, HostSecond
 
 # A link is where records queue when it averages at least LINK_BUSY of its rate and its fullest tenth of a second
@@ -294,4 +294,4 @@ def of_trial(trial_dir: Path, nic: float | None) -> Diagnosis | None:
         return None
     if not steps or not runs.has_result(run):
         return None
-    return from_steps([Step.of(s) for s in steps], runs.seconds(run), nic)
+    return from_steps(steps, runs.seconds(run), nic)

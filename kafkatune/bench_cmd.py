@@ -106,9 +106,9 @@ def _lost_seqs(s: RunSummary) -> str:
     """Per producer, the ranges of its lost sequence numbers (loadgen.result keeps the first 200)."""
     out = []
     for pid, p in s.per_producer.items():
-        if p.get("lost"):
-            rs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in p.get("lost_seqs", [])[:20])
-            out.append(f"producer {pid}: {p['lost']} lost, sequence numbers {rs}")
+        if p.lost:
+            rs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in p.lost_seqs[:20])
+            out.append(f"producer {pid}: {p.lost} lost, sequence numbers {rs}")
     return "; ".join(out)
 
 

@@ -18,7 +18,6 @@ from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core.fmt import num
 from loadgen import tail
-from loadgen.sustainable import Step
 from records.analysis import trial_rows
 from records.result import Latency, RunSummary, ScaledOut, Sustainable
 from testbed.status import ClusterStatus
@@ -110,15 +109,14 @@ def sustainable(d: Sustainable, s: RunSummary, out: Path) -> None:
         f"probe (max rate): {d.probe_msg_s or 0:,.0f} msg/s, {d.probe_mb_s or 0:.2f} MB/s",
         f"search, SLO {d.slo.get('describe')} (bracket, bisect, confirm; each step judged on its own seconds):",
     ]
-    steps = [Step.of(x) for x in d.steps]
-    for st in steps:
+    for st in d.steps:
         verdict = "held" if st.held else f"missed: {st.why}"
         secs = f"{len(st.judged_s)} s{'*' if st.early else ''}"
         lines.append(
             f"  {st.phase:<8} {st.rate_msg_s:>10,.0f} msg/s  {secs:>5}  {st.mb_s:7.2f} MB/s  "
             f"p99 e2e {num(st.p99_e2e_ms, '{:.1f}')} ms  {verdict}"
         )
-    if any(st.early for st in steps):
+    if any(st.early for st in d.steps):
         lines.append("  * decided early: its figures were clear of the SLO (loadgen.search)")
     lines += [f"  re-measured: {r}" for r in d.remeasured]
     if d.rate_msg_s is None:

@@ -11,8 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from loadgen.sustainable import Step
 from records.confirmation import Fit
+from records.result import Step
 
 # Below this slope of log p99 on log rate the tail is not load: it grows slower than the square root of the rate (a
 # queue near its limit grows far faster).

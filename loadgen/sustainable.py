@@ -4,7 +4,7 @@ What it is made of, shared by the search that finds it (loadgen.search) and ever
 
     Slo          the latency a rate must hold: p99 end-to-end and/or p99 publish
     Search       how the search runs: its probe, its steps' lengths, how it brackets and bisects
-    Step         one rate the search held for a while, and its verdict
+    Step         one rate the search held for a while, and its verdict (records.result.Step)
     Sustainable  one search's answer: its probe, every step, the rate that held twice (None: none did)
 
 A step holds when the producers kept the schedule (sent ≥ KEPT_SCHEDULE of it), the consumers kept up (received ≥
@@ -23,12 +23,10 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as checked_dataclass
 
-from core.typed import from_json
 from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
-from records.result import RunSummary
-from records.tail import TailBrief
+from records.result import RunSummary, Step
 
 KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
 KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messages
@@ -94,29 +92,6 @@ class Search:
     def longest_run_s(self, per_step_overhead_s: float) -> float:
         """An upper bound on a search run's length (its workload's test duration; the search ends it sooner)."""
         return self.warmup_s + self.max_steps * (self.max_step_s + per_step_overhead_s)
-
-
-@dataclass
-class Step:
-    rate_msg_s: float
-    start_s: int  # from t0
-    judged_s: list[int]
-    sent: int = 0
-    received: int = 0
-    errors: int = 0
-    mb_s: float = 0.0  # received, over the judged seconds
-    p99_e2e_ms: float | None = None
-    p99_publish_ms: float | None = None
-    held: bool = False
-    why: str = ""
-    phase: str = ""  # bracket, bisect or confirm (loadgen.search)
-    early: bool = False  # decided before max_step_s, its figures being clear
-    tail: TailBrief | None = None  # its seconds over the SLO and their causes (loadgen.tail)
-
-    @classmethod
-    def of(cls, recorded: Mapping[str, Any]) -> Step:
-        """A step as a record keeps it (`Sustainable.as_dict`'s steps: trial.json, result.json)."""
-        return from_json(cls, recorded, "search step")
 
 
 @dataclass

@@ -29,6 +29,7 @@ from core.units import MB
 from loadgen import brokerside, result, runner
 from loadgen.workload import parse_workload
 from records.result import RunResult
+from records.trial import WarmShape, WarmUp
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
 JIT_WINDOW_S = 10.0
@@ -107,32 +108,6 @@ class JitBusyWatch:
             if v1 - v0 >= need:  # a broker restarted within the window starts its counter again: not busy
                 self.busy[b] = (v1 - v0) / max(1e-9, t1 - t0)
         return bool(self.busy)
-
-
-@dataclass(frozen=True)
-class WarmShape:
-    """One shape of a warm-up's load: its producer settings, its rate (None: the maximum), how long it ran, the
-    acknowledged msg/s, the brokers' JIT cores per broker at its end, whether it ended quiet (None: no metrics) and
-    the seconds of load it was given (its share of what was left)."""
-
-    producer: Mapping[str, Any]
-    rate_msg_s: float | None
-    s: float
-    msg_s: float
-    jit_cores: float | None
-    quiet: bool | None
-    cap_s: float | None = None  # None: read from a record written before shapes shared what was left
-
-
-@dataclass(frozen=True)
-class WarmUp:
-    """A warm-up (warm_up): how long it ran, the last shape's JIT cores, whether every shape ended quiet (None: no
-    metrics), and each shape; trial records keep it as JSON (to_json)."""
-
-    s: float
-    jit_cores: float | None
-    quiet: bool | None
-    shapes: tuple[WarmShape, ...]
 
 
 def warm_up(

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.typed import from_json, json_name
 from records import run as runs
-from records.tail import TailBudget
+from records.tail import TailBrief, TailBudget
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,19 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class ProducerLoss:
+    """One producer's acknowledged messages and what became of them (loadgen.result): not consumed and not in the log
+    (lost), consumed more than once, in the log but not consumed in time; `lost_seqs`: the first ranges of its lost
+    sequence numbers, each [first, last]."""
+
+    acked: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    not_consumed_in_time: int = 0
+    lost_seqs: tuple[tuple[int, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """The run's figures over its measure window (loadgen.result's `summary`)."""
 
@@ -73,7 +86,7 @@ class RunSummary:
     not_consumed_in_time: int | None = None
     loss_verified: bool | None = None  # False: the system keeps no log to read again
     publish_error_samples: tuple[str, ...] = ()  # a few distinct errors the producers were given
-    per_producer: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # its counts and lost_seqs
+    per_producer: Mapping[str, ProducerLoss] = field(default_factory=dict)  # producer id -> its losses
     client_bound: bool = False
     broker_rates: Mapping[str, float | None] = field(default_factory=dict)
     client: ClientSummary = ClientSummary()
@@ -89,13 +102,34 @@ class RunSummary:
 _LATENCY_FIGURES = {json_name(f): f.name for f in fields(Latency) if f.name not in ("count", "missing")}
 
 
+@dataclass
+class Step:
+    """One rate a search held for a while, and its verdict (loadgen.search). Filled in as the step runs, so not
+    frozen; then kept in the search's answer (`Sustainable.steps`: trial.json, result.json)."""
+
+    rate_msg_s: float
+    start_s: int  # from t0
+    judged_s: list[int]
+    sent: int = 0
+    received: int = 0
+    errors: int = 0
+    mb_s: float = 0.0  # received, over the judged seconds
+    p99_e2e_ms: float | None = None
+    p99_publish_ms: float | None = None
+    held: bool = False
+    why: str = ""
+    phase: str = ""  # bracket, bisect or confirm (loadgen.search)
+    early: bool = False  # decided before max_step_s, its figures being clear
+    tail: TailBrief | None = None  # its seconds over the SLO and their causes (loadgen.tail)
+
+
 @dataclass(frozen=True)
 class Sustainable:
     """A rate discovery's answer (loadgen.search): the rate held, None when none held, and every step judged."""
 
     mb_s: float | None = None
     rate_msg_s: float | None = None
-    steps: tuple[Mapping[str, Any], ...] = ()  # loadgen.sustainable.Step.of reads one
+    steps: tuple[Step, ...] = ()  # in the order run
     note: str = ""
     probe_msg_s: float | None = None
     probe_mb_s: float | None = None

@@ -8,7 +8,7 @@ objectives, constraint values). Written at the end of the trial, and also when C
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from core import files
 from core.errors import UserError
 from core.typed import from_json
 from records.confirmation import Try
-from records.result import Sustainable
+from records.result import Step, Sustainable
 
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
@@ -90,6 +90,48 @@ class Phases:
     ramp_windows: float = 0.0
 
 
+@dataclass(frozen=True)
+class WarmShape:
+    """One shape of a warm-up's load (loadgen.warmup): its producer settings, its rate (None: the maximum), how long
+    it ran, the acknowledged msg/s, the brokers' JIT cores per broker at its end, whether it ended quiet (None: no
+    metrics) and the seconds of load it was given (its share of what was left)."""
+
+    producer: Mapping[str, Any]
+    rate_msg_s: float | None
+    s: float
+    msg_s: float
+    jit_cores: float | None
+    quiet: bool | None
+    cap_s: float | None = None  # None: read from a record written before shapes shared what was left
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """A warm-up (loadgen.warmup.warm_up): how long it ran, the last shape's JIT cores, whether every shape ended
+    quiet (None: no metrics), and each shape. A trial record keeps one after a rolling restart (`restart_warmup`)
+    and one per attempt set aside while the JIT compiled; a partial one reads with what it has."""
+
+    s: float = 0.0
+    jit_cores: float | None = None
+    quiet: bool | None = None
+    shapes: tuple[WarmShape, ...] = ()
+
+
+@dataclass(frozen=True)
+class Aside:
+    """An attempt set aside (trial.json `disturbed` or `jit_busy`): which attempt, the events that set it aside, its
+    objective values and measurement, and `s`, the attempt and the wait or warm-up after it (None when the last
+    attempt failed the trial). `stopped_at_s`: the second of its window its run stopped at (None: it ran out)."""
+
+    attempt: int
+    events: tuple[str, ...] = ()
+    values: Mapping[str, float] = field(default_factory=dict)
+    measured: Measured | None = None
+    s: float | None = None
+    warm_up: WarmUp | None = None  # the load until the compilers were quiet, after a JIT-busy attempt
+    stopped_at_s: int | None = None
+
+
 # What every trial record has, from its start (the rest is written only when the trial got that far).
 _REQUIRED = ("study", "stage", "number", "started_ns", "config", "applied", "state", "total_s")
 
@@ -160,15 +202,20 @@ class TrialRecord:
         return from_json(Phases, self.phases_s or {}, "phases_s")
 
     @property
-    def steps(self) -> list[Mapping[str, Any]]:
-        """The search's steps in the order run (loadgen.sustainable.Step.as_dict); none without a search."""
+    def steps(self) -> list[Step]:
+        """The search's steps in the order run; none without a search."""
         found = self.figures.sustainable
         return list(found.steps) if found else []
 
     @property
-    def aside(self) -> list[Mapping[str, Any]]:
-        """The attempts set aside: disturbed, or measured while the brokers' JIT compiled."""
-        return [*(self.disturbed or ()), *(self.jit_busy or ())]
+    def aside(self) -> list[Aside]:
+        """The attempts set aside, typed: disturbed, or measured while the brokers' JIT compiled."""
+        return [from_json(Aside, a, "set aside") for a in (*(self.disturbed or ()), *(self.jit_busy or ()))]
+
+    @property
+    def restart_load(self) -> WarmUp | None:
+        """`restart_warmup`, typed; None when the trial warmed no rolling restart."""
+        return from_json(WarmUp, self.restart_warmup, "restart_warmup") if self.restart_warmup else None
 
     def as_json(self) -> dict[str, Any]:
         order = [

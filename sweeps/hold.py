@@ -31,8 +31,8 @@ from typing import Any
 
 from loadgen import tail
 from loadgen.knee import Knee, fit_knee
-from loadgen.sustainable import Step
 from records.confirmation import Arm, Fit, OperatingPoint, Try
+from records.result import Step
 from records.study import TRIALS
 from records.tail import TailTotal
 from records.trial import read_trial
@@ -51,7 +51,7 @@ def tail_causes(run_dir: Path, trial_ids: Sequence[str]) -> TailTotal:
 
 def _steps(run_dir: Path, trial_id: str) -> list[Step]:
     rec = read_trial(run_dir / TRIALS / trial_id)
-    return [Step.of(st) for st in rec.steps] if rec is not None else []
+    return rec.steps if rec is not None else []
 
 
 def chosen_steps(run_dir: Path, trial_ids: Sequence[str]) -> list[Step]:

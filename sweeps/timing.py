@@ -36,10 +36,10 @@ def unjudged_s(trial: TrialRecord) -> float:
     """The seconds of a trial's search (loadgen.search) from its first step's start to its last judged second that
     no step judged: transitions and settling, the price of each step beyond its own length."""
     steps = trial.steps
-    judged = [sec for st in steps for sec in st.get("judged_s") or ()]
+    judged = [sec for st in steps for sec in st.judged_s]
     if not judged:
         return 0.0
-    return float(max(judged) - steps[0]["start_s"] + 1 - len(judged))
+    return float(max(judged) - steps[0].start_s + 1 - len(judged))
 
 
 def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
@@ -69,8 +69,8 @@ def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
         out["apply"] += apply_s
         # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
         rest = max(0.0, t.total_s - apply_s - runs - ph.record)
-        restart = min(rest, float((t.restart_warmup or {}).get("s") or 0.0))
-        again = min(rest - restart, sum(float(a.get("s") or 0.0) for a in t.aside))
+        restart = min(rest, w.s if (w := t.restart_load) else 0.0)
+        again = min(rest - restart, sum(a.s or 0.0 for a in t.aside))
         out["restart warm-up"] += restart
         out["measured again"] += again
         out["between trials"] += rest - restart - again

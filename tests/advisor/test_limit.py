@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from advisor import limit
-from loadgen.sustainable import Step
+from records.result import Step
 from records.run import Seconds
 from tests.advisor.test_recorded_diagnosis import RECORDED
 from tests.helpers import FIXTURES

@@ -12,6 +12,7 @@ import pytest
 
 from core.errors import UserError
 from records.profile import ClusterProfile, read_profile
+from records.result import Step
 from records.run import read_result
 from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
@@ -44,12 +45,12 @@ def version(rec: Any) -> int:
 def test_a_trial_record_reads_typed_keeps_what_it_knows_and_names_what_it_lacks(tmp_path: Path) -> None:
     """read_trial gives the typed record: a key an older release wrote and this one does not know is left out; a
     document without the fields every trial record has is refused, naming the file and the fields."""
-    steps = [{"rate_msg_s": 900.0, "held": True}]
+    steps = [{"rate_msg_s": 900.0, "start_s": 3, "judged_s": [3, 4], "held": True}]
     doc = trial_doc(stage="producer", number=3, measured={"sustainable": {"steps": steps}}, ramp_s=4.0)
     (tmp_path / "trial.json").write_text(json.dumps(doc))
     rec = read_trial(tmp_path)
     assert rec is not None and (rec.stage, rec.number, rec.complete) == ("producer", 3, True)
-    assert rec.steps == steps and rec.figures.hold is None and rec.aside == []
+    assert rec.steps == [Step(900.0, 3, [3, 4], held=True)] and rec.figures.hold is None and rec.aside == []
     assert "ramp_s" not in rec.as_json() and rec.as_json()["measured"] == doc["measured"]
     (tmp_path / "trial.json").write_text(json.dumps({"study": "s", "stage": "x"}))
     with pytest.raises(UserError) as e:

@@ -12,8 +12,8 @@ import pytest
 
 from advisor.verdict import operating_lines
 from loadgen.knee import LOAD_SLOPE, fit_knee
-from loadgen.sustainable import Step
 from loadgen.tail import CAUSES
+from records.result import Step
 from records.summary import Summary
 from sweeps.hold import refused, tail_causes
 from tests.helpers import trial_doc
@@ -28,15 +28,13 @@ def steps(
     for r in rates:
         p = law["a"] * r ** law["b"] * math.exp(rng.gauss(0, sigma))
         out.append(
-            Step.of(
-                {
-                    "rate_msg_s": r,
-                    "p99_e2e_ms": p,
-                    "held": p <= 100,
-                    "judged_s": list(range(seconds)),
-                    "why": "" if p <= 100 else f"p99 end-to-end {p:.1f} ms > 100 ms",
-                    "start_s": 0,
-                }
+            Step(
+                r,
+                0,
+                list(range(seconds)),
+                p99_e2e_ms=p,
+                held=p <= 100,
+                why="" if p <= 100 else f"p99 end-to-end {p:.1f} ms > 100 ms",
             )
         )
     return out

@@ -223,7 +223,10 @@ def test_the_time_around_a_trials_runs_is_a_restart_warm_up_only_when_it_had_one
 def test_a_searchs_unjudged_seconds_are_counted_between_its_steps_not_as_ready_wait() -> None:
     """Two steps from second 3: the first judged 4-7, the next (after a missed step: the drain) judged 11-13. Of
     the 11 seconds from 3 to 13, 7 were judged: 4 were between steps, the rest of the search run is ready wait."""
-    steps = [{"start_s": 3, "judged_s": [4, 5, 6, 7]}, {"start_s": 9, "judged_s": [11, 12, 13]}]
+    steps = [
+        {"rate_msg_s": 900, "start_s": 3, "judged_s": [4, 5, 6, 7]},
+        {"rate_msg_s": 700, "start_s": 9, "judged_s": [11, 12, 13]},
+    ]
     ph = {"run": 6.0, "windows": 3.0, "warmup": 1.0, "ramp": 20.0, "ramp_windows": 7.0, "ramp_warmup": 3.0}
     t = trial_record(total_s=27.0, apply_s=0.0, phases_s=ph, measured={"sustainable": {"steps": steps}})
     assert timing.unjudged_s(t) == 4.0

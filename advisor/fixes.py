@@ -37,7 +37,7 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3, no_effect: Collection
         out = {}
         for scoped in diagnose.flush_settings(t):
             scope, key = scoped.split(" ", 1)
-            default = catalogue.get(key).default if scope == "broker" else None
+            default = catalogue.param(key).default if scope == "broker" else None
             out[key] = "(delete the topic override)" if scope == "topic" else str(default or "(unset: Kafka's default)")
         return out
     return {}
@@ -45,7 +45,7 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3, no_effect: Collection
 
 def current(p: Mapping[str, Any], key: str) -> int:
     """The integer value of catalogue key `key` in params `p`, else Kafka's default (0 when it has none)."""
-    v, default = num(p.get(key)), catalogue.get(key).default
+    v, default = num(p.get(key)), catalogue.param(key).default
     return int(v) if v is not None else (default if isinstance(default, int) else 0)
 
 
@@ -53,7 +53,7 @@ def inflight_fix(p: Mapping[str, Any]) -> dict[str, str]:
     """max.in.flight.requests.per.connection back to Kafka's default (5, the most the idempotent producer allows)
     when the configuration caps it lower; nothing otherwise."""
     key = "max.in.flight.requests.per.connection"
-    default = catalogue.get(key).default
+    default = catalogue.param(key).default
     return {key: str(default)} if isinstance(default, int) and current(p, key) < default else {}
 
 

@@ -126,7 +126,7 @@ class BrokerConfigs:
                 if val == old.value and (src == OVERRIDE) == old.override:
                     continue
                 changed.append(f"broker {b} {k}: {val} -> {old.value}")
-                p = catalogue.get(k)
+                p = catalogue.param(k)
                 if p.thread_pool and val is not None and old.value is not None:
                     for step in catalogue.thread_pool_steps(int(val), int(old.value)):
                         self._alter(int(b), k, str(step))
@@ -155,7 +155,7 @@ class BrokerConfigs:
             cur = self.describe(b, list(dynamic))
             for k, v in dynamic.items():
                 have = cur[k][0]
-                if catalogue.get(k).thread_pool and have is not None and have != v:
+                if catalogue.param(k).thread_pool and have is not None and have != v:
                     plan[(b, k)] = [str(s) for s in catalogue.thread_pool_steps(int(have), int(v))]
                 elif not (have == v and cur[k][1] == OVERRIDE):
                     plan[(b, k)] = [v]

@@ -196,7 +196,8 @@ CONTEXT_KEYS = ("min.insync.replicas", "default.replication.factor")
 READ_BACK_KEYS = (*DYNAMIC_KEYS, *RESTART_KEYS, *CONTEXT_KEYS)
 
 
-def get(name: str) -> Param:
+def param(name: str) -> Param:
+    """The catalogue's entry for `name`; a KeyError naming the sweepable keys when it has none."""
     try:
         return CATALOGUE[name]
     except KeyError:
@@ -212,7 +213,7 @@ def short(cfg: Mapping[str, Any]) -> str:
     """The keys of `cfg` that differ from Kafka's defaults, compactly (sizes in K and M)."""
     parts = []
     for k, v in cfg.items():
-        p = get(k)
+        p = param(k)
         if p.default is not None and str(p.default) == str(v):
             continue
         val = str(v)

@@ -100,15 +100,7 @@ class Machine:
 
     @classmethod
     def of(cls, profile: ClusterProfile | None) -> Machine:
-        m = profile.machine if profile else {}
-        rng = m.get("cpu_probe_ms_range")
-        return cls(
-            cpus=m.get("cpus"),
-            cpu_probe_ms=m.get("cpu_probe_ms"),
-            cpu_probe_ms_range=(float(rng[0]), float(rng[1])) if rng else None,
-            writeback=m.get("writeback"),
-            broker_jvm_options=tuple(m.get("broker_jvm_options") or ()),
-        )
+        return typed.from_json(cls, profile.machine, "profile.machine") if profile else cls()
 
 
 def write_profile(path: Path, profile: ClusterProfile) -> ClusterProfile:

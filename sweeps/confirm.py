@@ -87,7 +87,7 @@ class Phases(Protocol):
 
 def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """A configuration as what it changes: keys at Kafka's default dropped, so equal settings compare equal."""
-    return tuple(sorted((k, str(v)) for k, v in cfg.items() if str(v) != str(catalogue.get(k).default)))
+    return tuple(sorted((k, str(v)) for k, v in cfg.items() if str(v) != str(catalogue.param(k).default)))
 
 
 def acks_all(cfg: Mapping[str, Any]) -> bool:
@@ -280,8 +280,8 @@ def changed_keys(spec: Spec, cfg: Mapping[str, Any]) -> list[tuple[str, str | No
     w = spec.base_workload()
     out = []
     for k in sorted(cfg):
-        field = catalogue.get(k).workload_field
-        old = base.get(k, getattr(w, field) if field else catalogue.get(k).default)
+        field = catalogue.param(k).workload_field
+        old = base.get(k, getattr(w, field) if field else catalogue.param(k).default)
         unset = old is None and str(cfg[k]) in ("", "None")
         if not unset and (old is None or str(old) != str(cfg[k])):
             out.append((k, None if old is None else str(old), str(cfg[k])))
@@ -292,7 +292,7 @@ def put_back(cfg: Mapping[str, Any], key: str, old: str | None) -> space.Config:
     """`cfg` with `key` back at the defaults' value `old` (changed_keys; None: unset)."""
     back: space.Config = {k: v for k, v in cfg.items() if k != key}
     if old is not None:
-        back[key] = int(old) if catalogue.get(key).kind == "int" else old
+        back[key] = int(old) if catalogue.param(key).kind == "int" else old
     return back
 
 

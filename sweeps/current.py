@@ -92,8 +92,8 @@ def broker_config(snapshot: BrokerSnapshot) -> dict[str, int | str]:
         if set_here and len(values) == 1 and (v := values.pop()) is not None:
             out[key] = v
     out.update(_restart_overrides(snapshot.restart_overrides))
-    typed = {k: int(v) if catalogue.get(k).kind == "int" else str(v) for k, v in out.items()}
-    return {k: v for k, v in typed.items() if str(v) != str(catalogue.get(k).default)}
+    typed = {k: int(v) if catalogue.param(k).kind == "int" else str(v) for k, v in out.items()}
+    return {k: v for k, v in typed.items() if str(v) != str(catalogue.param(k).default)}
 
 
 def _restart_overrides(snap: Any) -> dict[str, str]:

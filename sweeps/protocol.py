@@ -23,7 +23,7 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     d["producerConfig"] = {**d["producerConfig"], **groups["producer"]}
     d["consumerConfig"] = {**d["consumerConfig"], **groups["consumer"]}
     for k, v in groups["workload"].items():
-        field_name = catalogue.get(k).workload_field
+        field_name = catalogue.param(k).workload_field
         assert field_name
         d[field_name] = int(v)
     d["warmupDurationMinutes"] = m.warmup_s / 60

@@ -36,7 +36,7 @@ BASELINE_CONFIGS: dict[str, Config] = {
 def distributions(stage: Stage) -> dict[str, BaseDistribution]:
     out: dict[str, BaseDistribution] = {}
     for k, v in stage.params.items():
-        p = catalogue.get(k)
+        p = catalogue.param(k)
         if isinstance(v, IntRange):
             out[k] = IntDistribution(v.low, v.high, log=v.log, step=v.step or 1)
         elif isinstance(v, Choices):
@@ -52,7 +52,7 @@ def suggest(trial: optuna.trial.BaseTrial, stage: Stage) -> Config:
 
 
 def _typed(k: str, v: Any) -> int | str:
-    return int(v) if catalogue.get(k).kind == "int" else str(v)
+    return int(v) if catalogue.param(k).kind == "int" else str(v)
 
 
 def client_defaults() -> Config:
@@ -80,7 +80,7 @@ def assemble(
 
 def _shape(spec: Spec) -> Config:
     """The spec's fixed workload shape (partitions, producers, consumers): every baseline runs it."""
-    return {k: _typed(k, v) for k, v in spec.fixed.items() if catalogue.get(k).scope in ("workload", "topic")}
+    return {k: _typed(k, v) for k, v in spec.fixed.items() if catalogue.param(k).scope in ("workload", "topic")}
 
 
 def baseline(spec: Spec, name: str) -> Config:
@@ -90,7 +90,7 @@ def baseline(spec: Spec, name: str) -> Config:
     run at whatever the cluster runs now (that is the `current` baseline's, current_baseline). Restart-only keys
     keep the cluster's own values here, as a default would cost each baseline a rolling restart."""
     cfg: Config = {**client_defaults(), **_shape(spec)}
-    swept = (catalogue.get(k) for k in sorted(spec.all_keys()))
+    swept = (catalogue.param(k) for k in sorted(spec.all_keys()))
     cfg.update({p.name: p.default for p in swept if p.apply == "dynamic" and p.default is not None})
     cfg.update(BASELINE_CONFIGS[name])
     cfg["acks"] = "all"
@@ -118,7 +118,7 @@ def split(cfg: Mapping[str, int | str]) -> dict[str, dict[str, str]]:
     """Group a configuration by how it is applied: producer, consumer, workload, dynamic, restart."""
     out: dict[str, dict[str, str]] = {"producer": {}, "consumer": {}, "workload": {}, "dynamic": {}, "restart": {}}
     for k, v in cfg.items():
-        p = catalogue.get(k)
+        p = catalogue.param(k)
         if p.apply == "client":
             out[p.scope][k] = str(v)
         elif p.apply in ("workload", "topic"):

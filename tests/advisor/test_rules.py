@@ -495,7 +495,7 @@ def test_each_bounds_fix_is_a_legal_configuration_of_the_setting_that_moves_it()
     flushed = trial(topic_config={"flush.messages": "1"}, broker={"log.flush.interval.ms": "10"})
     fix = binding_fix("forced_flush", TrialRow.of(flushed))
     assert fix["flush.messages"] == "(delete the topic override)"
-    assert catalogue.get("log.flush.interval.ms").default is None  # Kafka leaves it unset: said so, no value made up
+    assert catalogue.param("log.flush.interval.ms").default is None  # Kafka leaves it unset: said so, no value made up
     assert fix["log.flush.interval.ms"] == "(unset: Kafka's default)"
     lagging = trial(params={"num.replica.fetchers": "3"})
     assert binding_fix("replication", TrialRow.of(lagging)) == replication_fix({"num.replica.fetchers": "3"}, 3)

@@ -30,11 +30,11 @@ def test_catalogue_covers_the_keys_the_product_sweeps() -> None:
         "partitions",
     }
     assert want <= set(catalogue.CATALOGUE)
-    assert catalogue.get("num.io.threads").apply == "dynamic"
-    assert catalogue.get("replica.fetch.max.bytes").apply == "restart"
-    assert catalogue.get("batch.size").default == 16384  # the Java client's, not librdkafka's 1,000,000
+    assert catalogue.param("num.io.threads").apply == "dynamic"
+    assert catalogue.param("replica.fetch.max.bytes").apply == "restart"
+    assert catalogue.param("batch.size").default == 16384  # the Java client's, not librdkafka's 1,000,000
     with pytest.raises(KeyError, match=r"unknown key 'batch\.sise'"):
-        catalogue.get("batch.sise")
+        catalogue.param("batch.sise")
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_catalogue_covers_the_keys_the_product_sweeps() -> None:
     ],
 )
 def test_legal_values(key: str, value: object, ok: bool) -> None:
-    assert (catalogue.get(key).check(value) is None) is ok
+    assert (catalogue.param(key).check(value) is None) is ok
 
 
 def test_cross_key_rules() -> None:

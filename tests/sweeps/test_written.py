@@ -27,7 +27,7 @@ DEFAULTS_MB_S = 10.0
 
 
 def changed(cfg: Mapping[str, Any], key: str) -> bool:
-    return str(cfg.get(key, catalogue.get(key).default)) != str(catalogue.get(key).default)
+    return str(cfg.get(key, catalogue.param(key).default)) != str(catalogue.param(key).default)
 
 
 class Planted:

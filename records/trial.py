@@ -132,6 +132,31 @@ class Aside:
     stopped_at_s: int | None = None
 
 
+@dataclass(frozen=True)
+class TrialMeta:
+    """What a sweep's phase says of a trial it asks the engine to measure (sweeps.confirm.Phases.measure); the trial
+    record keeps each field that is set. A search trial: what the sampler suggested and the best of earlier stages
+    it carries; a baseline: its name; a confirmation, ablation or operating-point repeat: its key and block, and an
+    operating-point run its one fixed rate."""
+
+    baseline: str | None = None
+    confirms: str | None = None  # `<configuration>@<repeat>` (sweeps.confirm)
+    repeat: int | None = None
+    hold_msg_s: float | None = None
+    suggested: Mapping[str, Any] | None = None
+    carried: Mapping[str, Any] | None = None
+
+    def fields_set(self) -> dict[str, object]:
+        """The fields that are set, under the trial record's names."""
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @property
+    def queued_again(self) -> bool:
+        """Whether a search trial cut short is queued again with its parameters (a baseline or a repeat is found
+        by its key instead)."""
+        return self.baseline is None and self.confirms is None
+
+
 # What every trial record has, from its start (the rest is written only when the trial got that far).
 _REQUIRED = ("study", "stage", "number", "started_ns", "config", "applied", "state", "total_s")
 

@@ -41,6 +41,7 @@ from brokerconf import catalogue
 from core import stats
 from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
 from records.summary import Best
+from records.trial import TrialMeta
 from sweeps import space, storage
 from sweeps.attrs import TrialAttrs
 from sweeps.spec import Spec
@@ -80,7 +81,7 @@ class Phases(Protocol):
 
     def study(self, suffix: str, stage: Stage | None = None) -> Any: ...
 
-    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome: ...
+    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, meta: TrialMeta) -> Outcome: ...
 
     def out_of_time(self) -> bool: ...
 
@@ -128,8 +129,7 @@ def repeat(sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats
             continue
         trial = st.ask()
         if storage.claim(st, trial, key):
-            extra: dict[str, Any] = {"confirms": key, "repeat": r}
-            sw.measure(st, trial, phase, cfg, extra)
+            sw.measure(st, trial, phase, cfg, TrialMeta(confirms=key, repeat=r))
     return measured(st)
 
 

@@ -33,7 +33,7 @@ from records.profile import PROFILE, write_profile
 from records.snapshot import BrokerSnapshot
 from records.study import trial_dir
 from records.summary import Baseline, Invocation, StageBest, Summary, write_summary
-from records.trial import read_trial
+from records.trial import TrialMeta, read_trial
 from sweeps import attrs, confirm, current, hold, space, storage, timing, written
 from sweeps.attrs import TrialAttrs
 from sweeps.spec import Spec
@@ -125,12 +125,18 @@ class Sweep:
         m = self.spec.budget.minutes
         return m is not None and time.monotonic() - self.started > m * 60
 
-    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: dict[str, Any]) -> Outcome:
+    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: TrialMeta) -> Outcome:
         rec = trial_dir(self.run_dir, label, trial.number)
         attrs.started(trial, storage.OWNER, cfg, rec)
         self.view.trial_started(label, trial.number, cfg)
         self.restart_now = space.split(cfg)["restart"]
-        meta = {"study": self.spec.name, "stage": label, "number": trial.number, "started_ns": time.time_ns(), **extra}
+        meta = {
+            "study": self.spec.name,
+            "stage": label,
+            "number": trial.number,
+            "started_ns": time.time_ns(),
+            **extra.fields_set(),
+        }
         try:
             out = run_trial(
                 self.spec,
@@ -148,7 +154,7 @@ class Sweep:
             # sharing the study) measures it.
             attrs.mark(trial, attrs.INTERRUPTED)
             st.tell(trial, state=TrialState.FAIL)
-            if trial.params and not extra.get("baseline") and not extra.get("confirms"):
+            if trial.params and extra.queued_again:
                 st.enqueue_trial(dict(trial.params))
             raise
         self.trials_run += 1
@@ -194,7 +200,7 @@ class Sweep:
             if not storage.claim(st, trial, name):
                 continue
             cfg = self._current() if name == current.NAME else space.baseline(self.spec, name)
-            self.measure(st, trial, f"baseline-{name}", cfg, {"baseline": name})
+            self.measure(st, trial, f"baseline-{name}", cfg, TrialMeta(baseline=name))
 
     def _current(self) -> space.Config:
         """The `current` baseline's configuration, read from the pre-sweep snapshot, the topic named and the client
@@ -224,7 +230,7 @@ class Sweep:
                     break
                 suggested = space.suggest(trial, stage)
                 cfg = space.assemble(self.spec, stage.fixed, carried, suggested)
-                self.measure(st, trial, stage.name, cfg, {"suggested": suggested, "carried": dict(carried)})
+                self.measure(st, trial, stage.name, cfg, TrialMeta(suggested=suggested, carried=dict(carried)))
             used += len(storage.counted(st))
             best = storage.ranked(st)
             if best:

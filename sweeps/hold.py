@@ -35,7 +35,7 @@ from records.confirmation import Arm, Fit, OperatingPoint, Try
 from records.result import Step
 from records.study import TRIALS
 from records.tail import TailTotal
-from records.trial import read_trial
+from records.trial import TrialMeta, read_trial
 from sweeps import storage
 from sweeps.attrs import TrialAttrs
 from sweeps.confirm import Phases
@@ -123,7 +123,7 @@ def operating_point(sw: Phases, chosen: Arm, extend: Callable[[int], None]) -> O
             trial = st.ask()
             if storage.claim(st, trial, key):
                 extend(1)
-                sw.measure(st, trial, "hold", dict(chosen.config), {"confirms": key, "hold_msg_s": rate})
+                sw.measure(st, trial, "hold", dict(chosen.config), TrialMeta(confirms=key, hold_msg_s=rate))
         done = [t for t in storage.counted(st) if TrialAttrs.of(t).key == key and t.state.name != "RUNNING"]
         if not done:
             break  # another worker runs it: its answer is in the study when that worker is done

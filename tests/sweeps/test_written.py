@@ -18,6 +18,7 @@ from advisor import verdict
 from brokerconf import catalogue
 from records.confirmation import Confirmation, KeyEffect, Written
 from records.summary import Summary
+from records.trial import TrialMeta
 from sweeps import confirm, storage, written
 from sweeps.simulate import Design, spec_for
 
@@ -43,8 +44,8 @@ class Planted:
     def study(self, suffix: str, stage: Any = None) -> Any:
         return storage.study(self.storage, f"{self.spec.name}.{suffix}", self.spec.directions)
 
-    def measure(self, st: Any, trial: Any, label: str, cfg: Mapping[str, Any], extra: dict[str, Any]) -> None:
-        self.ran.append(extra["confirms"])
+    def measure(self, st: Any, trial: Any, label: str, cfg: Mapping[str, Any], meta: TrialMeta) -> None:
+        self.ran.append(meta.confirms or "")
         trial.set_user_attr("config", dict(cfg))
         trial.set_user_attr("record", f"/runs/sim/trials/{label}-{trial.number:03d}")
         trial.set_user_attr("rate_msg_s", 1000.0)

@@ -7,7 +7,8 @@ it, and the resource that bound it (advisor.diagnose). `run` starts a Spark sess
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,9 @@ from spark.session import session
 Progress = Callable[[str], None]
 
 
-def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A trial row's ceiling_mb_s, fraction_of_ceiling, bound and bound_reason: for a sustainable-rate trial, the
-    limit its search's steps show (advisor.limit), else what its run's figures show (advisor.diagnose)."""
-    t = TrialRow.of(row)
+def judge(study: Study, t: TrialRow) -> TrialRow:
+    """A trial row with its ceiling_mb_s, fraction_of_ceiling, bound and bound_reason: for a sustainable-rate trial,
+    the limit its search's steps show (advisor.limit), else what its run's figures show (advisor.diagnose)."""
     c = ceiling.from_profile(study.profile, rf=study.rf)
     d = diagnose.binding(t, study.profile)
     # a bench run's folder is its only trial, whatever it was named when analysed
@@ -35,12 +35,13 @@ def judge(study: Study, row: Mapping[str, Any]) -> dict[str, Any]:
         # a search's limit, read from its steps (advisor.limit); batches a small batch.size keeps small are small at
         # every step, so nothing about them rises from one step to the next for the steps to show
         d = limit.of_trial(run, Limits.of(study.profile).nic_mb_s) or d
-    return {
-        "ceiling_mb_s": c.mb_s if c else None,
-        "fraction_of_ceiling": t.mb_s / c.mb_s if c and t.mb_s is not None else None,
-        "bound": d.bound,
-        "bound_reason": d.reason,
-    }
+    return replace(
+        t,
+        ceiling_mb_s=c.mb_s if c else None,
+        fraction_of_ceiling=t.mb_s / c.mb_s if c and t.mb_s is not None else None,
+        bound=d.bound,
+        bound_reason=d.reason,
+    )
 
 
 def analyze(

@@ -30,7 +30,7 @@ from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
 from records.result import Link, RunResult, RunSummary
 from records.run import RunRecord
-from records.study import link_maps
+from records.study import with_links
 from records.trialrow import TrialRow
 
 
@@ -69,7 +69,7 @@ def _measure(
 
 def _degraded(links: Sequence[Link]) -> str | None:
     """What the shaped testbed's links met over the run, when one dropped or delayed packets (advisor.links)."""
-    return links_judge.degraded(TrialRow.of(link_maps(links))) if links else None
+    return links_judge.degraded(with_links(TrialRow(), links)) if links else None
 
 
 def _show(rec: RunRecord, res: RunResult, d: Path, as_json: bool) -> None:

@@ -17,7 +17,7 @@ Reading a study reads only these files; the heavy per-second Parquet files are l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,30 +30,12 @@ from records import run as runs
 from records import summary as summaries
 from records import trial as trials
 from records.profile import PROFILE, ClusterProfile, Limits, read_profile
+from records.trialrow import TrialRow
 
 SPEC = "spec.yaml"
 INVENTORY = "inventory.yaml"
 TRIALS = "trials"
 
-# Latency columns taken from result.json (records.result.RunResult's fields of the same names), in ms.
-LATENCY = (
-    "publish_p50_ms",
-    "publish_p99_ms",
-    "publish_p999_ms",
-    "publish_max_ms",
-    "e2e_p50_ms",
-    "e2e_p99_ms",
-    "e2e_p999_ms",
-    "e2e_max_ms",
-)
-# Trials-table columns from the producers' statistics (drivers.api.CLIENT_STATS keys).
-CLIENT_STATS = {
-    "client_queue_ms": "queue_ms",
-    "client_rtt_ms": "rtt_ms",
-    "client_inflight": "inflight",
-    "batch_bytes": "batch_bytes",
-    "batch_records": "batch_records",
-}
 # The knobs a sweep calls params that a bench record (records.result.RunResult) carries as its counts.
 WORKLOAD_PARAMS = ("producers", "consumers", "partitions")
 
@@ -205,66 +187,87 @@ def _what_it_ran(tj: trials.TrialRecord | None, res: result.RunResult | None) ->
     return _Ran(config, broker, "complete", "throughput_mb_s", mb_s, (), mb_s, None, bound, warnings)
 
 
-def trial_row(study: Study, d: Path) -> dict[str, Any]:
-    """One trial (or the bench run) as a flat row: what it set, how it ended, what its records measured."""
+def trial_row(study: Study, d: Path) -> TrialRow:
+    """One trial (or the bench run) as its records say it: what it set, how it ended, what its records measured;
+    the per-second aggregates and the judgement are added by the analysis (spark.tables.trial_table). Its
+    produce_mb_s is the record's broker rate, for a run without per-second broker rows."""
     tj = trials.read_trial(d)
     res = result.read(d) if runs.has_result(d) else None
     r = res or result.RunResult()
     summ, client = r.summary, r.summary.client
     ran = _what_it_ran(tj, res)
-    config = ran.config
-    for name in WORKLOAD_PARAMS:  # the record's counts, whether swept or not
+    loops = client.loop_cpu_util
+    stats = client.producer_stats  # the producers' own statistics (drivers.api.CLIENT_STATS keys)
+    row = TrialRow(
+        trial_id=d.name,
+        stage=tj.stage if tj else study.kind,
+        number=tj.number if tj else 0,
+        # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
+        baseline=(tj.baseline or _confirmed_baseline(tj.confirms or "")) if tj else None,
+        state=ran.state,
+        fail_reason=tj.fail_reason if tj else None,
+        started_ns=int((tj.started_ns if tj else 0) or r.started_ns or 0),
+        config=_with_counts(ran.config, r),
+        broker=ran.broker,
+        message_bytes=int(r.message_bytes or 0),
+        mb_s=_float(ran.mb_s),
+        objective=ran.objective,
+        throughput_mb_s=_float(ran.throughput_mb_s),
+        sustainable_mb_s=_float(ran.sustainable_mb_s),
+        windows_mb_s=tuple(float(x) for x in ran.windows),
+        publish_mb_s=summ.publish_mb_s,
+        lost=int(summ.lost) if summ.lost is not None else None,
+        client_bound=ran.client_bound,
+        buffer_full_events=int(client.buffer_full_events or 0),
+        machine_cpu_percent=client.machine_cpu_percent,
+        # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
+        client_loop_cpu_max=max((u for us in loops.values() for u in us), default=None),
+        consumer_loop_cpu_max=max(loops.get("consumer") or (), default=None),
+        rate_mode=summ.mode,
+        client_consume_mb_s=summ.consume_mb_s,
+        consumers_idle=client.consumers_idle,
+        topic_config={k: str(v) for k, v in r.topic_config.items()},
+        warnings=ran.warnings,
+        produce_mb_s=summ.broker_rates.get("produce_mb_s"),
+        client_queue_ms=stats.get("queue_ms"),
+        client_rtt_ms=stats.get("rtt_ms"),
+        client_inflight=stats.get("inflight"),
+        batch_bytes=stats.get("batch_bytes"),
+        batch_records=stats.get("batch_records"),
+        publish_p50_ms=_ms(r.publish_p50_ms),
+        publish_p99_ms=_ms(r.publish_p99_ms),
+        publish_p999_ms=_ms(r.publish_p999_ms),
+        publish_max_ms=_ms(r.publish_max_ms),
+        e2e_p50_ms=_ms(r.e2e_p50_ms),
+        e2e_p99_ms=_ms(r.e2e_p99_ms),
+        e2e_p999_ms=_ms(r.e2e_p999_ms),
+        e2e_max_ms=_ms(r.e2e_max_ms),
+    )
+    return with_links(row, r.links)
+
+
+def _ms(v: Any) -> float | None:
+    """A latency figure of result.json (RunResult's, ms) as the row's: None where it is not a number."""
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _with_counts(config: dict[str, str], r: result.RunResult) -> dict[str, str]:
+    """A trial's settings with its record's workload counts and acks, whether swept or not."""
+    for name in WORKLOAD_PARAMS:
         if (n := getattr(r, name)) is not None:
             config.setdefault(name, str(n))
     config.setdefault("acks", str(r.producer_config.get("acks", "all")))
-    loops = client.loop_cpu_util
-    row: dict[str, Any] = {
-        "trial_id": d.name,
-        "stage": tj.stage if tj else study.kind,
-        "number": tj.number if tj else 0,
-        # the confirmation phase's re-run of Kafka's defaults is a defaults baseline too
-        "baseline": (tj.baseline or _confirmed_baseline(tj.confirms or "")) if tj else None,
-        "state": ran.state,
-        "fail_reason": tj.fail_reason if tj else None,
-        "started_ns": int((tj.started_ns if tj else 0) or r.started_ns or 0),
-        "config": config,
-        "broker": ran.broker,
-        "message_bytes": int(r.message_bytes or 0),
-        "mb_s": _float(ran.mb_s),
-        "objective": ran.objective,
-        "throughput_mb_s": _float(ran.throughput_mb_s),
-        "sustainable_mb_s": _float(ran.sustainable_mb_s),
-        "windows_mb_s": [float(x) for x in ran.windows],
-        "publish_mb_s": summ.publish_mb_s,
-        "lost": int(summ.lost) if summ.lost is not None else None,
-        "client_bound": ran.client_bound,
-        "buffer_full_events": int(client.buffer_full_events or 0),
-        "machine_cpu_percent": client.machine_cpu_percent,
-        # the busiest send or receive loop, as a fraction of one core (loadgen.result._client_bound)
-        "client_loop_cpu_max": max((u for us in loops.values() for u in us), default=None),
-        "consumer_loop_cpu_max": max(loops.get("consumer") or (), default=None),
-        **{col: client.producer_stats.get(key) for col, key in CLIENT_STATS.items()},
-        "rate_mode": summ.mode,
-        "client_consume_mb_s": summ.consume_mb_s,
-        "consumers_idle": client.consumers_idle,
-        "topic_config": {k: str(v) for k, v in r.topic_config.items()},
-        "warnings": list(ran.warnings),
-        "record_produce_mb_s": summ.broker_rates.get("produce_mb_s"),
-        **link_maps(r.links),
-    }
-    for col in LATENCY:
-        v = getattr(r, col)
-        row[col] = float(v) if isinstance(v, int | float) else None
-    return row
+    return config
 
 
-def link_maps(links: Sequence[result.Link]) -> dict[str, dict[str, Any]]:
-    """A run's links (result.json `links`, testbed.links.Sampler.rows) as the trial row's maps, keyed "b1/b2"."""
-    return {
-        "link_data_segs": {"/".join(x.hosts): int(x.data_segs) for x in links},
-        "link_retrans": {"/".join(x.hosts): int(x.retrans) for x in links},
-        "link_rtt_ms": {"/".join(x.hosts): x.rtt_ms for x in links if x.rtt_ms is not None},
-    }
+def with_links(row: TrialRow, links: Sequence[result.Link]) -> TrialRow:
+    """`row` with a run's links (result.json `links`, testbed.links.Sampler.rows) as its maps, keyed "b1/b2"."""
+    return replace(
+        row,
+        link_data_segs={"/".join(x.hosts): int(x.data_segs) for x in links},
+        link_retrans={"/".join(x.hosts): int(x.retrans) for x in links},
+        link_rtt_ms={"/".join(x.hosts): x.rtt_ms for x in links if x.rtt_ms is not None},
+    )
 
 
 def _float(v: Any) -> float | None:
@@ -276,7 +279,7 @@ def _confirmed_baseline(key: str) -> str | None:
     return key.split(":", 1)[1].split("@", 1)[0] if key.startswith("baseline:") else None
 
 
-def trial_rows(study: Study) -> list[dict[str, Any]]:
+def trial_rows(study: Study) -> list[TrialRow]:
     return [trial_row(study, d) for d in study.trial_dirs]
 
 

@@ -25,7 +25,7 @@ from records import run as runs
 from records import study as studies
 from records.analysis import TRIAL_FIELDS
 from spark.series import per_second, per_trial_measure
-from spark.tables import Judge, importance_rows, params_table, pareto_table, schema, trial_table
+from spark.tables import Judge, importance_rows, params_table, pareto_table, schema, spark_row, trial_table
 
 
 def analyze(
@@ -56,7 +56,9 @@ def analyze(
         agg = {}
     progress(f"per-second series: {counts.get('series', 0):,} rows")
     trials = trial_table(study, meta, agg, judge)
-    trials_df = spark.createDataFrame(trials, schema=schema(TRIAL_FIELDS)).orderBy("started_ns", "trial_id")
+    trials_df = spark.createDataFrame([spark_row(t) for t in trials], schema=schema(TRIAL_FIELDS)).orderBy(
+        "started_ns", "trial_id"
+    )
     trials_df.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "trials")))
     counts["trials"] = len(trials)
     params = params_table(spark, trials_df)

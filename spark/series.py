@@ -7,6 +7,7 @@ read and aggregated by Spark, so the same job runs on `local[*]` or a standalone
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cluster.metrics import FOLLOWER_TIMES, PRODUCE_TIMES
@@ -155,7 +156,7 @@ def per_trial_measure(series: Any) -> dict[str, dict[str, Any]]:
     return {r["trial_id"]: r.asDict() for r in rows}
 
 
-def evidence(a: dict[str, Any]) -> dict[str, float | None]:
+def evidence(a: Mapping[str, Any]) -> dict[str, float | None]:
     """What the brokers' counters say over a trial's measure window (`a`: per_trial_measure's row): produce
     requests per second, records and bytes per request, the produce request's time split (ms per request,
     PRODUCE_TIMES), log flushes per produce request and their mean time, ISR shrinks and expands."""

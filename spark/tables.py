@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping
+from dataclasses import fields, replace
 from functools import reduce
 from typing import Any
 
 from records.analysis import TRIAL_FIELDS
 from records.study import Study
+from records.trialrow import TrialRow
 from spark.series import evidence
 
 OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the study's objective (records.study)
@@ -21,8 +23,11 @@ OBJECTIVE_COLUMNS = {  # objective → (trials column, maximize?); mb_s is the s
 }
 # stages whose trials are not a one-factor search
 NOT_SEARCH = ("baseline", "confirm", "ablate", "written", "hold", "sweep", "bench")
-# The judgement of one trial row: ceiling_mb_s, fraction_of_ceiling, bound, bound_reason (advisor.analysis).
-Judge = Callable[[Study, dict[str, Any]], Mapping[str, Any]]
+# The judgement of one trial row (advisor.analysis.judge): the row with its ceiling_mb_s, fraction_of_ceiling, bound
+# and bound_reason.
+Judge = Callable[[Study, TrialRow], TrialRow]
+_COLUMNS = frozenset(f.name for f in fields(TrialRow))
+_COUNTS = ("under_replicated_seconds", "controller_bad_seconds", "measure_seconds")  # Spark's sums, as counts
 
 
 def schema(fields: list[tuple[str, str]]) -> str:
@@ -30,53 +35,63 @@ def schema(fields: list[tuple[str, str]]) -> str:
 
 
 def trial_table(
-    study: Study, meta: list[dict[str, Any]], agg: dict[str, dict[str, Any]], judge: Judge
-) -> list[dict[str, Any]]:
-    """One row per trial (TRIAL_FIELDS): the record's figures, the per-second aggregates, and what `judge`
-    (the advisor's ceiling model and diagnosis) makes of them."""
+    study: Study, meta: list[TrialRow], agg: Mapping[str, Mapping[str, Any]], judge: Judge
+) -> list[TrialRow]:
+    """One row per trial: what its records say (records.study.trial_row), its measure window's per-second
+    aggregates (spark.series.per_trial_measure: `agg`, by trial id), and what `judge` (the advisor's ceiling model
+    and diagnosis) makes of them."""
     out = []
     for m in meta:
-        a = agg.get(m["trial_id"], {})
-        row: dict[str, Any] = {k: None for k, _ in TRIAL_FIELDS}
-        row.update({k: v for k, v in m.items() if k in row})
-        row.update({k: v for k, v in a.items() if k in row})
-        row.update(evidence(a))
-        row["params"] = {**m["broker"], **m["config"]}
-        w = m["windows_mb_s"]
-        row["window_cv"] = statistics.stdev(w) / statistics.mean(w) if len(w) > 1 and statistics.mean(w) else None
+        a = agg.get(m.trial_id, {})
+        w = m.windows_mb_s or ()
         mean, std = a.get("second_mean_mb_s"), a.get("second_std_mb_s")
-        row["second_cv"] = std / mean if mean and std is not None else None
-        if row["produce_mb_s"] is None:
-            row["produce_mb_s"] = m.get("record_produce_mb_s")
-        if row["produce_mb_s"] and row["replicate_mb_s"] is not None:
-            row["replication_ratio"] = row["replicate_mb_s"] / row["produce_mb_s"]
-        row.update(judge(study, row))
-        for k in ("under_replicated_seconds", "controller_bad_seconds", "measure_seconds"):
-            row[k] = int(row[k]) if row[k] is not None else None
-        out.append(row)
+        changes = {k: v for k, v in a.items() if k in _COLUMNS}
+        changes.update(evidence(a))
+        changes.update({k: int(v) for k in _COUNTS if (v := changes.get(k)) is not None})
+        changes["params"] = {**(m.broker or {}), **(m.config or {})}
+        changes["window_cv"] = statistics.stdev(w) / statistics.mean(w) if len(w) > 1 and statistics.mean(w) else None
+        changes["second_cv"] = std / mean if mean and std is not None else None
+        row = replace(m, **changes)
+        if row.produce_mb_s is None:  # no broker rows per second: the record's own broker rate
+            row = replace(row, produce_mb_s=m.produce_mb_s)
+        if row.produce_mb_s and row.replicate_mb_s is not None:
+            row = replace(row, replication_ratio=row.replicate_mb_s / row.produce_mb_s)
+        out.append(judge(study, row))
     return out
 
 
-def importance_rows(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def spark_row(t: TrialRow) -> dict[str, object]:
+    """A trials-table row as Spark's createDataFrame takes it (records.analysis.TRIAL_FIELDS's order): maps as
+    dicts, arrays as lists."""
+    return {f: _plain(getattr(t, f)) for f in (n for n, _ in TRIAL_FIELDS)}
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, Mapping):
+        return dict(v)
+    return list(v) if isinstance(v, tuple) else v
+
+
+def importance_rows(trials: list[TrialRow]) -> list[dict[str, Any]]:
     """PED-ANOVA (Optuna) per search stage, from the records alone (no storage needed)."""
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    by_stage: dict[str, list[dict[str, Any]]] = {}
+    by_stage: dict[str, list[TrialRow]] = {}
     for t in trials:
-        if t["state"] == "complete" and t["mb_s"] is not None and not t["stage"].startswith(NOT_SEARCH):
-            by_stage.setdefault(t["stage"], []).append(t)
+        if t.state == "complete" and t.mb_s is not None and t.stage and not t.stage.startswith(NOT_SEARCH):
+            by_stage.setdefault(t.stage, []).append(t)
     rows = []
     for stage, ts in by_stage.items():
-        keys = sorted({k for t in ts for k in t["params"]})
-        varying = [k for k in keys if len({t["params"].get(k) for t in ts}) > 1 and all(k in t["params"] for t in ts)]
+        keys = sorted({k for t in ts for k in t.params})
+        varying = [k for k in keys if len({t.params.get(k) for t in ts}) > 1 and all(k in t.params for t in ts)]
         if len(ts) < 4 or not varying:
             continue
         dists: dict[str, Any] = {}
         for k in varying:
-            vals = [t["params"][k] for t in ts]
+            vals = [t.params[k] for t in ts]
             try:
                 nums = [float(v) for v in vals]
             except ValueError:
@@ -89,14 +104,14 @@ def importance_rows(trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for t in ts:
             params: dict[str, Any] = {}
             for k in varying:
-                v = t["params"][k]
+                v = t.params[k]
                 dk = dists[k]
                 params[k] = (
                     v
                     if isinstance(dk, CategoricalDistribution)
                     else (int(float(v)) if isinstance(dk, IntDistribution) else float(v))
                 )
-            st.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=t["mb_s"]))
+            st.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=t.mb_s))
         try:
             imp = get_param_importances(st, evaluator=PedAnovaImportanceEvaluator(), normalize=True)
         except Exception:  # too few trials above the quantile: no importance for this stage

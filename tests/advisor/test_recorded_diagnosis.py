@@ -19,6 +19,7 @@ from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from records.analysis import load_table, rows
 from records.study import open_study
+from records.trialrow import TrialRow
 from tests.helpers import FIXTURES
 
 RECORDED = FIXTURES / "recorded" / "diagnosis"
@@ -28,7 +29,8 @@ def diagnosed(name: str) -> tuple[dict[str, Any], list[Recommendation], dict[str
     """The recorded run `name`: its trials row judged again, the recommendations over it, and its record."""
     root = RECORDED / name
     (row,) = rows(load_table(root / "analysis", "trials"))
-    row.update(judge(open_study(root), row))
+    t = judge(open_study(root), TrialRow.of(row))
+    row.update({k: getattr(t, k) for k in ("ceiling_mb_s", "fraction_of_ceiling", "bound", "bound_reason")})
     recs = recommend(pd.DataFrame([row]), load_table(root / "analysis", "params"), Context())
     return row, recs, json.loads((root / "result.json").read_text())
 

@@ -47,8 +47,8 @@ def test_nulls_where_a_writer_had_nothing_still_make_a_row(tmp_path: Path) -> No
     doc.pop("links", None)
     (run / "result.json").write_text(json.dumps(doc))
     row = trial_row(open_study(run), run)
-    assert row["record_produce_mb_s"] is None and row["client_loop_cpu_max"] is None
-    assert row["mb_s"] == doc["sustainable"]["mb_s"] and row["link_retrans"] == {}
+    assert row.produce_mb_s is None and row.client_loop_cpu_max is None
+    assert row.mb_s == doc["sustainable"]["mb_s"] and row.link_retrans == {}
 
 
 def test_a_scaled_out_bench_reads_its_runs_typed() -> None:

@@ -130,13 +130,6 @@ class Sweep:
         attrs.started(trial, storage.OWNER, cfg, rec)
         self.view.trial_started(label, trial.number, cfg)
         self.restart_now = space.split(cfg)["restart"]
-        meta = {
-            "study": self.spec.name,
-            "stage": label,
-            "number": trial.number,
-            "started_ns": time.time_ns(),
-            **extra.fields_set(),
-        }
         try:
             out = run_trial(
                 self.spec,
@@ -144,7 +137,8 @@ class Sweep:
                 cfg,
                 self.snapshot,
                 rec,
-                meta,
+                (label, trial.number),
+                extra,
                 say=self.view.note,
                 on_tick=self.view.on_tick,
                 on_applied=self.mark_dirty,

@@ -29,7 +29,7 @@ from loadgen.workload import Workload
 from records.result import RunSummary, summary_of
 from records.run import write_run
 from records.snapshot import BrokerSnapshot
-from records.trial import SEARCH_RUN, TrialRecord, write_trial
+from records.trial import SEARCH_RUN, TrialMeta, TrialRecord, write_trial
 from sweeps import space
 from sweeps.protocol import (
     MB,
@@ -74,14 +74,16 @@ def run_trial(
     cfg: Mapping[str, int | str],
     snapshot: BrokerSnapshot,
     out_dir: Path,
-    meta: Mapping[str, Any],
+    which: tuple[str, int],
+    meta: TrialMeta,
     *,
     say: Callable[[str], None],
     on_tick: Callable[[RawRun, Tick], None] | None = None,
     on_applied: Callable[[], None] | None = None,
 ) -> Outcome:
-    """Apply `cfg`, measure, write the record in `out_dir`. Raises only on Ctrl-C; failures are outcomes."""
-    t = _Trial(spec, target, cfg, out_dir, meta, say)
+    """Apply `cfg`, measure, write the record of trial `which` (stage or phase, number) in `out_dir`, with what the
+    phase says of it (`meta`). Raises only on Ctrl-C; failures are outcomes."""
+    t = _Trial(spec, target, cfg, out_dir, which, meta, say)
     try:
         t.apply(snapshot, on_applied)
         for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -141,17 +143,22 @@ class _Trial:
         target: SweepTarget,
         cfg: Mapping[str, int | str],
         out_dir: Path,
-        meta: Mapping[str, Any],
+        which: tuple[str, int],
+        meta: TrialMeta,
         say: Callable[[str], None],
     ) -> None:
         self.spec, self.target, self.cfg, self.out_dir, self.say = spec, target, cfg, out_dir, say
-        self.hold_msg_s: float | None = meta.get("hold_msg_s")  # an operating-point run (sweeps.hold)
+        self.hold_msg_s = meta.hold_msg_s  # an operating-point run (sweeps.hold)
         self.t_start = time.monotonic()
         self.groups = space.split(cfg)
         self.outcome = Outcome(False, out_dir)
         g = self.groups
-        self.record: dict[str, Any] = {
-            **meta,
+        self.record: dict[str, Any] = {  # what is known so far, under trial.json's names (records.trial)
+            "study": spec.name,
+            "stage": which[0],
+            "number": which[1],
+            "started_ns": time.time_ns(),
+            **meta.fields_set(),
             "objective": spec.objective,
             "config": dict(cfg),
             "applied": {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]},

@@ -7,6 +7,7 @@ objectives, constraint values). Written at the end of the trial, and also when C
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -135,9 +136,9 @@ class Aside:
 @dataclass(frozen=True)
 class TrialMeta:
     """What a sweep's phase says of a trial it asks the engine to measure (sweeps.confirm.Phases.measure); the trial
-    record keeps each field that is set. A search trial: what the sampler suggested and the best of earlier stages
-    it carries; a baseline: its name; a confirmation, ablation or operating-point repeat: its key and block, and an
-    operating-point run its one fixed rate."""
+    record keeps each field that is set (TrialRecord.begun). A search trial: what the sampler suggested and the best
+    of earlier stages it carries; a baseline: its name; a confirmation, ablation or operating-point repeat: its key
+    and block, and an operating-point run its one fixed rate."""
 
     baseline: str | None = None
     confirms: str | None = None  # `<configuration>@<repeat>` (sweeps.confirm)
@@ -145,10 +146,6 @@ class TrialMeta:
     hold_msg_s: float | None = None
     suggested: Mapping[str, Any] | None = None
     carried: Mapping[str, Any] | None = None
-
-    def fields_set(self) -> dict[str, object]:
-        """The fields that are set, under the trial record's names."""
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
 
     @property
     def queued_again(self) -> bool:
@@ -169,7 +166,7 @@ class TrialRecord:
     started_ns: int
     config: Mapping[str, int | str]
     applied: Mapping[str, Mapping[str, str]]  # producer / consumer / workload settings as passed on
-    state: str  # "complete" | "failed" | "interrupted"
+    state: str  # "complete" | "failed" | "interrupted" ("running" only in memory, TrialRecord.begun)
     total_s: float
     fail_reason: str | None = None
     baseline: str | None = None  # a published baseline's name
@@ -211,6 +208,36 @@ class TrialRecord:
         if missing := [n for n in _REQUIRED if n not in d]:
             raise UserError(f"{where}: not a trial record, it lacks {', '.join(missing)}")
         return cls(**{k: v for k, v in d.items() if k in names})
+
+    @classmethod
+    def begun(
+        cls,
+        study: str,
+        which: tuple[str, int],
+        objective: str,
+        config: Mapping[str, int | str],
+        applied: Mapping[str, Mapping[str, str]],
+        meta: TrialMeta,
+    ) -> TrialRecord:
+        """The record of trial `which` (stage or phase, number) as it starts, with what its phase says of it: state
+        "running" and total_s 0 until it ends (sweeps.trial)."""
+        return cls(
+            study=study,
+            stage=which[0],
+            number=which[1],
+            started_ns=time.time_ns(),
+            config=config,
+            applied=applied,
+            state="running",
+            total_s=0.0,
+            objective=objective,
+            baseline=meta.baseline,
+            confirms=meta.confirms,
+            repeat=meta.repeat,
+            hold_msg_s=meta.hold_msg_s,
+            suggested=meta.suggested,
+            carried=meta.carried,
+        )
 
     @property
     def complete(self) -> bool:

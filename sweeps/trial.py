@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from loadgen.runner import RawRun, Tick
 from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
+from records.confirmation import Try
 from records.result import RunSummary, summary_of
 from records.run import write_run
 from records.snapshot import BrokerSnapshot
@@ -113,14 +114,14 @@ def run_trial(
             entry["s"] = round(time.monotonic() - t_attempt, 1)
             t.rerun()
     except KeyboardInterrupt:
-        write_trial(out_dir, TrialRecord(**t.record, state="interrupted", total_s=time.monotonic() - t.t_start))
+        write_trial(out_dir, replace(t.record, state="interrupted", total_s=time.monotonic() - t.t_start))
         raise
     except Exception as e:  # a trial that breaks is a result, not the end of the sweep
         t.outcome.fail_reason = f"{t.phase}: {type(e).__name__}: {e}".strip()
     out = t.outcome
     out.total_s = time.monotonic() - t.t_start
-    out.record = TrialRecord(
-        **t.record, state="complete" if out.ok else "failed", fail_reason=out.fail_reason, total_s=out.total_s
+    out.record = replace(
+        t.record, state="complete" if out.ok else "failed", fail_reason=out.fail_reason, total_s=out.total_s
     )
     write_trial(out_dir, out.record)
     return out
@@ -153,16 +154,9 @@ class _Trial:
         self.groups = space.split(cfg)
         self.outcome = Outcome(False, out_dir)
         g = self.groups
-        self.record: dict[str, Any] = {  # what is known so far, under trial.json's names (records.trial)
-            "study": spec.name,
-            "stage": which[0],
-            "number": which[1],
-            "started_ns": time.time_ns(),
-            **meta.fields_set(),
-            "objective": spec.objective,
-            "config": dict(cfg),
-            "applied": {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]},
-        }
+        # what is known so far; its state and total_s are set when the trial ends (run_trial)
+        applied = {"producer": g["producer"], "consumer": g["consumer"], "workload": g["workload"]}
+        self.record = TrialRecord.begun(spec.name, which, spec.objective, dict(cfg), applied, meta)
         self.phase = "apply"
         self.disturbed: list[str] = []  # the current attempt's unplanned events (faults.disturbed)
         self.jit_busy: str | None = None  # the current attempt's brokers still compiling (loadgen.brokerside.jit_busy)
@@ -178,32 +172,43 @@ class _Trial:
             return "jit_busy"
         return None
 
-    def set_aside(self, attempt: int, why: str) -> dict[str, Any]:
+    def set_aside(self, attempt: int, why: str) -> dict[str, object]:
         """Keep an attempt's events and figures in the record under `why`; they feed nothing else."""
-        entry = {
+        entry: dict[str, object] = {
             "attempt": attempt,
             "events": list(self.disturbed) if why == "disturbed" else [self.jit_busy],
             "values": dict(self.outcome.values),
-            "measured": self.record.get("measured"),
+            "measured": self.record.measured,
         }
         if self.stopped_at is not None:  # its windows' figures cover this much of them only
             entry["stopped_at_s"] = self.stopped_at
-        self.record.setdefault(why, []).append(entry)
+        r = self.record
+        if why == "disturbed":
+            self.record = replace(r, disturbed=[*(r.disturbed or ()), entry])
+        else:
+            self.record = replace(r, jit_busy=[*(r.jit_busy or ()), entry])
         return entry
 
     def warm_up(self, cap_s: float, *, own_load: bool = False) -> WarmUp:
         """Load the brokers until their JIT is quiet, `cap_s` at the most (loadgen.warmup); `own_load`: as the trial."""
         t, own = self.target, dict(self.workload.producerConfig)
-        where: dict[str, Any] = {"placements": t.placements, "common": t.common, "metrics_urls": t.metrics_urls}
-        shapes = {"shapes": (own,), "paced_shape": own} if own_load else {"shapes": SHAPES}
-        return warm_up(t.bootstrap, cap_s, say=self.say, **shapes, **where)
+        shapes, paced = ((own,), own) if own_load else (SHAPES, None)
+        return warm_up(
+            t.bootstrap,
+            cap_s,
+            say=self.say,
+            shapes=shapes,
+            paced_shape=paced,
+            placements=t.placements,
+            common=t.common,
+            metrics_urls=t.metrics_urls,
+        )
 
     def rerun(self) -> None:
         restarts = self.outcome.restarts
         self.outcome = Outcome(False, self.out_dir, restarts=restarts)
         self.disturbed, self.jit_busy, self.stopped_at = [], None, None
-        for k in ("measured", "phases_s", "probe_msg_s", "faults"):
-            self.record.pop(k, None)
+        self.record = replace(self.record, measured=None, phases_s=None, probe_msg_s=None, faults=None)
 
     def _run(self, w: Workload, on_tick: runner.View | None, **kw: Any) -> RawRun:
         """One run of `w` on the target (loadgen.runner), quietly."""
@@ -244,11 +249,12 @@ class _Trial:
         t_apply = time.monotonic()
         applied = self.target.configs.apply(self.groups["dynamic"], self.groups["restart"], snapshot)
         self.outcome.restarts = applied.restarts
-        self.record.update(broker_read_back=applied.read_back, restarts=applied.restarts)
-        self.record["apply_s"] = time.monotonic() - t_apply
+        took = time.monotonic() - t_apply
+        self.record = replace(self.record, broker_read_back=applied.read_back, restarts=applied.restarts, apply_s=took)
         if applied.restarts and self.spec.measurement.restart_warmup_s:
             self.phase = "warm-up after restart"
-            self.record["restart_warmup"] = to_json(self.warm_up(self.spec.measurement.restart_warmup_s))
+            warmed = to_json(self.warm_up(self.spec.measurement.restart_warmup_s))
+            self.record = replace(self.record, restart_warmup=warmed)
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
         if self.hold_msg_s is not None:
@@ -259,7 +265,8 @@ class _Trial:
             return
         self.phase = "sustainable-rate search"
         u = sustainable.probe_rate(raw)
-        self.outcome.probe_msg_s = self.record["probe_msg_s"] = u
+        self.outcome.probe_msg_s = u
+        self.record = replace(self.record, probe_msg_s=u)
         self._search(u, self.out_dir / SEARCH_RUN, on_tick)
 
     def _max_rate(self, on_tick: Callable[[RawRun, Tick], None] | None) -> RawRun:
@@ -276,26 +283,21 @@ class _Trial:
             raw = self._run(w, on_tick if inj is None else runner.chain(on_tick, inj.on_tick), stop_when=watch)
         finally:
             if inj is not None:
-                self.record["faults"] = inj.finish()
+                self.record = replace(self.record, faults=[*inj.finish()])
         t_build = time.monotonic()
         rec = self._build(raw)
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
         else:
-            rec.result["faults"] = self.record["faults"]
+            rec.result["faults"] = self.record.faults
         if watch is not None and raw.stopped_early_at is not None:
             self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
             self.jit_busy = self.jit_busy or brokerside.jit_busy_words(watch.busy)
         write_run(self.out_dir, rec)
-        self.record["phases_s"] = {
-            **raw.phases_s,
-            "run": t_build - t_run,
-            "warmup": m.warmup_s,
-            "windows": m.window_s * m.windows,
-            "record": time.monotonic() - t_build,
-        }
+        phases = {"run": t_build - t_run, "warmup": m.warmup_s, "windows": m.window_s * m.windows}
+        self.record = replace(self.record, phases_s={**raw.phases_s, **phases, "record": time.monotonic() - t_build})
         self._judge(summary_of(rec), window_rates(raw, m.window_s, m.windows))
-        self.record["measured"]["warmup_curve"] = warmup_curve(raw)
+        self.record = replace(self.record, measured={**(self.record.measured or {}), "warmup_curve": warmup_curve(raw)})
         return raw
 
     def _search(self, u: float, where: Path, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
@@ -327,9 +329,11 @@ class _Trial:
         if (over := lost - self.spec.constraints.max_lost) > 0:
             out.constraints["lost"] = max(out.constraints.get("lost", 0.0), float(over))
             out.violations.append(f"search run: lost {lost} > {self.spec.constraints.max_lost}")
-        self.record["measured"].update(sustainable_mb_s=found.mb_s, sustainable=found.as_dict(), ramp_lost=lost)
         judged = sum(len(st.judged_s) for st in found.steps)
-        self.record["phases_s"].update(ramp=found.ramp_s, ramp_warmup=float(how.warmup_s), ramp_windows=float(judged))
+        r = self.record
+        answer = {"sustainable_mb_s": found.mb_s, "sustainable": found.as_dict(), "ramp_lost": lost}
+        ramp = {"ramp": found.ramp_s, "ramp_warmup": float(how.warmup_s), "ramp_windows": float(judged)}
+        self.record = replace(r, measured={**(r.measured or {}), **answer}, phases_s={**(r.phases_s or {}), **ramp})
         out.measure_s += how.warmup_s + judged
 
     def _hold(self, rate: float, on_tick: Callable[[RawRun, Tick], None] | None) -> None:
@@ -362,30 +366,18 @@ class _Trial:
         if why:
             out.no_rate_held, out.constraints["slo"] = f"{rate:,.0f} msg/s did not hold: {why}", 1.0
             out.violations.append(out.no_rate_held)
-        hold = {
-            "rate_msg_s": rate,
-            "held": not why,
-            "why": why,
-            "run_s": sm.window_s,
-            "warmup_s": sm.warmup_s,
-            "consume_msg_s": sm.consume_msg_s,
-            "consume_mb_s": sm.consume_mb_s,
-            "p99_e2e_ms": e2e,
-            "p99_publish_ms": pub,
-            "lost": lost,
-        }
-        self.record["phases_s"] = {
-            **raw.phases_s,
-            "run": time.monotonic() - t_run,
-            "warmup": float(s.search.warmup_s),
-            "windows": float(s.hold.run_s),
-        }
-        self.record["measured"] = {
-            "sustainable_mb_s": None if why else sm.consume_mb_s,
-            "throughput_mb_s": None,
-            "windows_mb_s": [],
-            "hold": hold,
-        }
+        hold = Try(rate, not why, why, sm.window_s, sm.warmup_s, sm.consume_msg_s, sm.consume_mb_s, e2e, pub, lost)
+        phases = {"run": time.monotonic() - t_run, "warmup": float(s.search.warmup_s), "windows": float(s.hold.run_s)}
+        self.record = replace(
+            self.record,
+            phases_s={**raw.phases_s, **phases},
+            measured={
+                "sustainable_mb_s": None if why else sm.consume_mb_s,
+                "throughput_mb_s": None,
+                "windows_mb_s": [],
+                "hold": to_json(hold),
+            },
+        )
 
     def _judge(self, s: RunSummary, wins: list[float]) -> None:
         """The objectives and constraints from the run's summary and its window rates (sweeps.protocol)."""
@@ -397,5 +389,8 @@ class _Trial:
         out.ok = (s.acknowledged or 0) > 0
         if not out.ok:
             out.fail_reason = f"nothing acknowledged: {list(s.publish_error_samples)}"
-        self.record["measured"] = measured(s, wins, out.values, acks, self.target.ceiling_mb_s)
-        self.record["constraints"] = {"values": out.constraints, "violated": out.violations}
+        self.record = replace(
+            self.record,
+            measured=measured(s, wins, out.values, acks, self.target.ceiling_mb_s),
+            constraints={"values": out.constraints, "violated": out.violations},
+        )

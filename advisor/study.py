@@ -7,7 +7,7 @@ durability, and capacity plans at its measured efficiency.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +101,7 @@ def swept_keys(study: Study, params: pd.DataFrame) -> set[str]:
     return keys | (set(params["param"]) if not params.empty else set())
 
 
-def _flushed(p: dict[str, Any]) -> bool:
+def _flushed(p: Mapping[str, Any]) -> bool:
     e = diagnose.flush_every(p)
     ms = p.get("log.flush.interval.ms")
     return (e is not None and e <= diagnose.FSYNC_EVERY) or (ms not in (None, "None", "") and float(ms) <= 1000)

@@ -6,6 +6,7 @@ import math
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
@@ -16,6 +17,19 @@ from loadgen import recorder
 from loadgen.runner import RawRun, Tick, phase_of
 
 
+@dataclass
+class _Second:
+    """One second's totals over all workers: messages and bytes published and consumed, and their latency
+    histograms (publish and end-to-end, one per worker)."""
+
+    pub_msgs: int = 0
+    pub_bytes: int = 0
+    con_msgs: int = 0
+    con_bytes: int = 0
+    pub_hists: list[bytes | None] = field(default_factory=list)
+    con_hists: list[bytes | None] = field(default_factory=list)
+
+
 class LiveView:
     """Per-second totals over all workers; shows the last complete second."""
 
@@ -24,9 +38,7 @@ class LiveView:
         self.tty = sys.stderr.isatty()
         self.plain_every_s = plain_every_s
         self._last_plain = 0.0
-        self._rows: dict[int, dict[str, Any]] = defaultdict(
-            lambda: {"pm": 0, "pb": 0, "cm": 0, "cb": 0, "ph": [], "ch": []}
-        )
+        self._rows: dict[int, _Second] = defaultdict(_Second)
         self._live: Any = None
         self._shown = -1
         self._raw: RawRun | None = None
@@ -47,13 +59,13 @@ class LiveView:
             self._rows.clear()
         r = self._rows[t.second]
         if t.role == "producer":
-            r["pm"] += t.msgs
-            r["pb"] += t.nbytes
-            r["ph"].append(t.hist)
+            r.pub_msgs += t.msgs
+            r.pub_bytes += t.nbytes
+            r.pub_hists.append(t.hist)
         else:
-            r["cm"] += t.msgs
-            r["cb"] += t.nbytes
-            r["ch"].append(t.hist)
+            r.con_msgs += t.msgs
+            r.con_bytes += t.nbytes
+            r.con_hists.append(t.hist)
         done = t.second - 1
         if done > self._shown and done in self._rows:
             self._shown = done
@@ -67,9 +79,9 @@ class LiveView:
         of = f"/{self.total_s:.0f}" if self.total_s else ""
         rate = f" at {_rate_at(raw, s):,.0f} msg/s" if raw.schedule else ""
         return (
-            f"t={s + 1:>4}s{of} {phase:<7}{rate} publish {r['pm']:>9,} msg/s "
-            f"{r['pb'] / 1e6:8.2f} MB/s  consume {r['cm']:>9,} msg/s {r['cb'] / 1e6:8.2f} MB/s  "
-            f"p99 publish {_p99(r['ph']):>8} ms  e2e {_p99(r['ch']):>8} ms"
+            f"t={s + 1:>4}s{of} {phase:<7}{rate} publish {r.pub_msgs:>9,} msg/s "
+            f"{r.pub_bytes / 1e6:8.2f} MB/s  consume {r.con_msgs:>9,} msg/s {r.con_bytes / 1e6:8.2f} MB/s  "
+            f"p99 publish {_p99(r.pub_hists):>8} ms  e2e {_p99(r.con_hists):>8} ms"
         )
 
     def _render(self, raw: RawRun, s: int) -> None:
@@ -91,12 +103,12 @@ class LiveView:
                     continue
                 tab.add_row(
                     str(sec + 1),
-                    f"{r['pm']:,}",
-                    f"{r['pb'] / 1e6:.2f}",
-                    f"{r['cm']:,}",
-                    f"{r['cb'] / 1e6:.2f}",
-                    _p99(r["ph"]),
-                    _p99(r["ch"]),
+                    f"{r.pub_msgs:,}",
+                    f"{r.pub_bytes / 1e6:.2f}",
+                    f"{r.con_msgs:,}",
+                    f"{r.con_bytes / 1e6:.2f}",
+                    _p99(r.pub_hists),
+                    _p99(r.con_hists),
                 )
             self._live.update(tab)
         elif time.monotonic() - self._last_plain >= self.plain_every_s:

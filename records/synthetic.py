@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -64,7 +63,7 @@ def _trial(root: Path, i: int, rng: np.random.Generator, seconds: int, workers: 
     fetchers = int(rng.integers(1, 7))
     mb_s = planted_mb_s(batch, linger, fetchers)
     d = trial_dir(root, "search", i)
-    config: dict[str, Any] = {"batch.size": batch, "linger.ms": linger, "acks": "all", "partitions": 6}
+    config: dict[str, int | str] = {"batch.size": batch, "linger.ms": linger, "acks": "all", "partitions": 6}
     broker: dict[str, str | None] = {  # as brokers report them: strings
         "num.replica.fetchers": str(fetchers),
         "num.io.threads": "8",

@@ -207,13 +207,13 @@ class Sweep:
         return cfg
 
     def stages(self) -> list[StageBest]:
-        carried: dict[str, Any] = {}
+        carried: space.Config = {}
         used = 0
         out = []
         for stage in self.spec.stage_list:
             st = self.study(stage.name, stage)
             for again in storage.recover_interrupted(st):
-                st.enqueue_trial(again["params"])
+                st.enqueue_trial(again.params)
             want = stage.trials
             if self.spec.budget.trials is not None:
                 want = min(want, max(0, self.spec.budget.trials - used))

@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import optuna
 import psutil
@@ -81,15 +81,23 @@ def _owner_dead(owner: str | None) -> bool:
     return int(pid) != os.getpid() and not psutil.pid_exists(int(pid))
 
 
-def recover_interrupted(st: Any) -> list[dict[str, Any]]:
-    """Fail the RUNNING trials whose worker on this host is gone; return their params for a re-run."""
+class Interrupted(NamedTuple):
+    """A trial whose worker died: the parameters it had (a search trial's, to queue again) and its key (a baseline's
+    or a repeat's, found again by it; None for a search trial)."""
+
+    params: dict[str, Any]
+    key: str | None
+
+
+def recover_interrupted(st: Any) -> list[Interrupted]:
+    """Fail the RUNNING trials whose worker on this host is gone; return them for a re-run."""
     again = []
     for t in st.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         a = TrialAttrs.of(t)
         if _owner_dead(a.owner):
             st._storage.set_trial_user_attr(t._trial_id, attrs.INTERRUPTED, True)
             st._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-            again.append({"params": dict(t.params), "key": a.key})
+            again.append(Interrupted(dict(t.params), a.key))
     return again
 
 

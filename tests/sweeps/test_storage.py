@@ -29,7 +29,7 @@ def test_interrupted_trials_of_dead_local_workers_are_failed_and_returned(tmp_pa
     remote = st.ask()
     remote.set_user_attr("owner", "another-host:1")
     again = storage.recover_interrupted(st)
-    assert again == [{"params": {"x": st.trials[1].params["x"]}, "key": None}]
+    assert again == [storage.Interrupted({"x": st.trials[1].params["x"]}, None)]
     states = [t.state for t in st.get_trials()]
     assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING]  # the other host's is left
     assert st.trials[1].user_attrs["interrupted"] is True

@@ -42,8 +42,9 @@ from core.units import MB
 from loadgen import recorder, runner
 from loadgen.knee import fit_knee
 from loadgen.runner import RawRun, RunSettings
-from loadgen.sustainable import Search, Slo, Step, Sustainable, probe_rate, timed_workload, why_not
+from loadgen.sustainable import Search, Slo, Sustainable, probe_rate, timed_workload, why_not
 from loadgen.workload import Workload
+from records.result import Step
 
 # At most this many seconds after a missed step are spent waiting for the consumers to catch up before judging.
 MAX_SETTLE_S = 10

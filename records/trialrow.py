@@ -107,7 +107,7 @@ class TrialRow:
     lost: int | None = None
     warnings: tuple[str, ...] | None = None
 
-    # the latency percentiles of its run, from result.json (records.study.LATENCY), ms
+    # the latency percentiles of its run, from result.json (records.study.trial_row), ms
     publish_p50_ms: float | None = None
     publish_p99_ms: float | None = None
     publish_p999_ms: float | None = None

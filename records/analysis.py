@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from core import files
 from core.typed import from_json, to_json
-from records.trialrow import TrialRow, spark_schema
+from records.trialrow import TrialRow, missing, spark_schema
 
 SCHEMA_VERSION = 1
 ANALYSIS = "analysis"
@@ -66,7 +66,7 @@ def rows(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame's rows as dicts with missing values as None (NaN read back as None), for judging one row at a time."""
     if df.empty:
         return []
-    return [{str(k): (None if _missing(v) else v) for k, v in r.items()} for r in df.to_dict("records")]
+    return [{str(k): (None if missing(v) else v) for k, v in r.items()} for r in df.to_dict("records")]
 
 
 def trial_rows(df: pd.DataFrame) -> list[TrialRow]:
@@ -110,11 +110,7 @@ def row(s: pd.Series | None) -> dict[str, Any] | None:
     """One row as a dict with missing values as None."""
     if s is None:
         return None
-    return {str(k): (None if _missing(v) else v) for k, v in s.to_dict().items()}
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
+    return {str(k): (None if missing(v) else v) for k, v in s.to_dict().items()}
 
 
 def write_summary(analysis: Path, summary: AnalysisSummary) -> None:

@@ -121,7 +121,7 @@ class TrialRow:
     def of(cls, row: Mapping[str, Any]) -> TrialRow:
         """A row from a table or a live sample: a missing value (None, pandas' NaN) takes the field's default,
         columns it does not know are left out."""
-        return from_json(cls, {k: v for k, v in row.items() if not _missing(v)}, "trial row")
+        return from_json(cls, {k: v for k, v in row.items() if not missing(v)}, "trial row")
 
     @property
     def rate(self) -> float:
@@ -131,7 +131,8 @@ class TrialRow:
         return float(self.mb_s)
 
 
-def _missing(v: Any) -> bool:
+def missing(v: Any) -> bool:
+    """Whether a table's value is absent: None, or the NaN pandas reads a null number as."""
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 

@@ -20,12 +20,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.typed import to_json
 from records import analysis as tables
 from records import run as runs
 from records import study as studies
 from records.analysis import TRIAL_FIELDS
 from spark.series import per_second, per_trial_measure
-from spark.tables import Judge, importance_rows, params_table, pareto_table, schema, spark_row, trial_table
+from spark.tables import Judge, importance_rows, params_table, pareto_table, schema, trial_table
 
 
 def analyze(
@@ -56,7 +57,7 @@ def analyze(
         agg = {}
     progress(f"per-second series: {counts.get('series', 0):,} rows")
     trials = trial_table(study, meta, agg, judge)
-    trials_df = spark.createDataFrame([spark_row(t) for t in trials], schema=schema(TRIAL_FIELDS)).orderBy(
+    trials_df = spark.createDataFrame([to_json(t) for t in trials], schema=schema(TRIAL_FIELDS)).orderBy(
         "started_ns", "trial_id"
     )
     trials_df.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "trials")))

@@ -10,7 +10,6 @@ from dataclasses import fields, replace
 from functools import reduce
 from typing import Any
 
-from records.analysis import TRIAL_FIELDS
 from records.study import Study
 from records.trialrow import TrialRow
 from spark.series import evidence
@@ -58,18 +57,6 @@ def trial_table(
             row = replace(row, replication_ratio=row.replicate_mb_s / row.produce_mb_s)
         out.append(judge(study, row))
     return out
-
-
-def spark_row(t: TrialRow) -> dict[str, object]:
-    """A trials-table row as Spark's createDataFrame takes it (records.analysis.TRIAL_FIELDS's order): maps as
-    dicts, arrays as lists."""
-    return {f: _plain(getattr(t, f)) for f in (n for n, _ in TRIAL_FIELDS)}
-
-
-def _plain(v: object) -> object:
-    if isinstance(v, Mapping):
-        return dict(v)
-    return list(v) if isinstance(v, tuple) else v
 
 
 def importance_rows(trials: list[TrialRow]) -> list[dict[str, Any]]:

@@ -125,7 +125,7 @@ class Sweep:
         m = self.spec.budget.minutes
         return m is not None and time.monotonic() - self.started > m * 60
 
-    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, extra: TrialMeta) -> Outcome:
+    def measure(self, st: Any, trial: Any, label: str, cfg: space.Config, meta: TrialMeta) -> Outcome:
         rec = trial_dir(self.run_dir, label, trial.number)
         attrs.started(trial, storage.OWNER, cfg, rec)
         self.view.trial_started(label, trial.number, cfg)
@@ -138,7 +138,7 @@ class Sweep:
                 self.snapshot,
                 rec,
                 (label, trial.number),
-                extra,
+                meta,
                 say=self.view.note,
                 on_tick=self.view.on_tick,
                 on_applied=self.mark_dirty,
@@ -148,7 +148,7 @@ class Sweep:
             # sharing the study) measures it.
             attrs.mark(trial, attrs.INTERRUPTED)
             st.tell(trial, state=TrialState.FAIL)
-            if trial.params and extra.queued_again:
+            if trial.params and meta.queued_again:
                 st.enqueue_trial(dict(trial.params))
             raise
         self.trials_run += 1

@@ -24,7 +24,7 @@ from advisor.trials import chosen_trial, complete, defaults_trial, representativ
 from records.analysis import AnalysisSummary, load_table, read_analysis_summary
 from records.confirmation import Arm
 from records.profile import Limits
-from records.study import Study, open_study, read_spec
+from records.study import Study, open_study, spec_copy
 from records.summary import Summary, read_summary
 from records.trialrow import TrialRow
 
@@ -94,10 +94,7 @@ def key_gains(best: TrialRow, found: list[Effect]) -> dict[str, tuple[float, str
 
 def swept_keys(study: Study, params: pd.DataFrame) -> set[str]:
     """The keys the study swept (its spec, and the params table)."""
-    spec = read_spec(study.root)
-    keys = set(spec.get("params") or {})
-    for s in spec.get("stages") or []:
-        keys |= set((s or {}).get("params") or {})
+    keys = set(spec_copy(study.root).swept)
     return keys | (set(params["param"]) if not params.empty else set())
 
 

@@ -60,7 +60,7 @@ def write_inventory_copy(root: Path, public: dict[str, Any]) -> None:
 
 
 def read_spec(root: Path) -> dict[str, Any]:
-    """The study's spec copy (or a bench run's workload) as data; {} when absent or not a mapping."""
+    """The study's spec copy as data, for the secret scan that reads every value; {} when absent or not a mapping."""
     return _yaml(root / SPEC)
 
 
@@ -69,6 +69,46 @@ def _yaml(p: Path) -> dict[str, Any]:
         return {}
     d = yaml.safe_load(p.read_text())
     return d if isinstance(d, dict) else {}
+
+
+def _mapping(v: Any) -> Mapping[str, Any]:
+    """`v` when the YAML held a mapping there, else empty (a spec's workload may name a file instead)."""
+    return v if isinstance(v, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class SpecCopy:
+    """What the readers of a study take from its spec copy (sweeps.spec's fields) or a bench run's workload.yaml
+    (OMB's workload fields): a study's name and objectives, its workload's name and RF, and the keys it swept. Typed
+    here, at the YAML edge, because records cannot import sweeps.spec (it sits above)."""
+
+    name: str | None = None
+    objectives: tuple[str, ...] = ()
+    workload: str | None = None  # the workload's name
+    replication_factor: int | None = None
+    swept: frozenset[str] = frozenset()  # keys of its params and of every stage's params
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any], workload: Mapping[str, Any]) -> SpecCopy:
+        stages = spec.get("stages")
+        swept = set(_mapping(spec.get("params")))
+        for st in stages if isinstance(stages, list) else []:
+            swept |= set(_mapping(_mapping(st).get("params")))
+        rf = workload.get("replicationFactor")
+        return cls(
+            name=str(spec["name"]) if spec.get("name") else None,
+            objectives=tuple(str(o) for o in spec.get("objectives") or ()),
+            workload=str(workload["name"]) if workload.get("name") else None,
+            replication_factor=int(rf) if rf else None,
+            swept=frozenset(str(k) for k in swept),
+        )
+
+
+def spec_copy(root: Path) -> SpecCopy:
+    """A study's spec copy, typed (its workload inline); a bench run's folder gives its workload.yaml's."""
+    spec = _yaml(root / SPEC)
+    workload = _mapping(spec.get("workload")) if spec else _yaml(root / runs.WORKLOAD)
+    return SpecCopy.of(spec, workload)
 
 
 @dataclass(frozen=True)
@@ -97,15 +137,13 @@ def open_study(root: Path) -> Study:
     if not root.is_dir():
         raise UserError(f"{root}: no such study folder (expected runs/<study>/ from `kafkatune sweep` or `bench`)")
     summary = summaries.read_summary(root)
-    spec = read_spec(root)
+    spec = spec_copy(root)
     if (root / TRIALS).is_dir():
         done = {p.parent for p in (root / TRIALS).glob(f"*/{runs.RESULT}")}
         failed = {p.parent for p in (root / TRIALS).glob(f"*/{trials.TRIAL}") if not runs.has_result(p.parent)}
         dirs, kind = sorted(done | failed), "sweep"
-        wl = spec.get("workload") or {}
     elif runs.has_result(root):
         dirs, kind = [root], "bench"
-        wl = _yaml(root / runs.WORKLOAD)
     else:
         raise UserError(f"{root}: neither trials/*/result.json (a sweep) nor result.json (a bench run) is there")
     if not dirs:
@@ -117,12 +155,12 @@ def open_study(root: Path) -> Study:
         profile = ClusterProfile.from_json(copy, str(first)) if copy else None
     return Study(
         root=root,
-        name=str((summary and summary.study) or spec.get("name") or wl.get("name") or root.name),
+        name=(summary and summary.study) or spec.name or spec.workload or root.name,
         kind=kind,
         trial_dirs=dirs,
-        objectives=list((summary and summary.objectives) or spec.get("objectives") or ["throughput_mb_s"]),
+        objectives=list((summary and summary.objectives) or spec.objectives or ["throughput_mb_s"]),
         profile=profile,
-        rf=int(wl.get("replicationFactor") or 3),
+        rf=spec.replication_factor or 3,
         synthetic=bool(summary and summary.synthetic),
     )
 
@@ -197,7 +235,7 @@ def trial_row(study: Study, d: Path) -> TrialRow:
     summ, client = r.summary, r.summary.client
     ran = _what_it_ran(tj, res)
     loops = client.loop_cpu_util
-    stats = client.producer_stats  # the producers' own statistics (drivers.api.CLIENT_STATS keys)
+    stats = client.producer_stats
     row = TrialRow(
         trial_id=d.name,
         stage=tj.stage if tj else study.kind,
@@ -229,11 +267,11 @@ def trial_row(study: Study, d: Path) -> TrialRow:
         topic_config={k: str(v) for k, v in r.topic_config.items()},
         warnings=ran.warnings,
         produce_mb_s=summ.broker_rates.get("produce_mb_s"),
-        client_queue_ms=stats.get("queue_ms"),
-        client_rtt_ms=stats.get("rtt_ms"),
-        client_inflight=stats.get("inflight"),
-        batch_bytes=stats.get("batch_bytes"),
-        batch_records=stats.get("batch_records"),
+        client_queue_ms=stats.queue_ms,
+        client_rtt_ms=stats.rtt_ms,
+        client_inflight=stats.inflight,
+        batch_bytes=stats.batch_bytes,
+        batch_records=stats.batch_records,
         publish_p50_ms=_ms(r.publish_p50_ms),
         publish_p99_ms=_ms(r.publish_p99_ms),
         publish_p999_ms=_ms(r.publish_p999_ms),

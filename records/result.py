@@ -18,13 +18,27 @@ from records.tail import TailBrief, TailBudget
 
 
 @dataclass(frozen=True)
+class ProducerStats:
+    """The producers' own statistics over the measure window, each the median over producers and seconds
+    (drivers.api.CLIENT_STATS says what each is); None where no client reported it."""
+
+    queue_ms: float | None = None
+    rtt_ms: float | None = None
+    queue_p99_ms: float | None = None
+    rtt_p99_ms: float | None = None
+    inflight: float | None = None
+    batch_bytes: float | None = None
+    batch_records: float | None = None
+
+
+@dataclass(frozen=True)
 class ClientSummary:
     """What the clients said of themselves (librdkafka's statistics, the load workers' loops)."""
 
     buffer_full_events: int = 0
     machine_cpu_percent: float | None = None
     loop_cpu_util: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # role -> each loop's core share
-    producer_stats: Mapping[str, Any] = field(default_factory=dict)
+    producer_stats: ProducerStats = ProducerStats()
     consumers_idle: int | None = None
 
 

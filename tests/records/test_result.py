@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import fields
 from pathlib import Path
 
 from core.typed import from_json, to_json
+from drivers.api import CLIENT_STATS
 from kafkatune.render import latency_line
 from records import result
 from records.study import open_study, trial_row
@@ -29,6 +31,13 @@ def test_a_recorded_result_reads_typed_with_its_figures() -> None:
     e2e = raw["summary"]["end_to_end_latency_ms"]
     assert r.summary.end_to_end_latency_ms.p999 == e2e["p99.9"] == r.summary.end_to_end_latency_ms.at("p99.9")
     assert r.summary.end_to_end_latency_ms.count == e2e["count"] and r.summary.window_s == raw["summary"]["window_s"]
+
+
+def test_the_producers_statistics_are_read_typed_each_client_statistic_a_field() -> None:
+    raw = json.loads((RUN / "result.json").read_text())["summary"]["client"]["producer_stats"]
+    got = result.read(RUN).summary.client.producer_stats
+    assert {f.name for f in fields(result.ProducerStats)} == set(CLIENT_STATS)
+    assert raw and all(getattr(got, k) == v for k, v in raw.items())
 
 
 def test_a_latency_that_measured_nothing_has_no_figure_and_says_why() -> None:

@@ -10,7 +10,8 @@ host          one row per second of the brokers' machine, when it is this one (c
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from loadgen.rawrun import EVIDENCE_FIELDS, ConsumerEnd, ProducerEnd
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
 from records.profile import ClusterProfile
+from records.result import ProducerLoss
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord
 from records.seconds import BrokerSecond, HostSecond
@@ -99,45 +101,52 @@ def seq_ranges(seqs: np.ndarray) -> list[list[int]]:
     return [[int(a), int(b)] for a, b in zip(starts[:MAX_LOST_RANGES], ends[:MAX_LOST_RANGES], strict=True)]
 
 
-def _loss(raw: RawRun) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Losses:
+    """What became of the acknowledged messages, summed over the producers and per producer (written into the
+    summary as records.result.RunSummary reads it)."""
+
+    lost: int = 0
+    duplicated: int = 0
+    unacked_but_received: int = 0
+    not_consumed_in_time: int = 0
+    loss_verified: bool | None = None  # None: the log was not read again; False: the system keeps no log
+    per_producer: Mapping[str, ProducerLoss] = field(default_factory=dict)  # producer id -> its losses
+
+
+def _loss(raw: RawRun) -> Losses:
     """Acknowledged-but-never-consumed and consumed-more-than-once, per producer, per subscription. When the log
     was read again (loadgen.verify), a missing message found in it is counted `not_consumed_in_time`, not lost."""
     subs = max(1, raw.workload.subscriptionsPerTopic)
-    per_producer: dict[int, dict[str, Any]] = {}
-    lost = dup = unacked_received = late = 0
+    per_producer: dict[str, ProducerLoss] = {}
     in_log = raw.verified.in_log if raw.verified else {}
+    unacked_received = 0
     for pid in raw.producers:
         acked, counts = raw.receipts(pid)
         if raw.workload.subscriptionsPerTopic == 0:
-            per_producer[pid] = {"acked": int(acked.sum()), "lost": 0, "duplicated": 0}
+            per_producer[str(pid)] = ProducerLoss(acked=int(acked.sum()))
             continue
         found = np.zeros(len(acked), dtype=bool)
         found[[s for s in in_log.get(pid, ()) if s < len(acked)]] = True
         short = np.maximum(subs - counts, 0) * ((acked == 1) & ~found)
         # With S subscriptions every message is due S times; what is short of that, and not in the log, is lost.
-        p_lost = int(short.sum())
-        p_dup = int(np.maximum(counts - subs, 0).sum())
         unacked_received += int((counts[acked == 0] > 0).sum())
-        per_producer[pid] = {
-            "acked": int(acked.sum()),
-            "lost": p_lost,
-            "duplicated": p_dup,
-            "not_consumed_in_time": int(found.sum()),
-        }
-        if p_lost:
-            per_producer[pid]["lost_seqs"] = seq_ranges(np.flatnonzero(short > 0))
-        lost += p_lost
-        dup += p_dup
-        late += int(found.sum())
-    verified = raw.verified
-    return {
-        "lost": lost,
-        "duplicated": dup,
-        "unacked_but_received": unacked_received,
-        "not_consumed_in_time": late,
-        "loss_verified": None if verified is None else verified.replayed,
-        "per_producer": per_producer,
-    }
+        per_producer[str(pid)] = ProducerLoss(
+            acked=int(acked.sum()),
+            lost=int(short.sum()),
+            duplicated=int(np.maximum(counts - subs, 0).sum()),
+            not_consumed_in_time=int(found.sum()),
+            lost_seqs=tuple(tuple(r) for r in seq_ranges(np.flatnonzero(short > 0))),
+        )
+    ps = per_producer.values()
+    return Losses(
+        lost=sum(p.lost for p in ps),
+        duplicated=sum(p.duplicated for p in ps),
+        unacked_but_received=unacked_received,
+        not_consumed_in_time=sum(p.not_consumed_in_time for p in ps),
+        loss_verified=None if raw.verified is None else raw.verified.replayed,
+        per_producer=per_producer,
+    )
 
 
 def build(
@@ -266,7 +275,7 @@ def _summary(
         "consume_mb_s": con_bytes / window_s / MB,
         "consume_bit_s": con_bytes * 8 / window_s,
         **_counts(raw),
-        **loss,
+        **to_json(loss),
         "latency_measured": timed,
         "publish_latency_ms": recorder.summary_ms(pub, _why_empty(raw, timed, "acknowledged")),
         "publish_delay_ms": recorder.summary_ms(
@@ -280,7 +289,6 @@ def _summary(
         "client": client,
         "client_bound": client_bound,
         "warnings": warnings,
-        "per_producer": {str(k): v for k, v in loss["per_producer"].items()},
     }
 
 

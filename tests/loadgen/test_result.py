@@ -50,7 +50,13 @@ def test_lost_and_duplicated_are_counted_per_producer() -> None:
         "lost_seqs": [[2, 2]],
         "not_consumed_in_time": 0,
     }  # the log was not read again here (loadgen.verify)
-    assert s["per_producer"]["1"] == {"acked": 2, "lost": 0, "duplicated": 0, "not_consumed_in_time": 0}
+    assert s["per_producer"]["1"] == {
+        "acked": 2,
+        "lost": 0,
+        "duplicated": 0,
+        "lost_seqs": [],
+        "not_consumed_in_time": 0,
+    }
 
 
 def test_two_subscriptions_each_owe_every_message() -> None:

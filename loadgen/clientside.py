@@ -13,8 +13,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from core.typed import from_json
 from loadgen.runner import RawRun, phase_of
 from loadgen.worker import FULL_WAIT_S
+from records.result import ClientSummary, ProducerStats
 
 LOOP_HOT = 0.85  # a worker's main loop at this fraction of a core or more: the load generator is the limit
 HELD_SHARE = 0.02  # a producer held by a full buffer ≤ 2 % of the window made nearly all the load it could
@@ -87,7 +89,7 @@ def _medians(samples: list[Mapping[str, float]]) -> dict[str, float]:
     return {k: round(statistics.median(x[k] for x in samples if k in x), 3) for k in keys}
 
 
-def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
+def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], ClientSummary]:
     """Was the load generator, not the cluster, the limit? Only when a worker's loop saturates a core. What
     else the client saw is said, not counted as client-bound: buffer-full events (at the maximum rate the
     cluster's back-pressure) and the machine's CPU when the generator shares it with the brokers."""
@@ -124,21 +126,15 @@ def summary(raw: RawRun, meas: list[Any]) -> tuple[list[str], dict[str, Any]]:
             "cores; the figure is a machine limit, not the cluster's"
         )
     samples = [x for p in raw.producers.values() for x in p.client_stats]
-    stats = _medians(samples)
-    client = {
-        "producer_stats": stats,
-        "producer_stats_samples": len(samples),
-        "loop_cpu_util": {r: [round(u, 3) for u in us] for r, us in cpu.items()},
-        "buffer_full_events": full,
-        # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at max rate)
-        "records_per_send_call": max((p.records_per_send_call for p in raw.producers.values()), default=1),
-        # records a consumer took per handler call, the median over consumers (1: one at a time; more: a batch)
-        "records_per_receive_call": round(
-            statistics.median(c.records_per_receive_call for c in raw.consumers.values()), 1
-        )
-        if raw.consumers
-        else None,
-        "machine_cpu_percent": raw.machine_cpu_percent,
-        "consumers_idle": idle,
-    }
+    receive_calls = [c.records_per_receive_call for c in raw.consumers.values()]
+    client = ClientSummary(
+        buffer_full_events=full,
+        machine_cpu_percent=raw.machine_cpu_percent,
+        loop_cpu_util={r: tuple(round(u, 3) for u in us) for r, us in cpu.items()},
+        producer_stats=from_json(ProducerStats, _medians(samples)),
+        producer_stats_samples=len(samples),
+        records_per_send_call=max((p.records_per_send_call for p in raw.producers.values()), default=1),
+        records_per_receive_call=round(statistics.median(receive_calls), 1) if receive_calls else None,
+        consumers_idle=idle,
+    )
     return warnings, client

@@ -254,7 +254,7 @@ def _summary(
     pub_bytes, con_bytes = total("producer", "nbytes"), total("consumer", "nbytes")
     loss = _loss(raw)
     warnings, client = clientside.summary(raw, meas)
-    client_bound = any(u > clientside.LOOP_HOT for us in client["loop_cpu_util"].values() for u in us)
+    client_bound = any(u > clientside.LOOP_HOT for us in client.loop_cpu_util.values() for u in us)
     if not timed:
         warnings.append(
             f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
@@ -282,11 +282,11 @@ def _summary(
             delay, "max rate: there is no schedule to be late against" if not w.fixed_rate else "no sends"
         ),
         "end_to_end_latency_ms": recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
-        "broker_rates": brokerside.broker_summary(broker_rows),
+        "broker_rates": to_json(brokerside.broker_summary(broker_rows)),
         "drain_s": raw.drain_s,
         "drain_ended": raw.drain_ended,
         "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
-        "client": client,
+        "client": to_json(client),
         "client_bound": client_bound,
         "warnings": warnings,
     }

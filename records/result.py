@@ -32,6 +32,19 @@ class ProducerStats:
 
 
 @dataclass(frozen=True)
+class BrokerRates:
+    """Cluster-wide MB/s over the measure window as the brokers counted them (loadgen.brokerside.broker_summary):
+    bytes in from clients, replica fetches in and out, bytes out to clients; None where an older record lacks one."""
+
+    produce_mb_s: float | None = None
+    replicate_mb_s: float | None = None
+    consume_mb_s: float | None = None
+    replication_out_mb_s: float | None = None
+    jit_compile_cores: float | None = None  # the brokers' JIT compilers together (None: no JVM collector)
+    seconds: int = 0  # measured seconds they are the mean of
+
+
+@dataclass(frozen=True)
 class ClientSummary:
     """What the clients said of themselves (librdkafka's statistics, the load workers' loops)."""
 
@@ -39,7 +52,11 @@ class ClientSummary:
     machine_cpu_percent: float | None = None
     loop_cpu_util: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # role -> each loop's core share
     producer_stats: ProducerStats = ProducerStats()
-    consumers_idle: int | None = None
+    producer_stats_samples: int = 0  # producer-seconds the statistics are the median of
+    # records handed to the client per call (1: one at a time; more: loadgen.worker's batches at the maximum rate)
+    records_per_send_call: int = 1
+    records_per_receive_call: float | None = None  # per consumer handler call, the median over consumers
+    consumers_idle: int | None = None  # consumers that received nothing in the window while others did
 
 
 @dataclass(frozen=True)
@@ -102,7 +119,7 @@ class RunSummary:
     publish_error_samples: tuple[str, ...] = ()  # a few distinct errors the producers were given
     per_producer: Mapping[str, ProducerLoss] = field(default_factory=dict)  # producer id -> its losses
     client_bound: bool = False
-    broker_rates: Mapping[str, float | None] = field(default_factory=dict)
+    broker_rates: BrokerRates | None = None  # None: the run read no broker metrics
     client: ClientSummary = ClientSummary()
     warnings: tuple[str, ...] = ()
     tail: TailBudget | None = None  # loadgen.tail's budget, when the run had an SLO

@@ -62,10 +62,10 @@ def bench_summary(s: RunSummary, d: Path) -> None:
     if s.unacknowledged_at_end:
         lines.append(f"{s.unacknowledged_at_end:,} message(s) still unacknowledged when the producers' flush timed out")
     b = s.broker_rates
-    if b:
+    if b is not None and None not in (b.produce_mb_s, b.replicate_mb_s, b.consume_mb_s):
         lines.append(
-            f"brokers: produce {b['produce_mb_s']:.2f} MB/s  replicate {b['replicate_mb_s']:.2f} MB/s  "
-            f"consume {b['consume_mb_s']:.2f} MB/s"
+            f"brokers: produce {b.produce_mb_s:.2f} MB/s  replicate {b.replicate_mb_s:.2f} MB/s  "
+            f"consume {b.consume_mb_s:.2f} MB/s"
         )
     if s.tail:
         lines += tail.words(s.tail)

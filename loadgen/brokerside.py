@@ -14,6 +14,7 @@ import numpy as np
 from cluster import hoststats, metrics
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
+from records.result import BrokerRates
 from records.seconds import BrokerSecond
 
 
@@ -31,7 +32,7 @@ def broker_rows(raw: RawRun) -> list[dict[str, Any]]:
     return rows
 
 
-def broker_summary(rows: Sequence[BrokerSecond]) -> dict[str, Any] | None:
+def broker_summary(rows: Sequence[BrokerSecond]) -> BrokerRates | None:
     """Cluster-wide MB/s over the measure window: produce (bytes in), replicate, consume (bytes out).
 
     Kafka counts replica fetches apart: BytesIn/OutPerSec are client traffic only and
@@ -56,15 +57,15 @@ def broker_summary(rows: Sequence[BrokerSecond]) -> dict[str, Any] | None:
 
     # some broker reported its compilers in every second, or the cores are not known
     known = all(any(c is not None for c in cs) for cs in jit.values())
-    return {
-        "produce_mb_s": mean("in"),
-        "replicate_mb_s": mean("repl_in"),
-        "consume_mb_s": mean("out"),
-        "replication_out_mb_s": mean("repl_out"),
+    return BrokerRates(
+        produce_mb_s=mean("in"),
+        replicate_mb_s=mean("repl_in"),
+        consume_mb_s=mean("out"),
+        replication_out_mb_s=mean("repl_out"),
         # cores the brokers' JIT compilers took, all brokers together (None: the exporter has no JVM collector)
-        "jit_compile_cores": float(np.mean([sum(c or 0.0 for c in cs) for cs in jit.values()])) if known else None,
-        "seconds": len(secs),
-    }
+        jit_compile_cores=float(np.mean([sum(c or 0.0 for c in cs) for cs in jit.values()])) if known else None,
+        seconds=len(secs),
+    )
 
 
 # A broker whose JIT compilers took this much of a core on average over the measure window was still warming up:

@@ -266,7 +266,7 @@ def trial_row(study: Study, d: Path) -> TrialRow:
         consumers_idle=client.consumers_idle,
         topic_config={k: str(v) for k, v in r.topic_config.items()},
         warnings=ran.warnings,
-        produce_mb_s=summ.broker_rates.get("produce_mb_s"),
+        produce_mb_s=summ.broker_rates.produce_mb_s if summ.broker_rates else None,
         client_queue_ms=stats.queue_ms,
         client_rtt_ms=stats.rtt_ms,
         client_inflight=stats.inflight,

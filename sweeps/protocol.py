@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brokerconf import catalogue
+from core.typed import to_json
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
 from loadgen.workload import Workload, parse_workload
@@ -136,7 +137,7 @@ def measured(
         "lost": s.lost,
         "loss_checked": acks != "0",
         "duplicated": s.duplicated,
-        "broker_rates": dict(s.broker_rates),
+        "broker_rates": to_json(s.broker_rates),
         "client_bound": s.client_bound,
         "warnings": list(s.warnings),
     }

@@ -42,4 +42,5 @@ def test_a_run_prints_its_rates_counts_and_where_its_record_is(
     assert lines[0] == "publish         2,413 msg/s      2.47 MB/s 0.020 Gbit/s"
     assert lines[1] == "consume         2,413 msg/s      2.47 MB/s"
     assert "acknowledged 367,102  consumed 367,102  lost 0  duplicated 0  publish errors 0" in lines
+    assert "brokers: produce 5.93 MB/s  replicate 11.86 MB/s  consume 5.94 MB/s" in lines  # records.result.BrokerRates
     assert lines[-1] == f"results: {tmp_path}/result.json"

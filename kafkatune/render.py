@@ -107,7 +107,7 @@ def sustainable(d: Sustainable, s: RunSummary, out: Path) -> None:
     """The discovered rate, and every step of the search that found it (`s`: the search run's summary)."""
     lines = [
         f"probe (max rate): {d.probe_msg_s or 0:,.0f} msg/s, {d.probe_mb_s or 0:.2f} MB/s",
-        f"search, SLO {d.slo.get('describe')} (bracket, bisect, confirm; each step judged on its own seconds):",
+        f"search, SLO {d.slo.describe} (bracket, bisect, confirm; each step judged on its own seconds):",
     ]
     for st in d.steps:
         verdict = "held" if st.held else f"missed: {st.why}"

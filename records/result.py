@@ -155,6 +155,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class SloWritten:
+    """The SLO a search held its steps to, as loadgen.sustainable.Slo wrote it with its words (records cannot
+    import that class: it sits above); None: that latency was not judged."""
+
+    p99_e2e_ms: float | None = None
+    p99_publish_ms: float | None = None
+    describe: str = ""
+
+
+@dataclass(frozen=True)
 class Sustainable:
     """A rate discovery's answer (loadgen.search): the rate held, None when none held, and every step judged."""
 
@@ -165,7 +175,7 @@ class Sustainable:
     probe_msg_s: float | None = None
     probe_mb_s: float | None = None
     remeasured: tuple[str, ...] = ()  # rates that held, then missed when measured again
-    slo: Mapping[str, Any] = field(default_factory=dict)  # its `describe` says it in words
+    slo: SloWritten = SloWritten()
 
 
 @dataclass(frozen=True)

@@ -162,19 +162,6 @@ class Row:
     change_pct: float | None
     verdict: str  # "better" | "worse" | "no change beyond noise" | "not judged: …"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "label": self.label,
-            "unit": self.unit,
-            "better": self.better,
-            "baseline": self.baseline.as_dict(),
-            "candidate": self.candidate.as_dict(),
-            "change": self.change.as_dict(),
-            "change_pct": self.change_pct,
-            "verdict": self.verdict,
-        }
-
 
 def _verdict(change: Interval, better: str, na: int, nb: int) -> str:
     if na < 2 or nb < 2:

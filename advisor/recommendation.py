@@ -3,8 +3,7 @@ rests on, the gain it expects, and how much it matters; and how the advice of se
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -16,9 +15,6 @@ class Recommendation:
     trials: list[str] = field(default_factory=list)
     expected_gain_mb_s: float | None = None
     severity: str = "info"  # "high" | "medium" | "info"
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "info": 2}

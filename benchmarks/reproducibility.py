@@ -29,6 +29,7 @@ from _common import bench as run_bench
 from _common import demo_workload, log, result_file, testbed
 
 from core import stats
+from core.typed import to_json
 from testbed import netns
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -109,7 +110,7 @@ def summarise(found: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             iv = stats.mean_interval(vals)
             per_tb[str(tbn)] = {
                 "mb_s": vals,
-                "interval": iv.as_dict(),
+                "interval": to_json(iv),
                 "covers_pooled_mean": iv.low is not None and iv.low <= pooled <= (iv.high or 0),
             }
         out[name] = {

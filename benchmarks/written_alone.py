@@ -31,6 +31,7 @@ import yaml
 from _common import REPO, log, result_file, sweep, testbed
 
 from core import stats
+from core.typed import to_json
 from records.summary import Summary
 from sweeps.confirm import values
 
@@ -68,18 +69,18 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
             "label": headline.label,
             "config": dict(headline.config),
             "mb_s": values(headline),
-            "interval": stats.mean_interval(values(headline)).as_dict(),
-            "vs_defaults": first.best_vs_defaults.as_dict() if first.best_vs_defaults else None,
+            "interval": to_json(stats.mean_interval(values(headline))),
+            "vs_defaults": to_json(first.best_vs_defaults) if first.best_vs_defaults else None,
         },
         "applied_alone": {
             "config": dict(arms[CURRENT].config),
             "mb_s": alone,
-            "interval": stats.mean_interval(alone).as_dict(),
+            "interval": to_json(stats.mean_interval(alone)),
             "defaults_mb_s": dflt,
-            "defaults_interval": stats.mean_interval(dflt).as_dict(),
+            "defaults_interval": to_json(stats.mean_interval(dflt)),
             "vs_defaults": _dict(stats.ratio(alone, dflt)),
         },
-        "headline_minus_alone": diff.as_dict(),
+        "headline_minus_alone": to_json(diff),
         "within_noise": diff.has_interval and not diff.excludes(0.0),
     }
     if len(control) >= 2:
@@ -88,7 +89,7 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
 
 
 def _dict(iv: stats.Interval | None) -> dict[str, Any] | None:
-    return iv.as_dict() if iv else None
+    return to_json(iv) if iv else None
 
 
 def say(f: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom (1..30); above 30 the normal's 1.96 is
 # within 4 % of it.
@@ -135,16 +134,6 @@ class Interval:
     def excludes(self, value: float) -> bool:
         """The interval lies wholly above or below `value` (a difference beyond noise excludes 0)."""
         return self.has_interval and (self.low > value or self.high < value)  # type: ignore[operator]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "estimate": self.estimate,
-            "low": self.low,
-            "high": self.high,
-            "n": self.n,
-            "sd": self.sd,
-            "level": self.level,
-        }
 
     def text(self, spec: str = "{:.2f}", unit: str = "") -> str:
         """ "21.30 MB/s (95 % CI 20.10–22.50, n=3)", or "(one run, no interval)"."""

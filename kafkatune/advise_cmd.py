@@ -12,6 +12,7 @@ from advisor import live, verdict
 from advisor import study as advice
 from core import paths
 from core.errors import UserError
+from core.typed import to_json
 from kafkatune import render
 from kafkatune.options import say
 from records.summary import Summary
@@ -68,7 +69,7 @@ def command(
         assert bootstrap is not None
         recs = live.advise(bootstrap, list(metrics_urls), state_dir or paths.state_dir(), seconds, say)
     if as_json:
-        doc: dict[str, Any] = {"recommendations": [r.as_json() for r in (recs[:top] if top else recs)]}
+        doc: dict[str, Any] = {"recommendations": [to_json(r) for r in (recs[:top] if top else recs)]}
         if sweep:  # the sweep's own judgement, as summary.json holds it (sweeps.confirm)
             whole = sweep.to_json()
             doc.update({k: whole.get(k) for k in JUDGEMENT})

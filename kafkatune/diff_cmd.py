@@ -7,6 +7,7 @@ import json
 import click
 
 from advisor import diff
+from core.typed import to_json
 from kafkatune import render
 
 
@@ -38,6 +39,6 @@ def command(sides: tuple[str, ...], as_json: bool) -> None:
             name: {"given": s.given, "measures": s.measures, "runs": s.sources, "notes": s.notes}
             for name, s in (("baseline", base), ("candidate", cand))
         }
-        click.echo(json.dumps({**out, "metrics": [r.as_dict() for r in rows]}))
+        click.echo(json.dumps({**out, "metrics": [to_json(r) for r in rows]}))
         return
     render.diff(base, cand, rows)

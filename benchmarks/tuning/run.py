@@ -44,6 +44,7 @@ from _common import commit, log, result_file, sweep, testbed  # noqa: E402
 from advisor import limit, verdict  # noqa: E402
 from brokerconf.apply import BrokerConfigs  # noqa: E402
 from core import stats  # noqa: E402
+from core.typed import to_json  # noqa: E402
 from records.confirmation import Arm, Confirmation  # noqa: E402
 from records.profile import Limits  # noqa: E402
 from records.study import open_study  # noqa: E402
@@ -128,7 +129,7 @@ def arm_figures(arm: Arm | None) -> dict[str, Any] | None:
     return {
         "label": arm.label,
         "runs_mb_s": list(arm.repeats),
-        "interval": stats.mean_interval(vals).as_dict() if vals else None,
+        "interval": to_json(stats.mean_interval(vals)) if vals else None,
         "config": dict(arm.config),
     }
 
@@ -139,7 +140,7 @@ def ratio(a: Arm | None, b: Arm | None) -> dict[str, Any] | None:
     if a is None or b is None or not values(a) or not values(b):
         return None
     r = stats.ratio(values(a), values(b))
-    return r.as_dict() if r else None
+    return to_json(r) if r else None
 
 
 def search_progress(study: Path, stages: set[str]) -> dict[str, Any]:

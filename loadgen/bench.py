@@ -112,7 +112,7 @@ def measure(
         result.judge_step_tails(raw, found, slo_ms)
     rec.result["brokerConfig"] = brokers
     if seen is not None:
-        rec.result["links"] = seen
+        rec.result["links"] = [to_json(x) for x in seen]
     if raw.backlog is not None:
         rec.result["backlog"] = raw.backlog
     if grown is not None and grown.scaled:

@@ -206,9 +206,11 @@ class Link:
     """One pair of shaped hosts as TCP met it in the run (testbed.links)."""
 
     hosts: tuple[str, ...]
-    data_segs: int = 0
-    retrans: int = 0
-    rtt_ms: float | None = None
+    data_segs: int = 0  # segments sent over the run
+    retrans: int = 0  # of those, sent again
+    retrans_pct: float | None = None
+    rtt_ms: float | None = None  # the median of the readings' medians over the connections sending
+    rtt_readings: int = 0
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import statistics
 import subprocess
 import threading
 from collections.abc import Mapping
-from typing import Any
 
+from records.result import Link
 from testbed.netns import ShapedNetwork, exec_prefix
 
 Conn = tuple[str, str, str]  # (namespace, local address:port, peer address:port)
@@ -118,13 +118,13 @@ class Sampler:
         while not self._stop.wait(self.every_s):
             self._read()
 
-    def stop(self) -> list[dict[str, Any]]:
+    def stop(self) -> list[Link]:
         self._stop.set()
         self._thread.join(timeout=60)
         self._read()
         return self.rows()
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Link]:
         """Per pair of hosts that exchanged data during the run: segments sent, resent, the share resent (%) and
         the round trip (ms), busiest pair first. A connection opened during the run counts from 0."""
         sums: dict[tuple[str, str], list[int]] = {}
@@ -139,15 +139,15 @@ class Sampler:
             acc[0] += sent - s0
             acc[1] += ret - r0
         rows = [
-            {
-                "hosts": list(k),
-                "data_segs": s,
-                "retrans": r,
-                "retrans_pct": round(100 * r / s, 3),
-                "rtt_ms": round(statistics.median(self.rtts[k]), 3) if self.rtts.get(k) else None,
-                "rtt_readings": len(self.rtts.get(k) or []),
-            }
+            Link(
+                hosts=k,
+                data_segs=s,
+                retrans=r,
+                retrans_pct=round(100 * r / s, 3),
+                rtt_ms=round(statistics.median(self.rtts[k]), 3) if self.rtts.get(k) else None,
+                rtt_readings=len(self.rtts.get(k) or []),
+            )
             for k, (s, r) in sums.items()
             if s > 0
         ]
-        return sorted(rows, key=lambda x: -x["data_segs"])
+        return sorted(rows, key=lambda x: -x.data_segs)

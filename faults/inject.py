@@ -15,33 +15,18 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from cluster import admin as kadmin
 from cluster import metrics
 from faults.spec import Fault
+from records.result import FaultEvent
 from testbed import netns
 from testbed.lifecycle import Testbed
 
 Say = Callable[[str], None]
 HEALTH_TIMEOUT_S = 180.0
 SETTLE_S = 5.0  # the cluster is whole once every partition has kept its full ISR this long
-
-
-@dataclass
-class Event:
-    fault: str
-    kind: str
-    target: str  # in words: "leader of partition 0 of <topic>", "active controller", "broker 2", "brokers 1/2"
-    brokers: list[int]
-    planned_s: float  # from t0
-    issued_s: float | None = None
-    effect_s: float | None = None  # the process gone, the qdisc or route in place
-    restored_s: float | None = None  # the node serving again, the link back
-    healthy_s: float | None = None  # every node serving, every partition in full ISR
-    recovery_s: float | None = None  # healthy_s − effect_s: how long the cluster was not whole
-    error: str | None = None
 
 
 def active_controller(tb: Testbed) -> int | None:
@@ -57,7 +42,7 @@ class Injector:
     def __init__(self, testbed: Testbed, faults: Sequence[Fault], say: Say = print) -> None:
         self.tb, self.faults, self.say = testbed, sorted(faults, key=lambda f: f.at_s), say
         self.topic = ""  # the run's first topic (a leader target is one of its partitions' leader)
-        self.events = [Event(f.text, f.kind, "", [], 0.0) for f in self.faults]
+        self.events = [FaultEvent(f.text, f.kind, "", [], 0.0) for f in self.faults]
         self._t0 = 0
         self._threads: list[threading.Thread] = []  # one per fault: faults whose times overlap overlap
         self._end = threading.Event()
@@ -81,7 +66,7 @@ class Injector:
         """Now, in seconds from the run's t0."""
         return round((time.time_ns() - self._t0) / 1e9, 3)
 
-    def _at_its_time(self, f: Fault, ev: Event, measure_start_ns: int) -> None:
+    def _at_its_time(self, f: Fault, ev: FaultEvent, measure_start_ns: int) -> None:
         """Apply `f` at its time from the window's start (and undo it after its duration): each fault in a thread
         of its own, so a fault is never held back by another still in place."""
         ev.planned_s = round((measure_start_ns - self._t0) / 1e9 + f.at_s, 3)
@@ -96,7 +81,7 @@ class Injector:
             self.say(f"fault {f.text}: {ev.error}")
 
     # ---- applying one fault ----------------------------------------------------------------------
-    def _resolve(self, f: Fault, ev: Event) -> list[int]:
+    def _resolve(self, f: Fault, ev: FaultEvent) -> list[int]:
         """The broker(s) the fault hits now; a leader or controller being elected is waited for (up to 60 s)."""
         deadline = time.monotonic() + 60
         while True:
@@ -106,7 +91,7 @@ class Injector:
                 if time.monotonic() > deadline or self._end.wait(0.5):
                     raise
 
-    def _resolve_once(self, f: Fault, ev: Event) -> list[int]:
+    def _resolve_once(self, f: Fault, ev: FaultEvent) -> list[int]:
         if f.target == "leader":
             parts = {p.partition: p for p in kadmin.partitions(self._admin, self.topic)}
             p = parts.get(f.partition)
@@ -123,7 +108,7 @@ class Injector:
         ev.target = "broker " + "/".join(map(str, f.brokers))
         return list(f.brokers)
 
-    def _apply(self, f: Fault, ev: Event) -> None:
+    def _apply(self, f: Fault, ev: FaultEvent) -> None:
         ev.brokers = self._resolve(f, ev)
         ev.issued_s = self._s()
         self.say(
@@ -148,7 +133,7 @@ class Injector:
             ev.restored_s = self._s()
         self._healthy(ev)
 
-    def _link(self, f: Fault, ev: Event, *, undo: bool) -> None:
+    def _link(self, f: Fault, ev: FaultEvent, *, undo: bool) -> None:
         net = self.tb.network(self.tb.state())
         assert net is not None, "link faults need the shaped testbed (checked before the run)"
         hosts = [f"b{b}" for b in ev.brokers]
@@ -192,14 +177,14 @@ class Injector:
             time.sleep(0.25)
         raise TimeoutError(f"the cluster was not whole {HEALTH_TIMEOUT_S:.0f} s after the fault: {lagging[:5]}")
 
-    def _healthy(self, ev: Event) -> None:
+    def _healthy(self, ev: FaultEvent) -> None:
         ev.healthy_s = self._whole_since()
         if ev.effect_s is not None:
             ev.recovery_s = round(ev.healthy_s - ev.effect_s, 3)
 
     # ---- after the load --------------------------------------------------------------------------
-    def finish(self) -> list[dict[str, Any]]:
-        """Undo what is still applied, wait until the cluster is whole, and return the events (as dicts)."""
+    def finish(self) -> list[FaultEvent]:
+        """Undo what is still applied, wait until the cluster is whole, and return the events."""
         self._end.set()
         for t in self._threads:
             t.join(timeout=HEALTH_TIMEOUT_S + 120)
@@ -220,4 +205,4 @@ class Injector:
             for ev in pending:
                 ev.healthy_s = whole
                 ev.recovery_s = round(whole - (ev.effect_s or 0.0), 3)
-        return [asdict(e) for e in self.events]
+        return list(self.events)

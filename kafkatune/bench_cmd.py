@@ -14,6 +14,7 @@ from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
 from core.errors import RunFailed, UserError
+from core.typed import to_json
 from drivers.api import load_driver
 from faults.inject import Injector
 from faults.spec import Fault, check_schedule
@@ -63,7 +64,7 @@ def _measure(
         rec = bench.measure(w, t, on_tick=chain(view, inj.on_tick), say=say, **kw)
     finally:
         events = inj.finish()
-    rec.result["faults"] = events
+    rec.result["faults"] = [to_json(e) for e in events]
     return rec
 
 

@@ -213,6 +213,24 @@ class Link:
     rtt_readings: int = 0
 
 
+@dataclass
+class FaultEvent:
+    """One planned fault of a run and when each part of it happened, seconds from t0 (faults.inject fills it in as
+    the run goes, so it is not frozen; kept in result.json's and trial.json's `faults`)."""
+
+    fault: str  # as the spec or `bench --fault` gave it
+    kind: str
+    target: str  # in words: "leader of partition 0 of <topic>", "active controller", "broker 2", "brokers 1/2"
+    brokers: list[int]
+    planned_s: float
+    issued_s: float | None = None
+    effect_s: float | None = None  # the process gone, the qdisc or route in place
+    restored_s: float | None = None  # the node serving again, the link back
+    healthy_s: float | None = None  # every node serving, every partition in full ISR
+    recovery_s: float | None = None  # healthy_s − effect_s: how long the cluster was not whole
+    error: str | None = None
+
+
 @dataclass(frozen=True)
 class RunResult:
     """The parts of result.json kafkatune reads back."""

@@ -15,9 +15,9 @@ from typing import Any
 
 from core import files
 from core.errors import UserError
-from core.typed import from_json
+from core.typed import from_json, to_json
 from records.confirmation import Try
-from records.result import Step, Sustainable
+from records.result import FaultEvent, Step, Sustainable
 
 SCHEMA_VERSION = 1
 TRIAL = "trial.json"
@@ -197,17 +197,16 @@ class TrialRecord:
     # much; absent: it ran its windows out)
     jit_busy: list[Mapping[str, Any]] | None = None
     # a robustness study's planned faults in this trial's run (faults.inject's events: effect and recovery times)
-    faults: list[Mapping[str, Any]] | None = None
+    faults: tuple[FaultEvent, ...] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str = TRIAL) -> TrialRecord:
         """A trial.json document as any release up to this one wrote it; keys this release does not know are left
         out, so an older study reads with what it has."""
-        names = {f.name for f in fields(cls)}
         if missing := [n for n in _REQUIRED if n not in d]:
             raise UserError(f"{where}: not a trial record, it lacks {', '.join(missing)}")
-        return cls(**{k: v for k, v in d.items() if k in names})
+        return from_json(cls, d, where)
 
     @classmethod
     def begun(
@@ -301,7 +300,7 @@ class TrialRecord:
             "total_s",
         ]
         assert set(order) == {f.name for f in fields(self)}
-        return {k: getattr(self, k) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
+        return {k: to_json(getattr(self, k)) for k in order if not (k in _OPTIONAL and getattr(self, k) is None)}
 
 
 def write_trial(trial_dir: Path, rec: TrialRecord) -> None:

@@ -283,13 +283,13 @@ class _Trial:
             raw = self._run(w, on_tick if inj is None else runner.chain(on_tick, inj.on_tick), stop_when=watch)
         finally:
             if inj is not None:
-                self.record = replace(self.record, faults=[*inj.finish()])
+                self.record = replace(self.record, faults=tuple(inj.finish()))
         t_build = time.monotonic()
         rec = self._build(raw)
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
         else:
-            rec.result["faults"] = self.record.faults
+            rec.result["faults"] = to_json(self.record.faults)
         if watch is not None and raw.stopped_early_at is not None:
             self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
             self.jit_busy = self.jit_busy or brokerside.jit_busy_words(watch.busy)

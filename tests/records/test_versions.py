@@ -12,7 +12,7 @@ import pytest
 
 from core.errors import UserError
 from records.profile import ClusterProfile, read_profile
-from records.result import Step
+from records.result import FaultEvent, Step
 from records.run import read_result
 from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
@@ -40,6 +40,14 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
 
 def version(rec: Any) -> int:
     return int(rec.schema_version if isinstance(rec, TrialRecord | Summary | ClusterProfile) else rec["schema_version"])
+
+
+def test_a_trial_s_planned_faults_read_typed_and_are_written_as_read(tmp_path: Path) -> None:
+    ev = {"fault": "kill leader at 20s", "kind": "kill", "target": "broker 2", "brokers": [2], "planned_s": 20.0}
+    ev |= {"issued_s": 20.1, "effect_s": 20.4, "restored_s": 35.0, "healthy_s": 41.3, "recovery_s": 20.9, "error": None}
+    (tmp_path / "trial.json").write_text(json.dumps(trial_doc(stage="robust", number=1, faults=[ev])))
+    rec = read_trial(tmp_path)
+    assert rec is not None and rec.faults == (FaultEvent(**ev),) and rec.as_json()["faults"] == [ev]
 
 
 def test_a_trial_record_reads_typed_keeps_what_it_knows_and_names_what_it_lacks(tmp_path: Path) -> None:

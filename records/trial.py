@@ -181,9 +181,9 @@ class TrialRecord:
     broker_read_back: Mapping[str, Mapping[str, str | None]] | None = None  # broker id -> key -> value
     restarts: int | None = None
     apply_s: float | None = None
-    # the load after a rolling restart (loadgen.warmup): seconds `s`, the brokers' JIT `jit_cores` per broker at
-    # its end and whether they were `quiet` (False: it reached restart_warmup_s first)
-    restart_warmup: Mapping[str, Any] | None = None
+    # the load after a rolling restart (loadgen.warmup): its seconds, the brokers' JIT cores at its end, whether
+    # they were quiet (False: it reached restart_warmup_s first)
+    restart_warmup: WarmUp | None = None
     phases_s: Mapping[str, float] | None = None
     measured: Mapping[str, Any] | None = None
     constraints: Mapping[str, Any] | None = None
@@ -262,11 +262,6 @@ class TrialRecord:
     def aside(self) -> list[Aside]:
         """The attempts set aside, typed: disturbed, or measured while the brokers' JIT compiled."""
         return [from_json(Aside, a, "set aside") for a in (*(self.disturbed or ()), *(self.jit_busy or ()))]
-
-    @property
-    def restart_load(self) -> WarmUp | None:
-        """`restart_warmup`, typed; None when the trial warmed no rolling restart."""
-        return from_json(WarmUp, self.restart_warmup, "restart_warmup") if self.restart_warmup else None
 
     def as_json(self) -> dict[str, Any]:
         order = [

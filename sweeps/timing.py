@@ -69,7 +69,7 @@ def breakdown(trials: Iterable[TrialRecord], wall_s: float) -> Breakdown:
         out["apply"] += apply_s
         # the rest of the trial's time: its restart warm-up, if it had one, and the sweep's own work around it
         rest = max(0.0, t.total_s - apply_s - runs - ph.record)
-        restart = min(rest, w.s if (w := t.restart_load) else 0.0)
+        restart = min(rest, w.s if (w := t.restart_warmup) else 0.0)
         again = min(rest - restart, sum(a.s or 0.0 for a in t.aside))
         out["restart warm-up"] += restart
         out["measured again"] += again

@@ -253,7 +253,7 @@ class _Trial:
         self.record = replace(self.record, broker_read_back=applied.read_back, restarts=applied.restarts, apply_s=took)
         if applied.restarts and self.spec.measurement.restart_warmup_s:
             self.phase = "warm-up after restart"
-            warmed = to_json(self.warm_up(self.spec.measurement.restart_warmup_s))
+            warmed = self.warm_up(self.spec.measurement.restart_warmup_s)
             self.record = replace(self.record, restart_warmup=warmed)
 
     def measure(self, on_tick: Callable[[RawRun, Tick], None] | None) -> None:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
 
 from core.errors import RunFailed
 from core.units import MB
 from loadgen.channel import Channel
 from loadgen.workload import Workload
+from records.result import BacklogParts
 
 GIB = 1024**3
 
@@ -90,7 +90,7 @@ class Backlog:
         end = self.at_ns.get("done")
         return (end - self.measure_start_ns) / 1e9 if end else None
 
-    def record(self, t0_ns: int) -> dict[str, Any]:
+    def record(self, t0_ns: int) -> BacklogParts:
         """What the run record keeps: the target, each part's start (s from t0) and length, the drain rate."""
         s = {k: (v - t0_ns) / 1e9 for k, v in self.at_ns.items()}
 
@@ -99,15 +99,15 @@ class Backlog:
 
         drain_s = span("drain", "test")
         drained = self.received_at.get("test", 0) - self.received_at.get("drain", 0)
-        return {
-            "target_gib": self.w.consumerBacklogSizeGB,
-            "target_msgs": self.target_msgs,
-            "drained_to_msgs": self.empty_msgs,
-            "peak_msgs": self.peak,
-            "started_s": s,
-            "build_s": span("build", "drain"),
-            "drain_s": drain_s,
-            "test_s": span("test", "done"),
-            "drain_msg_s": drained / drain_s if drain_s else None,
-            "drain_mb_s": drained * self.w.messageSize / drain_s / MB if drain_s else None,
-        }
+        return BacklogParts(
+            target_gib=self.w.consumerBacklogSizeGB,
+            target_msgs=self.target_msgs,
+            drained_to_msgs=self.empty_msgs,
+            peak_msgs=self.peak,
+            started_s=s,
+            build_s=span("build", "drain"),
+            drain_s=drain_s,
+            test_s=span("test", "done"),
+            drain_msg_s=drained / drain_s if drain_s else None,
+            drain_mb_s=drained * self.w.messageSize / drain_s / MB if drain_s else None,
+        )

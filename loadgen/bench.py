@@ -114,7 +114,7 @@ def measure(
     if seen is not None:
         rec.result["links"] = [to_json(x) for x in seen]
     if raw.backlog is not None:
-        rec.result["backlog"] = raw.backlog
+        rec.result["backlog"] = to_json(raw.backlog)
     if grown is not None and grown.scaled:
         rec.result["scaled_out"] = to_json(grown.record())
     if found is not None and probe is not None:

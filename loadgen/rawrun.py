@@ -13,6 +13,7 @@ from cluster.hoststats import HostSample
 from cluster.metrics import BrokerSample
 from core.typed import from_json
 from loadgen.workload import Workload
+from records.result import BacklogParts
 
 # why a run's consumers stopped reading (loadgen.collect.drain_end)
 DrainEnd = Literal["arrived", "idle", "timeout", "not-drained", "no-consumers"]
@@ -152,7 +153,7 @@ class RawRun:
     stopped_early_at: int | None = None
     # a backlog run (loadgen.backlog) decides its measured phase's length as it goes; its parts are in `backlog`
     measured_s: float | None = None
-    backlog: dict[str, Any] | None = None
+    backlog: BacklogParts | None = None
     # when acknowledged messages were missing: the log read again (loadgen.verify), None when nothing was missing
     verified: Verified | None = None
 

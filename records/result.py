@@ -213,6 +213,23 @@ class Link:
     rtt_readings: int = 0
 
 
+@dataclass(frozen=True)
+class BacklogParts:
+    """A backlog run's parts (loadgen.backlog): the backlog it built and drained, each part's start (s from t0) and
+    length, and the rate the consumers drained at; a length is None when its part never ended."""
+
+    target_gib: float
+    target_msgs: int
+    drained_to_msgs: int  # the backlog counted as drained at this many messages owed
+    peak_msgs: int
+    started_s: Mapping[str, float] = field(default_factory=dict)  # part ("build", "drain", "test", "done") -> start
+    build_s: float | None = None
+    drain_s: float | None = None
+    test_s: float | None = None
+    drain_msg_s: float | None = None
+    drain_mb_s: float | None = None
+
+
 @dataclass
 class FaultEvent:
     """One planned fault of a run and when each part of it happened, seconds from t0 (faults.inject fills it in as
@@ -247,6 +264,7 @@ class RunResult:
     topic_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "topicConfig"})
     # broker id -> the configs read back from it
     broker_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"json": "brokerConfig"})
+    backlog: BacklogParts | None = None  # a backlog run's parts
     sustainable: Sustainable | None = None
     scaled_out: ScaledOut | None = None
     links: tuple[Link, ...] = ()

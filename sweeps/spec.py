@@ -268,7 +268,7 @@ def _semantic_checks(spec: Spec, source: str) -> None:
             )
     base = {**{k: v for k, v in w.str_map("producerConfig").items()}, **spec.fixed}
     for st in spec.stage_list:
-        vals: dict[str, Any] = {**base, **st.fixed, **st.params}
+        vals: dict[str, ParamSpec] = {**base, **st.fixed, **st.params}
         vals = {k: v for k, v in vals.items() if k in catalogue.CATALOGUE}
         for k, v in list(vals.items()):
             if isinstance(v, str) and catalogue.CATALOGUE[k].kind == "int":

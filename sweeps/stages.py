@@ -3,9 +3,10 @@ puts them in a spec; every value is checked against the catalogue's legal range 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Mapping
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from brokerconf import catalogue
 
@@ -40,7 +41,7 @@ class Choices(_Model):
 ParamSpec = IntRange | Choices | Scalar
 
 
-def check_params(params: dict[str, Any], where: str) -> None:
+def check_params(params: Mapping[str, ParamSpec], where: str) -> None:
     for k, v in params.items():
         if k not in catalogue.CATALOGUE:
             raise ValueError(f"{where}: unknown key {k!r} (sweepable: {', '.join(catalogue.CATALOGUE)})")
@@ -65,8 +66,8 @@ class Params(_Model):
 
     @field_validator("params", "fixed", mode="after", check_fields=False)
     @classmethod
-    def _known(cls, v: dict[str, Any], info: Any) -> dict[str, Any]:
-        check_params(v, info.field_name)
+    def _known(cls, v: dict[str, ParamSpec], info: ValidationInfo) -> dict[str, ParamSpec]:
+        check_params(v, str(info.field_name))
         return v
 
 
@@ -84,7 +85,7 @@ class Stage(Params):
         return self
 
 
-def bounds(values: dict[str, Any]) -> dict[str, tuple[int, int]]:
+def bounds(values: Mapping[str, ParamSpec]) -> dict[str, tuple[int, int]]:
     """Each int key's lowest and highest value in a stage (for the catalogue's cross-key rules)."""
     out: dict[str, tuple[int, int]] = {}
     for k, v in values.items():

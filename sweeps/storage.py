@@ -28,6 +28,7 @@ from core import secrets
 from core.errors import EnvironmentProblem
 from sweeps import attrs
 from sweeps.attrs import TrialAttrs
+from sweeps.space import Config
 
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -85,7 +86,7 @@ class Interrupted(NamedTuple):
     """A trial whose worker died: the parameters it had (a search trial's, to queue again) and its key (a baseline's
     or a repeat's, found again by it; None for a search trial)."""
 
-    params: dict[str, Any]
+    params: Config  # as Optuna holds them: our distributions give ints and strings only (sweeps.space)
     key: str | None
 
 

@@ -13,10 +13,9 @@ import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from cluster import admin as kadmin
-from cluster import metrics
+from cluster import inventory, metrics
 from cluster.target import node_running
 from core import procs
 from core.errors import EnvironmentProblem, UserError
@@ -90,7 +89,7 @@ class Testbed:
         """Where load workers run: the client hosts' namespaces when shaped, this host (None) otherwise."""
         return list(st.client_netns) or [None]
 
-    def client_security(self, mechanism: str = "SCRAM-SHA-512") -> dict[str, Any]:
+    def client_security(self, mechanism: str = "SCRAM-SHA-512") -> inventory.Security:
         """An inventory's `security` block for the SASL_SSL listener (the password by file reference)."""
         return self.security.client_security(mechanism)
 

@@ -9,11 +9,11 @@ import os
 import secrets
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from cluster import admin as kadmin
+from cluster import inventory
 from core.errors import EnvironmentProblem
 from records.testbed import TestbedState
 
@@ -115,12 +115,15 @@ class Security:
         for fut in a.alter_user_scram_credentials([up], request_timeout=30).values():
             fut.result(timeout=60)
 
-    def client_security(self, mechanism: str = "SCRAM-SHA-512") -> dict[str, Any]:
-        """An inventory's `security` block for the SASL_SSL listener (the password by file reference)."""
-        return {
-            "protocol": "SASL_SSL",
-            "sasl_mechanism": mechanism,
-            "username": SASL_USER,
-            "password": {"file": str(self.dir / "password")},
-            "ca_file": str(self.dir / "ca.pem"),
-        }
+    def client_security(self, mechanism: str = "SCRAM-SHA-512") -> inventory.Security:
+        """An inventory's `security` block for the SASL_SSL listener (the password by file reference), validated as
+        every inventory's is."""
+        return inventory.Security.model_validate(
+            {
+                "protocol": "SASL_SSL",
+                "sasl_mechanism": mechanism,
+                "username": SASL_USER,
+                "password": {"file": str(self.dir / "password")},
+                "ca_file": str(self.dir / "ca.pem"),
+            }
+        )

@@ -10,13 +10,14 @@ import pytest
 import yaml
 
 from advisor.analysis import analyze
+from cluster.inventory import Security
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
 from tests.sshd import keygen
 
 
-def _inventory(tmp_path: Path, testbed: Testbed, security: dict[str, Any]) -> Path:
+def _inventory(tmp_path: Path, testbed: Testbed, security: Security) -> Path:
     """The testbed's SASL_SSL listener as an inventory (no SSH is used: bench only reaches client hosts)."""
     st = testbed.state()
     assert st.sasl_bootstrap_servers
@@ -26,7 +27,7 @@ def _inventory(tmp_path: Path, testbed: Testbed, security: dict[str, Any]) -> Pa
     inv = {
         "name": "testbed-sasl",
         "bootstrap": st.sasl_bootstrap_servers,
-        "security": security,
+        "security": security.model_dump(mode="json", exclude_none=True),
         "ssh": {"key_file": str(key), "known_hosts": str(tmp_path / "known_hosts")},
         "brokers": [
             {
@@ -78,7 +79,8 @@ def test_a_sasl_ssl_bench_works_and_the_password_is_nowhere(
     st = testbed.state()
     security = testbed.client_security(mechanism)
     inv = _inventory(tmp_path, testbed, security)
-    password = Path(security["password"]["file"]).read_text().strip()
+    assert security.password is not None and security.password.file is not None
+    password = Path(security.password.file).read_text().strip()
     assert len(password) >= 24
     wl = write_workload(
         tmp_path / "w.yaml",

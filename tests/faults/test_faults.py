@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from cluster.inventory import Security
 from core.errors import UserError
 from faults.disturbed import disturbances, nothing_consumed
 from faults.inject import Injector
@@ -80,7 +79,7 @@ def _common(testbed: Testbed, security: str) -> dict[str, str]:
     if security == "PLAINTEXT":
         return {"bootstrap.servers": st.bootstrap_servers}
     assert st.sasl_bootstrap_servers
-    sec = Security.model_validate(testbed.client_security("SCRAM-SHA-512"))
+    sec = testbed.client_security("SCRAM-SHA-512")
     return {"bootstrap.servers": st.sasl_bootstrap_servers, **sec.client_config()}
 
 

@@ -7,6 +7,7 @@ import json
 import click
 
 from core import paths
+from core.typed import to_json
 from kafkatune.options import say
 from testbed.servers import SYSTEMS, Servers, install_pulsar
 
@@ -65,10 +66,10 @@ def status(as_json: bool) -> None:
     """Which servers run, where, and whether they answer."""
     rows = _servers().status()
     if as_json:
-        click.echo(json.dumps(rows))
+        click.echo(json.dumps(to_json(rows)))
         return
     for r in rows:
         click.echo(
-            f"{r['system']:<10} {'running' if r['running'] else 'stopped':<8} {r['address'] or '':<22} "
-            f"{'ready' if r['ready'] else ''}"
+            f"{r.system:<10} {'running' if r.running else 'stopped':<8} {r.address or '':<22} "
+            f"{'ready' if r.ready else ''}"
         )

@@ -25,7 +25,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
 
@@ -58,6 +57,17 @@ def install_pulsar(cache: Path | None = None, progress: Progress = print) -> Pat
         progress(f"pulsar: fetching Apache Pulsar {pulsar_version()} jars with Maven into {root} (once)")
         maven_install(PULSAR_POM, root, f"Pulsar {pulsar_version()}")
     return root
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """One system's server as `kafkatune servers status` shows it (`--json`: these fields)."""
+
+    system: str
+    running: bool
+    address: str | None
+    pid: int | None
+    ready: bool
 
 
 @dataclass
@@ -182,19 +192,13 @@ class Servers:
         progress(f"{system} stopped (pid {st.pid})")
         return True
 
-    def status(self) -> list[dict[str, Any]]:
+    def status(self) -> list[ServerStatus]:
+        """Each system: whether kafkatune's server of it runs, where, and whether it answers now."""
         out = []
         for s in SYSTEMS:
             st = self.alive(s)
-            out.append(
-                {
-                    "system": s,
-                    "running": st is not None,
-                    "address": st.address if st else None,
-                    "pid": st.pid if st else None,
-                    "ready": self._ready(s, st.port, st.admin) if st else False,
-                }
-            )
+            ready = self._ready(s, st.port, st.admin) if st else False
+            out.append(ServerStatus(s, st is not None, st.address if st else None, st.pid if st else None, ready))
         return out
 
 

@@ -160,6 +160,16 @@ class SporadicRow:
 
 
 @dataclass(frozen=True)
+class ThroughputMethod:
+    """How the back-to-back throughput was measured, as the spec ran it (compare.spec.Throughput's fields): repeats
+    and seconds per run (None: a spec written without them), and the percentiles the samples were trimmed to."""
+
+    repeats: int | None = None
+    seconds: float | None = None
+    trim: tuple[float, ...] = (1.0, 99.0)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """comparison.json: the spec as run, the systems, and one table per method (empty when not run)."""
 
@@ -179,6 +189,12 @@ class Comparison:
     @property
     def names(self) -> list[str]:
         return [s.name for s in self.systems]
+
+    @property
+    def throughput_method(self) -> ThroughputMethod:
+        """The spec's throughput section, typed (the spec itself is kept whole, as it ran)."""
+        section = self.spec.get("throughput")
+        return from_json(ThroughputMethod, section, "spec.throughput") if section else ThroughputMethod()
 
 
 def read_comparison(root: Path) -> Comparison:

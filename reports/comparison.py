@@ -79,13 +79,13 @@ def _native_md(doc: Comparison) -> list[str]:
 
 
 def _throughput_md(doc: Comparison, names: list[str]) -> list[str]:
-    spec = doc.spec.get("throughput") or {}
-    lo, hi = spec.get("trim", [1, 99])
+    how = doc.throughput_method
+    lo, hi = how.trim
     md = [
         "## Throughput (back-to-back)",
         "",
-        f"Median delivered msg/s over every measured second of {spec.get('repeats')} repeats "
-        f"({spec.get('seconds')} s each), after trimming samples beyond p{lo:g}/p{hi:g}; bit/s = msg/s × payload × 8. "
+        f"Median delivered msg/s over every measured second of {how.repeats} repeats "
+        f"({how.seconds} s each), after trimming samples beyond p{lo:g}/p{hi:g}; bit/s = msg/s × payload × 8. "
         f"`tcp` is the raw-socket baseline through the same harness (its ceiling); '× tcp' is each figure "
         f"as a share of it.",
         "",

@@ -52,6 +52,8 @@ def test_the_report_has_every_table_and_chart(tmp_path: Path) -> None:
         assert f"## {title}" in md, title
     assert "iperf3 TCP stream on 127.0.0.1: **" in md and "harness over raw TCP" in md and "× tcp)" in md
     assert re.search(r"\| 1MB \| error: ", md) and "Sizes a system could not carry" in md
+    # the method as the spec ran it (records.comparison.ThroughputMethod)
+    assert "every measured second of 1 repeats (2.0 s each), after trimming samples beyond p1/p99" in md
     assert "| sockperf (native TCP) | — |" in md
     fixed = md.split("## Fixed rate")[1].split("##")[0]
     assert "| kafka | 1 |" in fixed and "| kafka | 6 |" in fixed and " / " in fixed

@@ -321,17 +321,23 @@ def trial_rows(study: Study) -> list[TrialRow]:
     return [trial_row(study, d) for d in study.trial_dirs]
 
 
-def latency_quantiles(study: Study, trial_id: str) -> dict[str, dict[str, float]]:
-    """A trial's publish and end-to-end latency quantiles (ms, by percentile) from its result.json."""
+@dataclass(frozen=True)
+class LatencyCurve:
+    """A run's publish and end-to-end latency by percentile ("50", "99.9", "100": ms), as its result.json keeps
+    them; a kind the run did not measure is empty."""
+
+    publish: Mapping[str, float]
+    e2e: Mapping[str, float]
+
+
+def latency_quantiles(study: Study, trial_id: str) -> LatencyCurve | None:
+    """A trial's latency quantiles from its result.json; None when it has none."""
     d = study.trial(trial_id)
     if d is None or not runs.has_result(d):
-        return {}
+        return None
     res = result.read(d)
-    out = {}
-    for kind, q in (("publish", res.publish_quantiles), ("e2e", res.e2e_quantiles)):
-        if q:
-            out[kind] = {str(k): float(v) for k, v in q.items()}
-    return out
+    pub, e2e = ({str(k): float(v) for k, v in q.items()} for q in (res.publish_quantiles, res.e2e_quantiles))
+    return LatencyCurve(pub, e2e) if pub or e2e else None
 
 
 def secret_bearing_documents(study: Study) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from advisor.noise import Effect
 from advisor.trials import complete, strict_mask
 from core.fmt import si
 from records.analysis import rows
+from records.study import LatencyCurve
 from records.trialrow import TrialRow
 
 matplotlib.use("Agg")
@@ -162,15 +164,14 @@ def rates_vs_ceiling(base: TrialRow | None, best: TrialRow | None, ceiling: floa
 PCTS = ["50", "75", "90", "95", "99", "99.9", "99.99", "100"]
 
 
-def latency_curves(curves: dict[str, dict[str, dict[str, float]]]) -> Chart | None:
-    """curves: label → {"publish": {pct: ms}, "e2e": {pct: ms}} (from the records' quantiles)."""
+def latency_curves(curves: Mapping[str, LatencyCurve]) -> Chart | None:
+    """One curve per labelled run: its publish and end-to-end latency by percentile (records.study)."""
     if not curves:
         return None
     fig, ax = plt.subplots(figsize=(7, 3.2))
     xs = [-math.log10(1 - float(p) / 100) if p != "100" else 5.5 for p in PCTS]
     for i, (label, c) in enumerate(curves.items()):
-        for kind, ls in (("publish", "--"), ("e2e", "-")):
-            q = c.get(kind) or {}
+        for kind, q, ls in (("publish", c.publish, "--"), ("e2e", c.e2e, "-")):
             pts = [(x, q[p]) for x, p in zip(xs, PCTS, strict=True) if q.get(p)]
             if pts:
                 ax.plot(
@@ -187,7 +188,7 @@ def latency_curves(curves: dict[str, dict[str, dict[str, float]]]) -> Chart | No
     ax.legend(fontsize=7)
     parts = []
     for label, c in curves.items():
-        e = (c.get("e2e") or {}).get("99")
+        e = c.e2e.get("99")
         if e:
             parts.append(f"{label} p99 end-to-end {e:,.1f} ms")
     return Chart(

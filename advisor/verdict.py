@@ -147,7 +147,7 @@ def _current_lines(s: Summary, conf: Confirmation) -> list[str]:
 
 
 def _resolution_lines(conf: Confirmation) -> list[str]:
-    step = (conf.resolution or {}).get("step")
+    step = conf.resolution.step if conf.resolution else None
     if not step:
         return []
     return [

@@ -142,6 +142,13 @@ class OperatingPoint:
 
 
 @dataclass(frozen=True)
+class Resolution:
+    """The rate grid an older study's repeats shared (they shared one probe): its step as a share of the rate."""
+
+    step: float | None = None
+
+
+@dataclass(frozen=True)
 class Confirmation:
     """The confirmation (the arms, the chosen one and its comparisons) with what the later phases added."""
 
@@ -157,7 +164,7 @@ class Confirmation:
     not_ablated: tuple[KeyEffect, ...] = ()
     operating_point: OperatingPoint | None = None
     # studies from before each repeat ran its own search: the rate grid's step the differences include
-    resolution: Mapping[str, float] | None = None
+    resolution: Resolution | None = None
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Confirmation:

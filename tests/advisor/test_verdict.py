@@ -140,3 +140,11 @@ def test_the_choice_is_stated_against_the_current_configuration_or_says_why_not(
     )
     sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "all"}}}
     assert "the same configuration as another candidate" in "\n".join(choice_lines(_typed(sw)))
+
+
+def test_an_older_study_whose_repeats_shared_a_rate_grid_says_its_resolution() -> None:
+    sw = _sweep([], [], [])
+    assert not any("resolution" in x for x in choice_lines(_typed(sw)))
+    sw["confirmation"]["resolution"] = {"step": 0.06}  # records.confirmation.Resolution
+    said = "\n".join(choice_lines(_typed(sw)))
+    assert "intervals include the search's resolution: a sustainable rate is known to within 6%" in said, said

@@ -72,9 +72,9 @@ def _burst_effect(
 ) -> SporadicRow:
     """The periodic flow's per-second p90 before, during and after the burst's measured window (on the periodic
     flow's time line, in whole seconds), the burst's rate, and each flow's losses."""
-    t0 = praw.timing["t0_ns"]
-    b_start = (braw.timing["measure_start_ns"] - t0) / 1e9
-    b_end = (braw.timing["measure_end_ns"] - t0) / 1e9
+    t0 = praw.timing.t0_ns
+    b_start = (braw.timing.measure_start_ns - t0) / 1e9
+    b_end = (braw.timing.measure_end_ns - t0) / 1e9
     p90 = _second_pcts(praw, 90)
     before = [v for sec, v in p90.items() if sec + 1 <= b_start]
     during = [v for sec, v in p90.items() if sec >= b_start and sec + 1 <= b_end]

@@ -53,10 +53,10 @@ class Injector:
 
     # ---- the run's hook --------------------------------------------------------------------------
     def on_tick(self, raw: Any, tick: Any) -> None:
-        if not self._threads and raw.timing.get("measure_start_ns"):
+        if not self._threads and raw.timing.measure_start_ns:
             self.topic = raw.topics[0]
-            self._t0 = int(raw.timing["t0_ns"])
-            start = int(raw.timing["measure_start_ns"])
+            self._t0 = raw.timing.t0_ns
+            start = raw.timing.measure_start_ns
             for f, ev in zip(self.faults, self.events, strict=True):
                 t = threading.Thread(target=self._at_its_time, args=(f, ev, start), name=f"fault {f.text}", daemon=True)
                 self._threads.append(t)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from drivers import api
 from loadgen import payload
+from loadgen.channel import Timing
 from loadgen.recorder import LatencyBuffer
 from loadgen.ticker import Ticker
 
@@ -17,10 +18,10 @@ Clock = Callable[[], int]
 class ProducerState:
     """Delivery callbacks: mark the sequence acknowledged, buffer (latency, send time). Nothing more."""
 
-    def __init__(self, timing: dict[str, int], clock: Clock) -> None:
+    def __init__(self, timing: Timing, clock: Clock) -> None:
         self.clock = clock
         self.buf = LatencyBuffer()
-        self.buf.m_start, self.buf.m_end = timing["measure_start_ns"], timing["measure_end_ns"]
+        self.buf.m_start, self.buf.m_end = timing.measure_start_ns, timing.measure_end_ns
         self.acked = bytearray(1 << 16)
         self.n_errors = 0
         self.n_dropped = 0

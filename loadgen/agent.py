@@ -22,7 +22,8 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from loadgen.channel import Channel
+from core.typed import from_json
+from loadgen.channel import Channel, Timing
 from loadgen.placement import LocalHost
 from loadgen.wire import decode, encode
 from loadgen.worker import WorkerTask
@@ -35,7 +36,7 @@ def _control(stdin: TextIO, ch: Channel) -> None:
         cmd = decode(line)
         match cmd.get("cmd"):
             case "go":
-                ch.set_timing(cmd["timing"])
+                ch.set_timing(from_json(Timing, cmd["timing"], "go"))
                 ch.go.set()
             case "stop_producers":
                 ch.stop_producers.set()

@@ -24,7 +24,7 @@ def _phase(raw: RawRun, second: int) -> str:
 
 def broker_rows(raw: RawRun) -> list[dict[str, Any]]:
     rows = metrics.rates(raw.broker_samples)
-    t0 = raw.timing.get("t0_ns", 0)
+    t0 = raw.timing.t0_ns
     for r in rows:
         sec = int((r["t_ns"] - t0) // 1_000_000_000)
         r["second"] = sec
@@ -109,7 +109,7 @@ def jit_warning(rows: Sequence[BrokerSecond]) -> str | None:
 def host_rows(raw: RawRun) -> list[dict[str, Any]]:
     """cluster.hoststats rows of the run, each with its second and phase (empty: the brokers' host not observed)."""
     rows = hoststats.rows(raw.host_samples)
-    t0 = raw.timing.get("t0_ns", 0)
+    t0 = raw.timing.t0_ns
     for r in rows:
         # a row covers the interval ending at t_ns: it belongs to the second that interval mostly lies in
         sec = int((r["t_ns"] - t0 - r["interval_s"] * 5e8) // 1_000_000_000)

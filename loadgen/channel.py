@@ -5,13 +5,24 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
-# The run's time line, in a shared int64 array the parent fills before it sets `go` (the workers are
-# started, and have connected, before the parent knows when the run begins).
-TIMING_FIELDS = ("t0_ns", "measure_start_ns", "measure_end_ns", "produce_end_ns", "drain_timeout_s")
+
+@dataclass(frozen=True)
+class Timing:
+    """The run's time line: wall-clock ns of its start (t0), its measure window and the producers' end, and how
+    long consumers may drain after it (s). Shared as an int64 array the coordinator fills before it sets `go` (the
+    workers are started, and have connected, before it knows when the run begins); 0: not set yet."""
+
+    t0_ns: int = 0
+    measure_start_ns: int = 0
+    measure_end_ns: int = 0
+    produce_end_ns: int = 0
+    drain_timeout_s: int = 0
+
+
+TIMING_FIELDS = tuple(f.name for f in fields(Timing))
 
 
 # Imported once by the fork server, so every worker forked from it has them (a module that fails to import is
@@ -19,8 +30,9 @@ TIMING_FIELDS = ("t0_ns", "measure_start_ns", "measure_end_ns", "produce_end_ns"
 PRELOAD = ("loadgen.worker", "loadgen.consumer", "drivers.kafka")
 
 
-def read_timing(shared: Any) -> dict[str, int]:
-    return dict(zip(TIMING_FIELDS, list(shared), strict=True))
+def read_timing(shared: Any) -> Timing:
+    """The time line in the shared array (Channel.timing)."""
+    return Timing(*(int(v) for v in shared))
 
 
 @dataclass(frozen=True)
@@ -52,9 +64,9 @@ class Channel:
         step = ctx.Array("d", 3, lock=True)
         return cls(ctx, ctx.Queue(), timing, ctx.Event(), ctx.Event(), ctx.Event(), ctx.Event(), step)
 
-    def set_timing(self, values: Mapping[str, int]) -> None:
+    def set_timing(self, values: Timing) -> None:
         for i, k in enumerate(TIMING_FIELDS):
-            self.timing[i] = int(values[k])
+            self.timing[i] = int(getattr(values, k))
 
     def publish_step(self, second: int, per_producer_msg_s: float) -> None:
         """Every producer publishes at this rate from whole second `second` (from t0) on."""

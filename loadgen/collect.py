@@ -103,7 +103,7 @@ def collect(
 ) -> None:
     w, q, stop_consumers = raw.workload, ch.q, ch.stop_consumers
     n_prod, n_cons = counts
-    produce_end = raw.timing["produce_end_ns"]
+    produce_end = raw.timing.produce_end_ns
     drain_deadline: float | None = None
     last_change = time.monotonic()
     counted: dict[int, int] = {}  # each consumer's distinct records after the producers' end

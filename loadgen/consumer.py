@@ -60,11 +60,11 @@ def run_consumer(
             cons.receive_batches(st.on_batch)
         _join(cons, go, q, task.wid)
         tl = read_timing(timing)
-        st.buf.m_start, st.buf.m_end = tl["measure_start_ns"], tl["measure_end_ns"]
-        tick = Ticker(q, "consumer", task.wid, tl["t0_ns"], st.buf, task.message_size)
+        st.buf.m_start, st.buf.m_end = tl.measure_start_ns, tl.measure_end_ns
+        tick = Ticker(q, "consumer", task.wid, tl.t0_ns, st.buf, task.message_size)
         received = 0
         paused = False
-        count_at = tl["produce_end_ns"]
+        count_at = tl.produce_end_ns
         gap, out_of_poll = tick.watch.gap, time.perf_counter_ns()
         while not stop.is_set():
             if pause is not None and pause.is_set() != paused:  # a backlog run (loadgen.runner)

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from cluster.clients import WORKER_AGENT, RemoteClient
 from cluster.ssh import exit_status
 from cluster.target import Placement
+from core.typed import to_json
 from loadgen.channel import Channel, read_step, read_timing
 from loadgen.consumer import run_consumer
 from loadgen.wire import decode, encode
@@ -139,7 +140,7 @@ class RemoteWorkers:
         """The runner's events, each as one command to the agent once it is set (in any order: consumers
         are stopped while producers end on their own time line)."""
         steps: list[tuple[Any, Callable[[], dict[str, Any]]]] = [
-            (self.ch.go, lambda: {"cmd": "go", "timing": read_timing(self.ch.timing)}),
+            (self.ch.go, lambda: {"cmd": "go", "timing": to_json(read_timing(self.ch.timing))}),
             (self.ch.stop_producers, lambda: {"cmd": "stop_producers"}),
             (self.ch.stop_consumers, lambda: {"cmd": "stop_consumers"}),
         ]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from cluster.hoststats import HostSample
 from cluster.metrics import BrokerSample
 from core.typed import from_json
+from loadgen.channel import Timing
 from loadgen.workload import Workload
 from records.result import BacklogParts
 
@@ -132,7 +133,7 @@ class RawRun:
 
     workload: Workload
     topics: list[str]
-    timing: dict[str, int]
+    timing: Timing  # set before `go` (all 0 until then)
     started_wall_ns: int
     ticks: list[Tick] = field(default_factory=list)
     producers: dict[int, ProducerEnd] = field(default_factory=dict)

@@ -186,7 +186,7 @@ def build(
         "client_hosts": sorted({h or "local" for h in raw.worker_hosts.values()}),
         "per_client_host": _per_host(raw),
         "started_ns": raw.started_wall_ns,
-        "timing": raw.timing,
+        "timing": to_json(raw.timing),
         "producerConfig": w.str_map("producerConfig"),
         "consumerConfig": w.str_map("consumerConfig"),
         "topicConfig": w.str_map("topicConfig"),

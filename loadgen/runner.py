@@ -25,7 +25,7 @@ from cluster.metrics import BrokerMetricsSampler
 from cluster.target import Placement
 from drivers import api
 from loadgen.backlog import Backlog
-from loadgen.channel import Channel
+from loadgen.channel import Channel, Timing
 from loadgen.collect import await_ready, collect, steered
 from loadgen.placement import Host, Workers, hosts
 from loadgen.rawrun import Publish, RawRun, Steer, Tick, View, chain, measured_seconds, phase_of
@@ -111,7 +111,7 @@ class _Run:
     ) -> None:
         self.w, self.drv, self.common, self.topics, self.hosts, self.say = w, drv, common, topics, places, say
         self.ch = Channel.new()
-        self.raw = RawRun(w, topics, {}, time.time_ns())
+        self.raw = RawRun(w, topics, Timing(), time.time_ns())
         self.procs: list[Workers] = []
         self.sampler = BrokerMetricsSampler(metrics_urls) if metrics_urls else None
         local = local_brokers(metrics_urls) if metrics_urls else {}
@@ -198,7 +198,7 @@ class _Run:
         await_ready(self.ch.q, n_prod, n_cons, self.procs, timeout_s=90)
         self.raw.consumer_assignment_wait_s = time.monotonic() - t_wait
         values = self._timeline()
-        backlog = Backlog(self.w, self.ch, values["measure_start_ns"], self.say) if self.w.builds_backlog else None
+        backlog = Backlog(self.w, self.ch, values.measure_start_ns, self.say) if self.w.builds_backlog else None
         if self.sampler:  # the samples so far, for a `stop_when` that reads them (loadgen.warmup.JitWatch)
             self.raw.broker_samples = self.sampler.samples
             self.sampler.start()
@@ -212,9 +212,9 @@ class _Run:
         collect(self.raw, self.ch, self.procs, (n_prod, n_cons), on_tick, stop_when, backlog, drain)
         if drain:  # before the topics go: a missing message is lost only if it is not in the log
             self.raw.verified = verify(self.raw, self.drv)
-        produce_end = values["produce_end_ns"]
+        produce_end = values.produce_end_ns
         if backlog is not None:
-            self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values["t0_ns"])
+            self.raw.measured_s, self.raw.backlog = backlog.measured_s, backlog.record(values.t0_ns)
             produce_end = backlog.at_ns.get("done", produce_end)
         self.raw.phases_s["after_produce_end"] = time.time_ns() / 1e9 - produce_end / 1e9
         self.raw.machine_cpu_percent = psutil.cpu_percent(None)
@@ -225,7 +225,7 @@ class _Run:
         self.raw.schedule = (*self.raw.schedule, (second, msg_s))
         self.ch.publish_step(second, msg_s / (self.w.topics * self.w.producersPerTopic))
 
-    def _timeline(self) -> dict[str, int]:
+    def _timeline(self) -> Timing:
         """The run's time line, shared with every worker before `go`: all producers start on the same tick."""
         w = self.w
         # between `go` and t0, so every producer starts on the same tick wherever it runs
@@ -234,13 +234,7 @@ class _Run:
         # a backlog run's producers stop when build, drain and test are done (loadgen.backlog): this is its cap
         span = w.test_seconds + (2 * w.drainTimeoutSeconds + 10 if w.builds_backlog else 0)
         me = ms + int(span * 1e9)
-        values = {
-            "t0_ns": t0,
-            "measure_start_ns": ms,
-            "measure_end_ns": me,
-            "produce_end_ns": me,
-            "drain_timeout_s": int(w.drainTimeoutSeconds),
-        }
+        values = Timing(t0, ms, me, produce_end_ns=me, drain_timeout_s=int(w.drainTimeoutSeconds))
         self.ch.set_timing(values)
         self.raw.timing = values
         return values

@@ -99,8 +99,8 @@ class JitBusyWatch:
     busy: dict[int, float] = field(default_factory=dict)
 
     def __call__(self, raw: runner.RawRun) -> bool:
-        start = raw.timing.get("measure_start_ns")
-        if start is None:
+        start = raw.timing.measure_start_ns
+        if not start:  # the run's time line is not set yet
             return False
         need = brokerside.JIT_BUSY_CORES * raw.test_s
         for b, pts in jit_series(raw.broker_samples, since_ns=start).items():

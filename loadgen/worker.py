@@ -37,7 +37,7 @@ from typing import Any
 from drivers import api
 from loadgen import payload
 from loadgen.accounts import Clock, ProducerState
-from loadgen.channel import read_step, read_timing
+from loadgen.channel import Timing, read_step, read_timing
 from loadgen.recorder import new_histogram, record_ns
 from loadgen.ticker import Ticker
 from testbed import netns
@@ -161,7 +161,7 @@ def _bodies(task: WorkerTask) -> list[bytes]:
 # call would add one back.
 def _produce(
     task: WorkerTask,
-    timing: dict[str, int],
+    timing: Timing,
     prod: api.Producer,
     q: Queue[Any],
     stop: Event,
@@ -169,10 +169,10 @@ def _produce(
     counting: bool = False,
     next_step: Any = None,
 ) -> None:
-    t0, end = timing["t0_ns"], timing["produce_end_ns"]
+    t0, end = timing.t0_ns, timing.produce_end_ns
     st = ProducerState(timing, clock)
     tick = st.ticker = Ticker(q, "producer", task.wid, t0, st.buf, task.message_size)
-    tick.stats_fn, tick.window = prod.stats, (timing["measure_start_ns"], timing["measure_end_ns"])
+    tick.stats_fn, tick.window = prod.stats, (timing.measure_start_ns, timing.measure_end_ns)
     pool = _bodies(task)
     n_pool = len(pool)
     st.unpack = payload.unpacker(task.message_size)
@@ -332,7 +332,7 @@ def _batch_records(size: int) -> int:
 
 def _finish(
     task: WorkerTask,
-    timing: dict[str, int],
+    timing: Timing,
     prod: api.Producer,
     q: Queue[Any],
     stop: Event,
@@ -353,7 +353,7 @@ def _finish(
         # is seconds of backlog that says nothing about the measured window; sending it would only lengthen
         # every run.
         prod.drop_unsent()
-    outstanding = prod.flush(max(1.0, timing["drain_timeout_s"]))
+    outstanding = prod.flush(max(1.0, timing.drain_timeout_s))
     if counting:
         if outstanding:
             prod.give_up()  # each abandoned message is reported: the acknowledged set is then exact
@@ -386,5 +386,5 @@ def _finish(
     # client's send queue, and closing now would discard it (a Zenoh session's Close goes out on the
     # control priority, ahead of queued data). The producer stays open until the coordinator ends the
     # run, after the consumers drained; `stop` is that signal (and the interruption signal).
-    stop.wait(timing["drain_timeout_s"] + LINGER_SLACK_S)
+    stop.wait(timing.drain_timeout_s + LINGER_SLACK_S)
     prod.close()

@@ -16,6 +16,7 @@ from cluster import admin
 from cluster.metrics import BrokerSample
 from drivers import api
 from loadgen import brokerside, clientside, result, runner, search, sustainable, warmup
+from loadgen.channel import Timing
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
 from records.seconds import BrokerSecond
@@ -422,7 +423,7 @@ def test_a_max_rate_run_stops_once_its_window_can_no_longer_stand_for_a_compilin
     stops. Broker 2 at 0.75 core (the first minute after a restart here) reaches it a third of the way into a 30-s
     window; broker 1 at 0.1 never does; the warm-up's compiling does not count, nor a counter that went back."""
     w = parse_workload({"name": "w", "warmupDurationMinutes": 5 / 60, "testDurationMinutes": 0.5})
-    raw = runner.RawRun(w, [], {"measure_start_ns": int(5e9)}, 0)
+    raw = runner.RawRun(w, [], Timing(measure_start_ns=int(5e9)), 0)
     total = {1: 100.0, 2: 100.0}
 
     def feed(rates: dict[int, float], second: int) -> None:

@@ -9,6 +9,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+from loadgen.channel import Timing
 from loadgen.collect import collect
 from loadgen.rawrun import ConsumerEnd, Evidence, ProducerEnd, RawRun
 from loadgen.recorder import LatencyBuffer
@@ -19,7 +20,7 @@ from loadgen.workload import parse_workload
 
 def test_the_drain_ends_on_the_consumers_counts_without_a_tick() -> None:
     w = parse_workload({"name": "drain", "producersPerTopic": 1, "consumerPerSubscription": 1, "producerRate": 100})
-    raw = RawRun(w, ["t"], {"produce_end_ns": time.time_ns()}, time.time_ns())
+    raw = RawRun(w, ["t"], Timing(produce_end_ns=time.time_ns()), time.time_ns())
     ch = SimpleNamespace(q=queue.Queue(), stop_consumers=threading.Event())
     ch.q.put(("done", "producer", 0, {"acked": 500}))
     ch.q.put(("count", "consumer", 0, 499))
@@ -49,7 +50,7 @@ def test_a_ticks_evidence_arrives_typed_through_the_queue_and_the_wire() -> None
     msg = q.get_nowait()
     sent = msg[-1]
     assert isinstance(sent, dict) and sent["queue_p99_ms"] == 12.5 and "tx_bytes" not in sent  # a dict on the queue
-    raw = RawRun(w, ["t"], {"produce_end_ns": time.time_ns()}, time.time_ns())
+    raw = RawRun(w, ["t"], Timing(produce_end_ns=time.time_ns()), time.time_ns())
     ch = SimpleNamespace(q=queue.Queue(), stop_consumers=threading.Event())
     ch.q.put(msg)
     ch.q.put(tuple(decode(encode(msg))))

@@ -100,7 +100,7 @@ class RouterStall:
         import signal
         import time
 
-        deadline = raw.timing["produce_end_ns"] + 60_000_000_000
+        deadline = raw.timing.produce_end_ns + 60_000_000_000
         while not (self.stop.is_set() or self.finished.is_set()) and time.time_ns() < deadline:
             os.kill(self.pid, signal.SIGSTOP)
             self.finished.wait(0.2)

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 
 from loadgen import recorder
+from loadgen.channel import Timing
 from loadgen.rawrun import ConsumerEnd, ProducerEnd
 from loadgen.result import build
 from loadgen.runner import RawRun, Tick, measured_seconds, phase_of
@@ -16,7 +17,7 @@ from tests.helpers import FIXTURES
 
 def _raw(subs: int = 1) -> RawRun:
     w = parse_workload({"name": "u", "testDurationMinutes": 0.05, "subscriptionsPerTopic": subs})
-    return RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+    return RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
 
 
 def _producer(acked: list[int]) -> ProducerEnd:
@@ -102,7 +103,7 @@ def test_the_omb_document_has_every_field_of_omb_test_result_with_its_type_and_u
     """12 measured seconds at a fixed rate: two OMB windows (10 s and 2 s), rates per second of each window,
     latencies in OMB's units (publish and end-to-end ms, publish delay whole µs), backlog in messages."""
     w = parse_workload({"name": "1 topic / 2 windows", "testDurationMinutes": 0.2, "producerRate": 100})
-    raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 12_000_000_000}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=12_000_000_000), 0)
     pub, e2e, delay = recorder.new_histogram(), recorder.new_histogram(), recorder.new_histogram()
     for v in range(1, 101):
         recorder.record_ns(pub, v * 1_000_000)  # 1..100 ms
@@ -136,7 +137,7 @@ def test_the_omb_document_has_every_field_of_omb_test_result_with_its_type_and_u
 def test_what_was_not_measured_is_null_in_the_omb_document() -> None:
     """Max rate: no schedule, so no publish delay; 8-B payloads: no send time, so no latency at all."""
     w = parse_workload({"name": "tiny", "testDurationMinutes": 0.05, "messageSize": 8})
-    raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
     raw.ticks = [Tick("producer", 0, s, 10, 80, 0, None, 0.0, 0.0, 0, 10) for s in range(3)]
     raw.producers = {0: _producer([1] * 30)}
     doc = build(raw).omb

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from loadgen import recorder
+from loadgen.channel import Timing
 from loadgen.runner import RawRun, Tick
 from loadgen.search import LEAD_S, LOCAL_LEAD_S, Searcher, conclude
 from loadgen.sustainable import Search, Slo, Sustainable
@@ -34,7 +35,7 @@ def simulate(
     each step's messages late (a backlog to drain) after a missed step."""
     w = parse_workload({"name": "s", "producerRate": 1, "warmupDurationMinutes": search.warmup_s / 60})
     sr = Searcher(w, u, search, Slo(p99_e2e_ms=100), say=lambda m: None, lead_s=lead_s)
-    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0), 0)
     plan = [(0, sr.first)]
 
     def publish(second: int, msg_s: float) -> None:
@@ -147,7 +148,7 @@ def test_a_search_without_an_answer_says_when_the_tail_is_not_load() -> None:
 def test_a_second_is_judged_only_once_every_worker_reported_it() -> None:
     w = parse_workload({"name": "s", "producerRate": 1, "producersPerTopic": 2, "warmupDurationMinutes": 0})
     sr = Searcher(w, 100_000.0, Search(warmup_s=0, min_step_s=2, max_step_s=3), Slo(), say=lambda m: None)
-    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0), 0)
     for sec in range(3):  # 70,000 msg/s, the first step (0.7 × the probe)
         raw.ticks.append(Tick("producer", 0, sec, 35_000, 0, 0, _hist(5), 0.0, 0.0, 0, 35_000))
         raw.ticks.append(Tick("consumer", 0, sec, 70_000, 0, 0, _hist(5), 0.0, 0.0, 0, 0))

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.typed import to_json
 from loadgen import recorder, tail
+from loadgen.channel import Timing
 from loadgen.rawrun import Evidence
 from loadgen.runner import RawRun, Tick
 from loadgen.tail import combine, words
@@ -35,7 +36,7 @@ def budget(raw: RawRun, seconds: list[int], slo_ms: float, brokers: Rows, hosts:
 
 def run(p99s: list[float], evidence: dict[int, dict[str, float]]) -> RawRun:
     w = parse_workload({"name": "t", "producerRate": 1000})
-    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0), 0)
     for s, p in enumerate(p99s):
         raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, Evidence()))
         ev = Evidence(**evidence.get(s, {}))
@@ -138,7 +139,7 @@ def configured(producer: dict[str, Any], consumer: dict[str, Any], e2e_ms: float
     """Five seconds over the SLO: producers whose records waited `queue_ms` in their queue against 20-ms round trips
     and a 5-ms publish p99, consumers at `e2e_ms`, under the given client configs."""
     w = parse_workload({"name": "t", "producerRate": 1000, "producerConfig": producer, "consumerConfig": consumer})
-    raw = RawRun(w, ["t"], {"t0_ns": 0}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0), 0)
     tail = {"queue_p99_ms": queue_ms, "rtt_p99_ms": 20.0}
     for s in range(5):
         raw.ticks.append(Tick("producer", 0, s, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, Evidence(**tail)))

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from drivers import api
 from loadgen import payload
+from loadgen.channel import Timing
 from loadgen.rawrun import ConsumerEnd, ProducerEnd, RawRun, Verified
 from loadgen.result import build
 from loadgen.verify import missing, verify
@@ -41,7 +42,7 @@ class LogOnly(api.Driver):
 def raw_run(acked: int, received: set[int]) -> RawRun:
     """One producer that had `acked` messages acknowledged; one consumer that received `received` of them."""
     w = parse_workload({"name": "v", "messageSize": 100, "testDurationMinutes": 0.05})
-    raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
     seen = bytearray(acked)
     for s in received:
         seen[s] = 1

@@ -12,6 +12,7 @@ import pytest
 
 from advisor.verdict import operating_lines
 from core import stats
+from loadgen.channel import Timing
 from loadgen.rawrun import ProducerEnd
 from loadgen.result import build
 from loadgen.runner import RawRun
@@ -55,7 +56,7 @@ def test_pooled_sd_weights_groups_by_their_degrees_of_freedom() -> None:
 
 def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
     w = parse_workload({"name": "u", "testDurationMinutes": 0.05})
-    raw = RawRun(w, ["t"], {"t0_ns": 0, "measure_start_ns": 0, "measure_end_ns": 3_000_000_000}, 0)
+    raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
     raw.producers[0] = ProducerEnd(sent=10, outstanding=10, acked_map=bytes(10))
     s = build(raw)[0]["summary"]
     for key in ("publish_latency_ms", "end_to_end_latency_ms"):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from advisor.analysis import analyze
-from cluster.inventory import Security
+from cluster.inventory import SecretRef, Security
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune, write_workload
@@ -117,12 +117,13 @@ def test_a_sasl_ssl_bench_works_and_the_password_is_nowhere(
     # any topic or client exists
     wrong = tmp_path / "wrong-password"
     wrong.write_text("not-the-password")
-    bad = _inventory(tmp_path, testbed, {**security, "password": {"file": str(wrong)}})
+    bad = _inventory(tmp_path, testbed, security.model_copy(update={"password": SecretRef(file=str(wrong))}))
     p = kafkatune("bench", str(wl), "--inventory", str(bad), "--out", str(tmp_path / "bad"), timeout=120)
     assert p.returncode == 3 and not (tmp_path / "bad").exists(), p.stderr[-2000:]
     assert "refused the login" in p.stderr and "check security.username and security.password" in p.stderr
     assert "not-the-password" not in p.stdout + p.stderr
     # a CA that did not sign the broker's certificate: the TLS handshake is named, with the field to fix
-    bad = _inventory(tmp_path, testbed, {**security, "ca_file": str(_other_ca(tmp_path / "other-ca.pem"))})
+    other_ca = str(_other_ca(tmp_path / "other-ca.pem"))
+    bad = _inventory(tmp_path, testbed, security.model_copy(update={"ca_file": other_ca}))
     p = kafkatune("bench", str(wl), "--inventory", str(bad), "--out", str(tmp_path / "bad"), timeout=120)
     assert p.returncode == 3 and "certificate verify failed" in p.stderr and "check security.ca_file" in p.stderr

@@ -115,21 +115,19 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     assert s["lost"] == 0, s["per_producer"]
     assert s["acknowledged"] >= 0.9 * 2000 * w.test_seconds and s["consumed"] >= s["acknowledged"]
     (ev,) = events
-    assert ev["error"] is None, ev
-    assert ev["target"] == (
-        "active controller" if target == "controller" else f"leader of partition 0 of {raw.topics[0]}"
-    )
-    assert len(ev["brokers"]) == 1
+    assert ev.error is None, ev
+    assert ev.target == ("active controller" if target == "controller" else f"leader of partition 0 of {raw.topics[0]}")
+    assert len(ev.brokers) == 1
     # issued at its time inside the window, then took effect, came back, and the cluster was whole again. When the
     # process is gone is the broker's business, with no deadline here: a controlled shutdown of the active
     # controller moves its leaderships first, over several broker heartbeats, and can outlast the short window
     start = w.warmup_seconds
-    assert start + 2 <= ev["issued_s"] < start + w.test_seconds, ev
-    assert ev["issued_s"] <= ev["effect_s"] <= ev["restored_s"] <= ev["healthy_s"], ev
-    assert ev["recovery_s"] == pytest.approx(ev["healthy_s"] - ev["effect_s"])
+    assert start + 2 <= ev.issued_s < start + w.test_seconds, ev
+    assert ev.issued_s <= ev.effect_s <= ev.restored_s <= ev.healthy_s, ev
+    assert ev.recovery_s == pytest.approx(ev.healthy_s - ev.effect_s)
     assert testbed.status().under_replicated_partitions == []
-    said = f"fault {kind} {target} {security}: broker {ev['brokers'][0]}, effect at {ev['effect_s']:.1f} s, "
-    print(said + f"whole again {ev['recovery_s']:.1f} s later; acknowledged {s['acknowledged']}, lost {s['lost']}")
+    said = f"fault {kind} {target} {security}: broker {ev.brokers[0]}, effect at {ev.effect_s:.1f} s, "
+    print(said + f"whole again {ev.recovery_s:.1f} s later; acknowledged {s['acknowledged']}, lost {s['lost']}")
 
 
 def test_bench_with_a_fault_at_max_rate_records_it_and_counts_exactly(

@@ -10,7 +10,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from compare.harness import Say
 from compare.pingpong import PCTS
@@ -19,15 +19,32 @@ from core import procs
 from core.errors import EnvironmentProblem
 from records.comparison import Iperf, LatencyRow, Native
 
+SERVER_TRIES = 3  # free ports a floor's server is started on before its failure is the comparison's
+
+
+def _started(cmd: list[str], port: int) -> subprocess.Popen[bytes] | None:
+    """The server accepting on `port` within 20 s; None (and stopped) when it exited or never accepted."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    procs.wait_until(lambda: procs.accepts("127.0.0.1", port) or proc.poll() is not None, 20)
+    if proc.poll() is None and procs.accepts("127.0.0.1", port):
+        return proc
+    procs.stop(proc.pid, group=True, timeout_s=5)
+    return None
+
 
 @contextlib.contextmanager
-def _server(cmd: list[str], port: int) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+def _server(cmd: Callable[[int], list[str]]) -> Iterator[int]:
+    """`cmd(port)` started on a free port; yields the port. A port another process takes between the check and the
+    server's bind (a busy machine's tests open many) is tried again on a new one, SERVER_TRIES times."""
+    for _ in range(SERVER_TRIES):
+        port = procs.free_port()
+        proc = _started(cmd(port), port)
+        if proc is not None:
+            break
+    else:
+        raise EnvironmentProblem(f"{cmd(0)[0]} server did not start on any of {SERVER_TRIES} free ports")
     try:
-        procs.wait_until(lambda: procs.accepts("127.0.0.1", port) or proc.poll() is not None, 10)
-        if proc.poll() is not None or not procs.accepts("127.0.0.1", port):
-            raise EnvironmentProblem(f"{cmd[0]} server did not start on port {port}")
-        yield proc
+        yield port
     finally:
         procs.stop(proc.pid, group=True, timeout_s=5)
 
@@ -44,8 +61,7 @@ def _iperf3(seconds: float, say: Say) -> Iperf:
     exe = shutil.which("iperf3")
     if exe is None:
         return Iperf(error="iperf3 is not installed (`make deps` installs Debian's iperf3)")
-    port = procs.free_port()
-    with _server([exe, "-s", "-B", "127.0.0.1", "-p", str(port)], port):
+    with _server(lambda port: [exe, "-s", "-B", "127.0.0.1", "-p", str(port)]) as port:
         time.sleep(0.2)
         r = subprocess.run(
             [exe, "-c", "127.0.0.1", "-p", str(port), "-t", f"{seconds:g}", "-J"],
@@ -67,10 +83,9 @@ def _sockperf(spec: CompareSpec, say: Say) -> LatencyRow:
     exe = shutil.which("sockperf")
     if exe is None:
         return LatencyRow(error="sockperf is not installed (`make deps` installs Debian's sockperf)")
-    port = procs.free_port()
     size = spec.pingpong.size if spec.pingpong else 64
     secs = spec.native.seconds
-    with _server([exe, "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)], port):
+    with _server(lambda port: [exe, "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)]) as port:
         r = subprocess.run(
             [exe, "pp", "--tcp", "-i", "127.0.0.1", "-p", str(port), "-m", str(size), "-t", f"{secs:g}"],
             capture_output=True,

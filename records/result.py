@@ -264,7 +264,6 @@ class RunResult:
     topic_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "topicConfig"})
     # broker id -> the configs read back from it
     broker_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"json": "brokerConfig"})
-    backlog: BacklogParts | None = None  # a backlog run's parts
     sustainable: Sustainable | None = None
     scaled_out: ScaledOut | None = None
     links: tuple[Link, ...] = ()

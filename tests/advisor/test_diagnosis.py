@@ -7,7 +7,7 @@ tests/advisor/test_recorded_diagnosis.py."""
 from __future__ import annotations
 
 import json
-import time
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +15,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from advisor.analysis import analyze
-from advisor.context import Context
-from advisor.rules import recommend
 from brokerconf.apply import BrokerConfigs
 from cluster import metrics
-from records.analysis import load_table, rows
 from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
@@ -48,17 +44,14 @@ def _advise_live(testbed: Testbed, bootstrap: str) -> list[dict[str, Any]]:
     return list(json.loads(proc.stdout)["recommendations"])
 
 
-def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analysis(
-    configs: tuple[BrokerConfigs, BrokerSnapshot],
-    testbed: Testbed,
-    healthy: TestbedState,
-    spark: Any,
-    tmp_path: Path,
-    unique: str,
+def test_fsync_per_message_is_named_live_by_advise(
+    configs: tuple[BrokerConfigs, BrokerSnapshot], testbed: Testbed, healthy: TestbedState, tmp_path: Path, unique: str
 ) -> None:
     """log.flush.interval.messages=1 on every broker, one bench under it: `advise --bootstrap` samples the testbed's
-    exporters (found from its state, no --metrics-url) while the bench runs and names the flushes it measures; the
-    bench's record says what the brokers ran with, and the analysis of it measures the flushes and binds on them."""
+    exporters (found from its state, no --metrics-url) while the bench runs and names the flushes it measures. The
+    bench's window outlasts any start-up and is interrupted once advise is done (the CLI's exit 130), so advise
+    samples load however slowly either starts. The analysis of such a run is judged on one recorded at the maximum
+    rate (tests/advisor/test_recorded_diagnosis.py, broker-flush)."""
     bc, snap = configs
     bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
     wl = write_workload(
@@ -66,43 +59,27 @@ def test_fsync_per_message_is_named_live_by_advise_and_from_the_run_by_the_analy
         name=f"fsync-{unique}",
         partitionsPerTopic=3,
         warmupDurationMinutes=0.05,
-        # a 60-s window: `advise` starting late still samples load. 30 s was not enough as the serial lane's first
-        # test on a slower machine (a cold cluster, both cores busy): advise sampled after the bench had ended
-        testDurationMinutes=1.0,
+        testDurationMinutes=10.0,  # interrupted below once advise has sampled it
         producerConfig={"acks": "all", "linger.ms": 5},
     )
-    out = tmp_path / "run"
-    # the diagnosis of this very setup: bench would otherwise run a client-bound one again with more producers
     log = tmp_path / "bench.log"
-    args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(out), "--no-scale-out")
+    args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(tmp_path / "run"), "--no-scale-out")
     load = kafkatune_popen(*args, log=log)
     try:
-        # advise samples 3 s of the measure window: after the topic, the workers and the warm-up, however long they
-        # take (a fixed 12-s wait sampled before any load on a slow machine; with an 18-s window, an advise started
-        # at the first measure line sampled after the window's end on CI's busy cores: 0.00 MB/s, no binding)
+        # advise samples 3 s: after the topic, the workers and the warm-up, however long they take
         wait_for_line(load, log, r"^t=\s*\d+s/\d+ measure ", timeout_s=180)
-        t_advise = time.monotonic()
         recs = _advise_live(testbed, healthy.bootstrap_servers)
-        took, still = time.monotonic() - t_advise, load.poll() is None
+        still = load.poll() is None
     finally:
-        assert load.wait(timeout=300) == 0, log.read_text()[-3000:]
-    assert still, f"the bench ended before advise (it took {took:.0f} s) sampled it: {recs}"
+        if load.poll() is None:
+            load.send_signal(signal.SIGINT)
+        rc = load.wait(timeout=120)
+    assert still, f"the bench ended before advise sampled it: {recs}"
+    assert rc == 130, log.read_text()[-3000:]  # interrupted, and said so
     live = next((r for r in recs if r["rule"] == "live-binding"), None)
     assert live is not None, recs
     assert "forced_flush" in live["title"] and "log flushes per produce request" in live["title"], live
     assert live["action"] == {"log.flush.interval.messages": "9223372036854775807"}
-    res = json.loads((out / "result.json").read_text())
-    assert {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()} == dict.fromkeys("123", "1")
-    analyze(out, spark)
-    (t,) = rows(load_table(out / "analysis", "trials"))
-    recs = recommend(load_table(out / "analysis", "trials"), load_table(out / "analysis", "params"), Context())
-    print(f"fsync: {t['mb_s']:.2f} MB/s, bound {t['bound']}: {t['bound_reason']}")
-    # measured, not read from the config: the brokers flushed for (nearly) every produce request
-    assert t["bound"] == "forced_flush", t["bound_reason"]
-    assert t["log_flushes_per_request"] >= 0.5 and t["log_flush_ms"] is not None
-    assert "broker log.flush.interval.messages=1" in t["bound_reason"]
-    assert recs[0].rule == "fsync-per-message" and recs[0].severity == "high"
-    assert recs[0].action == {"log.flush.interval.messages": "9223372036854775807"}
 
 
 def test_brokers_report_counter_based_idle_and_the_produce_time_split(

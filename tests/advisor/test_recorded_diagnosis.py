@@ -44,6 +44,18 @@ def test_topic_level_flush_messages_is_diagnosed_as_forced_flush() -> None:
     assert recs[0].rule == "fsync-per-message" and recs[0].action == {"flush.messages": "(delete the topic override)"}
 
 
+def test_broker_level_flush_is_diagnosed_as_forced_flush() -> None:
+    """log.flush.interval.messages=1 on every broker, recorded at the maximum rate: the record says what the brokers
+    ran with, the brokers measurably flushed for (nearly) every produce request, and the fix is the key's default."""
+    t, recs, res = diagnosed("broker-flush")
+    assert {b: c["log.flush.interval.messages"] for b, c in res["brokerConfig"].items()} == dict.fromkeys("123", "1")
+    assert t["bound"] == "forced_flush", t["bound_reason"]
+    assert t["log_flushes_per_request"] >= 0.5 and t["log_flush_ms"] is not None
+    assert "broker log.flush.interval.messages=1" in t["bound_reason"]
+    assert recs[0].rule == "fsync-per-message" and recs[0].severity == "high"
+    assert recs[0].action == {"log.flush.interval.messages": "9223372036854775807"}
+
+
 def test_small_batches_are_diagnosed_as_small_batches_not_client() -> None:
     """batch.size 1 KiB and linger.ms 0: one 1 KB record per batch. The producer's buffer fills at the maximum
     rate, which is the cluster's back-pressure, not a client limit."""

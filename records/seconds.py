@@ -26,6 +26,11 @@ def figure(v: Any) -> float | None:
     return None if f != f else f
 
 
+def figures(row: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, float | None]:
+    """The row's named columns as figures (`figure`), a missing column None."""
+    return {n: figure(row.get(n)) for n in names}
+
+
 def _series(row: Mapping[str, Any], prefix: str, suffix: str) -> dict[str, float]:
     """The row's figures whose column starts with `prefix` and ends with `suffix`, keyed by what lies between."""
     out = {}
@@ -72,7 +77,7 @@ class BrokerSecond:
             phase=str(row.get("phase") or ""),
             restarted=bool(row.get("restarted")),
             produce_ms_per_s={f"produce_{k}_ms": v for k, v in _series(row, *_PRODUCE_PART).items()},
-            **{f: figure(row.get(f)) for f in _BROKER_FIGURES},
+            **figures(row, _BROKER_FIGURES),
         )
 
 
@@ -121,9 +126,7 @@ class HostSecond:
         }
         return cls(
             second=int(row["second"]),
-            cpu_busy=figure(row.get("cpu_busy")),
-            cpu_pressure=figure(row.get("cpu_pressure")),
-            other_cpu=figure(row.get("other_cpu")),
+            **figures(row, ("cpu_busy", "cpu_pressure", "other_cpu")),
             other_top=str(top) if top else None,
             broker_wait=_series(row, "broker", "_wait"),
             link=shares,
@@ -149,7 +152,5 @@ class ClientSecond:
             role=str(row.get("role") or ""),
             worker=int(row.get("worker") or 0),
             second=int(row["second"]),
-            queue_p99_ms=figure(row.get("queue_p99_ms")),
-            rtt_p99_ms=figure(row.get("rtt_p99_ms")),
-            delay_max_ms=figure(row.get("delay_max_ms")),
+            **figures(row, ("queue_p99_ms", "rtt_p99_ms", "delay_max_ms")),
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor import links
-from advisor.trials import num
+from core.units import number
 from loadgen import clientside
 from records.profile import ClusterProfile, Limits
 from records.trialrow import TrialRow
@@ -74,7 +74,7 @@ class Diagnosis:
 
 def flush_every(broker: Mapping[str, Any] | None) -> float | None:
     """log.flush.interval.messages as a number, when every broker agrees on it."""
-    return num((broker or {}).get("log.flush.interval.messages"))
+    return number((broker or {}).get("log.flush.interval.messages"))
 
 
 def flush_settings(row: TrialRow) -> dict[str, str]:
@@ -88,7 +88,7 @@ def flush_settings(row: TrialRow) -> dict[str, str]:
     )
     for scope, conf, keys in scopes:
         for k in keys:
-            v = num(conf.get(k))
+            v = number(conf.get(k))
             if v is not None and v < 2**62:  # Long.MAX_VALUE: never
                 out[f"{scope} {k}"] = str(conf[k])
     return out
@@ -96,13 +96,13 @@ def flush_settings(row: TrialRow) -> dict[str, str]:
 
 def time_split(row: TrialRow) -> list[tuple[str, float]]:
     """A produce request's measured time, ms per request, largest part first."""
-    parts = [(k, num(getattr(row, k))) for k in TIME_PARTS]
+    parts = [(k, number(getattr(row, k))) for k in TIME_PARTS]
     return sorted(((k, v) for k, v in parts if v is not None), key=lambda kv: -kv[1])
 
 
 def where_time_goes(row: TrialRow) -> str:
     split = time_split(row)
-    total = num(row.produce_total_ms)
+    total = number(row.produce_total_ms)
     if not split or not total:
         return ""
     k, v = split[0]
@@ -110,7 +110,7 @@ def where_time_goes(row: TrialRow) -> str:
 
 
 def _network(row: TrialRow, nic: float | None) -> Diagnosis | None:
-    b_in, b_out = num(row.broker_in_max_mb_s), num(row.broker_out_max_mb_s)
+    b_in, b_out = number(row.broker_in_max_mb_s), number(row.broker_out_max_mb_s)
     if nic and b_in is not None and b_in >= SATURATED * nic:
         return Diagnosis(
             "network_in", f"busiest broker receives {b_in:.1f} MB/s = {b_in / nic:.0%} of its {nic:g} MB/s link"
@@ -129,7 +129,9 @@ def _degraded_link(row: TrialRow) -> Diagnosis | None:
 
 def flush_time_share(row: TrialRow, brokers: int = 3) -> float | None:
     """The share of each broker's time spent flushing the log over the window (measured), when known."""
-    fpr, ms, rps = (num(getattr(row, k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s"))
+    fpr, ms, rps = (
+        number(getattr(row, k)) for k in ("log_flushes_per_request", "log_flush_ms", "produce_requests_per_s")
+    )
     if fpr is None or ms is None or rps is None:
         return None
     return fpr * rps * ms / 1000 / max(1, brokers)
@@ -137,17 +139,17 @@ def flush_time_share(row: TrialRow, brokers: int = 3) -> float | None:
 
 def forced_flush(row: TrialRow, brokers: int = 3) -> bool:
     """Flushes for every other produce request or more, taking a material share of the brokers' time."""
-    fpr, share = num(row.log_flushes_per_request), flush_time_share(row, brokers)
+    fpr, share = number(row.log_flushes_per_request), flush_time_share(row, brokers)
     return fpr is not None and fpr >= FLUSH_PER_REQUEST and (share is None or share >= FLUSH_TIME_SHARE)
 
 
 def _flush(row: TrialRow, brokers: int) -> Diagnosis | None:
     if not forced_flush(row, brokers):
         return None
-    fpr = num(row.log_flushes_per_request) or 0.0
+    fpr = number(row.log_flushes_per_request) or 0.0
     ms, rps, share = (
-        num(row.log_flush_ms),
-        num(row.produce_requests_per_s),
+        number(row.log_flush_ms),
+        number(row.produce_requests_per_s),
         flush_time_share(row, brokers),
     )
     each = f", {ms:.2f} ms each" if ms is not None else ""
@@ -159,9 +161,9 @@ def _flush(row: TrialRow, brokers: int) -> Diagnosis | None:
 
 
 def _pools(row: TrialRow) -> Diagnosis | None:
-    rh, npi = num(row.request_handler_idle), num(row.network_processor_idle)
+    rh, npi = number(row.request_handler_idle), number(row.network_processor_idle)
     if rh is not None and rh < IDLE_LOW:
-        q = num(row.produce_queue_ms)
+        q = number(row.produce_queue_ms)
         wait = f"; a produce request waits {q:.1f} ms for one" if q is not None else ""
         why = f"request handler pool {rh:.0%} idle over the window (num.io.threads){wait}"
         return Diagnosis("request_handlers", why)
@@ -172,10 +174,10 @@ def _pools(row: TrialRow) -> Diagnosis | None:
 
 def _replication(row: TrialRow) -> Diagnosis | None:
     """Followers that fell out of the ISR or left partitions under-replicated during the window (measured)."""
-    shrinks, ur = num(row.isr_shrinks) or 0, num(row.under_replicated_seconds) or 0
+    shrinks, ur = number(row.isr_shrinks) or 0, number(row.under_replicated_seconds) or 0
     if not shrinks and not ur:
         return None
-    ratio, lag = num(row.replication_ratio), num(row.replica_lag_max)
+    ratio, lag = number(row.replication_ratio), number(row.replica_lag_max)
     rep = f"; followers copied {ratio:.2f}× the produced bytes" if ratio is not None else ""
     rep += f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag is not None else ""
     return Diagnosis(
@@ -186,16 +188,16 @@ def _replication(row: TrialRow) -> Diagnosis | None:
 def _consumers(row: TrialRow, brokers: int) -> Diagnosis | None:
     """Consumers behind the producers (the backlog grew over the window), or a cluster whose partitions do not
     give every consumer, or every broker, a share of the work."""
-    pub, con = num(row.publish_mb_s), num(row.client_consume_mb_s)
-    idle = int(num(row.consumers_idle) or 0)
+    pub, con = number(row.publish_mb_s), number(row.client_consume_mb_s)
+    idle = int(number(row.consumers_idle) or 0)
     p = row.params
-    parts, cons = num(p.get("partitions")), num(p.get("consumers"))
+    parts, cons = number(p.get("partitions")), number(p.get("consumers"))
     behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
     lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
     if idle and cons:
         why = f"{idle} of {cons:.0f} consumers received nothing: {parts or 1:.0f} partition(s) for {cons:.0f} consumers"
         return Diagnosis("partitions", why + (f"; {lag}" if lag else ""))
-    share = num(row.leader_share)
+    share = number(row.leader_share)
     if share is not None and parts is not None and parts < brokers and share >= LEADER_HEAVY / brokers:
         why = (
             f"{parts:.0f} partition(s) on {brokers} brokers: the busiest broker took {share:.0%} of the produce "
@@ -203,7 +205,7 @@ def _consumers(row: TrialRow, brokers: int) -> Diagnosis | None:
         )
         return Diagnosis("partitions", why)
     if behind:
-        loop = num(row.consumer_loop_cpu_max)
+        loop = number(row.consumer_loop_cpu_max)
         cpu = f"; their busiest loop used {loop:.0%} of a core" if loop is not None else ""
         return Diagnosis("consumer", lag + cpu)
     return None
@@ -215,26 +217,26 @@ def _never_waited(row: TrialRow) -> str | None:
     whatever share of a core its loop got on a shared machine. None when that is not what was measured."""
     if row.rate_mode != "max-rate":
         return None
-    full, secs = num(row.buffer_full_events) or 0.0, num(row.measure_seconds) or 0.0
-    return clientside.never_waited(full, secs, num(row.client_queue_ms), num(row.params.get("linger.ms")))
+    full, secs = number(row.buffer_full_events) or 0.0, number(row.measure_seconds) or 0.0
+    return clientside.never_waited(full, secs, number(row.client_queue_ms), number(row.params.get("linger.ms")))
 
 
 def capped_batches(row: TrialRow) -> bool:
     """The producer's batches filled to a batch.size below SMALL_REQUEST_BYTES (librdkafka's batch sizes, which
     count the batch's own overhead): the setting, not the traffic, made them small, at any rate the run was held at
     (a paced run's buffer never fills, so that witness is missing there)."""
-    bb, size = num(row.batch_bytes), num(row.params.get("batch.size"))
+    bb, size = number(row.batch_bytes), number(row.params.get("batch.size"))
     return bb is not None and size is not None and size < SMALL_REQUEST_BYTES and bb >= BATCH_FILLED * size
 
 
 def small_batches(row: TrialRow) -> Diagnosis | None:
     """Produce requests smaller than Kafka's default batch while the producer's buffer was full (the cluster pushed
     back at the maximum rate) or its batches were filled to a small batch.size: per-request cost sets the rate."""
-    bpr, full = num(row.bytes_per_request), row.buffer_full_events or 0
+    bpr, full = number(row.bytes_per_request), row.buffer_full_events or 0
     if bpr is None or bpr >= SMALL_REQUEST_BYTES or not (full or capped_batches(row)):
         return None
-    recs, rps = num(row.records_per_request), num(row.produce_requests_per_s)
-    bb, size = num(row.batch_bytes), row.params.get("batch.size")
+    recs, rps = number(row.records_per_request), number(row.produce_requests_per_s)
+    bb, size = number(row.batch_bytes), row.params.get("batch.size")
     batches = ""
     if bb is not None:
         batches = f"; the producer's batches {bb / 1024:.1f} KiB" + (f" (batch.size {size})" if size else "")
@@ -251,7 +253,7 @@ def _clients(row: TrialRow) -> Diagnosis | None:
     found = small_batches(row)
     if found is not None:
         return found
-    loop, cpu = num(row.client_loop_cpu_max), num(row.machine_cpu_percent)
+    loop, cpu = number(row.client_loop_cpu_max), number(row.machine_cpu_percent)
     never = _never_waited(row)
     if loop is not None and loop >= LOOP_HOT:
         also = f"; at the maximum rate the producer never waited for the cluster: {never}" if never else ""
@@ -265,7 +267,7 @@ def _clients(row: TrialRow) -> Diagnosis | None:
             "client", f"at the maximum rate the producer never waited for the cluster: {never}{share}{machine}"
         )
     if cpu is not None and cpu >= MACHINE_HOT:
-        bc = num(row.broker_cpu)
+        bc = number(row.broker_cpu)
         brokers = f"; the brokers' JVMs {bc:.0%} of it each" if bc is not None else ""
         return Diagnosis("cpu", f"the machine's CPU at {cpu:.0f} % (clients and brokers share it){brokers}")
     return None
@@ -282,11 +284,11 @@ def binding(row: TrialRow, profile: ClusterProfile | None) -> Diagnosis:
     that pushed to the limit; the rate that held saturates nothing by definition): said so, with the probe's rate.
     A bench run's is its search run's, said so with the rate it held."""
     d = _binding(row, profile)
-    probe = num(row.throughput_mb_s)
+    probe = number(row.throughput_mb_s)
     if row.objective != "sustainable_mb_s" or row.state != "complete":
         return d
     if row.stage == "bench":  # a bench run's record is its search run: steered steps, no max-rate window
-        return Diagnosis(d.bound, f"over its search's steps (it held {num(row.mb_s) or 0:.2f} MB/s): {d.reason}")
+        return Diagnosis(d.bound, f"over its search's steps (it held {number(row.mb_s) or 0:.2f} MB/s): {d.reason}")
     if probe is not None:
         return Diagnosis(d.bound, f"at its max-rate probe ({probe:.2f} MB/s): {d.reason}")
     return d
@@ -305,7 +307,7 @@ def _binding(row: TrialRow, profile: ClusterProfile | None) -> Diagnosis:
         )
     brokers = lim.brokers
     found = _network(row, nic) or _degraded_link(row) or _flush(row, brokers)
-    b_in = num(row.broker_in_max_mb_s)
+    b_in = number(row.broker_in_max_mb_s)
     if found is None and disk_mb_s and b_in is not None and b_in >= SATURATED * disk_mb_s:
         why = f"busiest broker writes {b_in:.1f} MB/s = {b_in / disk_mb_s:.0%} of its log dir's {disk_mb_s:g} MB/s"
         found = Diagnosis("disk", why)
@@ -315,7 +317,7 @@ def _binding(row: TrialRow, profile: ClusterProfile | None) -> Diagnosis:
     parts = []
     if nic and b_in is not None:
         parts.append(f"links at {b_in / nic:.0%}")
-    rh = num(row.request_handler_idle)
+    rh = number(row.request_handler_idle)
     if rh is not None:
         parts.append(f"request handlers {rh:.0%} idle")
     time = where_time_goes(row)

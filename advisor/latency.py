@@ -10,7 +10,8 @@ from advisor import diagnose
 from advisor.context import Context
 from advisor.fixes import latency_fix
 from advisor.recommendation import Recommendation
-from advisor.trials import complete, num
+from advisor.trials import complete
+from core.units import number
 from loadgen.sustainable import Slo
 from records.analysis import trial_rows
 from records.trialrow import TrialRow
@@ -28,11 +29,11 @@ LATENCY_PARTS = {
 
 def latency_split(row: TrialRow) -> list[tuple[str, float]]:
     """A record's median latency by part (LATENCY_PARTS), ms, largest first; parts not measured are left out."""
-    parts = {k: num(getattr(row, k)) for k in ("client_queue_ms", *diagnose.TIME_PARTS)}
-    rtt, broker = num(row.client_rtt_ms), num(row.produce_total_ms)
+    parts = {k: number(getattr(row, k)) for k in ("client_queue_ms", *diagnose.TIME_PARTS)}
+    rtt, broker = number(row.client_rtt_ms), number(row.produce_total_ms)
     if rtt is not None and broker is not None:
         parts["network_ms"] = max(0.0, rtt - broker)
-    e2e, pub = num(row.e2e_p50_ms), num(row.publish_p50_ms)
+    e2e, pub = number(row.e2e_p50_ms), number(row.publish_p50_ms)
     if e2e is not None and pub is not None:
         parts["consumer_ms"] = max(0.0, e2e - pub)
     return sorted(((k, v) for k, v in parts.items() if v is not None), key=lambda kv: -kv[1])
@@ -48,7 +49,7 @@ def slo_misses(row: TrialRow, slo: Slo) -> list[str]:
         (slo.p99_e2e_ms, "e2e_p99_ms", "end-to-end"),
         (slo.p99_publish_ms, "publish_p99_ms", "publish"),
     ):
-        got = num(getattr(row, col))
+        got = number(getattr(row, col))
         if limit is not None and got is not None and got > limit:
             out.append(f"p99 {what} {got:.1f} ms > the SLO's {limit:g} ms")
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from advisor.trials import num
+from core.units import number
 from records.trialrow import TrialRow
 
 # a link resending this share of its data segments drops packets: between what a broker's links resend when it
@@ -112,5 +112,5 @@ def degraded(row: TrialRow) -> str | None:
     parts = [f for f in (_lossy(loss_pct(row)), _slow(rtt_ms(row))) if f]
     if not parts:
         return None
-    lag = num(row.replica_lag_max)
+    lag = number(row.replica_lag_max)
     return "; ".join(parts) + (f"; the furthest follower was {lag:,.0f} messages behind its leader" if lag else "")

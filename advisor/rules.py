@@ -18,9 +18,10 @@ from advisor.latency import rule_latency
 from advisor.noise import Effect, effects
 from advisor.recommendation import SEVERITY_ORDER, Recommendation, without_causes
 from advisor.setup import rule_controller, rule_durability, rule_recompression
-from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial, num
+from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
+from core.units import number
 from records.analysis import trial_rows
 from records.trialrow import TrialRow
 
@@ -160,7 +161,7 @@ def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommenda
     n = ctx.brokers
 
     def fetchers(t: TrialRow) -> float:
-        return num(t.params.get("num.replica.fetchers")) or DEFAULT_FETCHERS
+        return number(t.params.get("num.replica.fetchers")) or DEFAULT_FETCHERS
 
     def multiple(t: TrialRow) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0

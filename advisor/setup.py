@@ -17,7 +17,8 @@ import pandas as pd
 
 from advisor.context import Context
 from advisor.recommendation import Recommendation
-from advisor.trials import complete, num
+from advisor.trials import complete
+from core.units import number
 from records.analysis import trial_rows
 from records.trialrow import TrialRow
 
@@ -28,8 +29,8 @@ def min_isr(t: TrialRow) -> tuple[float | None, str]:
     """The min.insync.replicas a trial's topic ran with, and where it came from (the topic's override wins)."""
     topic = (t.topic_config or {}).get("min.insync.replicas")
     if topic is not None:
-        return num(topic), "topic"
-    return num(t.params.get("min.insync.replicas")), "broker"
+        return number(topic), "topic"
+    return number(t.params.get("min.insync.replicas")), "broker"
 
 
 def durability_problem(t: TrialRow, rf: int) -> str | None:
@@ -83,7 +84,7 @@ def rule_recompression(trials: pd.DataFrame, ctx: Context) -> list[Recommendatio
         return []
 
     def cpu(t: TrialRow) -> str:
-        c = num(t.broker_cpu)
+        c = number(t.broker_cpu)
         return f"; the brokers' JVMs used {c:.0%} of the machine each" if c is not None else ""
 
     return [
@@ -112,7 +113,7 @@ def rule_controller(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]:
             f"{len(found)} trial(s) were measured while the cluster did not have exactly one active controller: "
             "their figures are not of a healthy cluster; find why the quorum moved (controller logs) and re-run them",
             evidence=[
-                f"{t.trial_id}: {t.controller_bad_seconds:.0f} of {num(t.measure_seconds) or 0:.0f} "
+                f"{t.trial_id}: {t.controller_bad_seconds:.0f} of {number(t.measure_seconds) or 0:.0f} "
                 "measured seconds with ActiveControllerCount summed over the brokers ≠ 1"
                 for t in found[:4]
             ],

@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pandas as pd
 
 from records.analysis import trial_row
 from records.summary import Summary
 from records.trialrow import TrialRow
-
-
-def num(v: Any) -> float | None:
-    """A config value as a number, or None when it is not one (unset, `mixed(…)`)."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
 
 
 def complete(trials: pd.DataFrame) -> pd.DataFrame:

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # Bytes in a megabyte: throughput is in MB/s of 10^6 bytes, as OpenMessaging Benchmark quotes it (the `si` sizes of
 # Kafka's configs, core.fmt, are binary).
 MB = 1e6
+
+
+def number(v: Any) -> float | None:
+    """A config value as a number, or None when it is not one (unset, `mixed(…)`)."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None

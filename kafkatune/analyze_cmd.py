@@ -11,7 +11,7 @@ from advisor import analysis
 from core.typed import to_json
 from kafkatune import render
 from kafkatune.options import say
-from records.analysis import load_table
+from records.analysis import load_table, trial_rows
 
 
 @click.command("analyze")
@@ -29,4 +29,4 @@ def command(run_dir: Path, master: str | None, out: Path | None, as_json: bool) 
         click.echo(json.dumps(to_json(summary)))
         return
     tables = Path(summary.tables["trials"]).parent
-    render.analysis(load_table(tables, "trials"), tables)
+    render.analysis(trial_rows(load_table(tables, "trials")), tables)

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
 from advisor import diff as diff_mod
 from advisor.ceiling import Ceiling
 from advisor.diff import Row, Side
-from advisor.plan import Plan
 from advisor.recommendation import Recommendation
 from core.fmt import num
 from loadgen import tail
-from records.analysis import trial_rows
 from records.result import Latency, RunSummary, ScaledOut, Sustainable
+from records.trialrow import TrialRow
 from testbed.status import ClusterStatus
+
+if TYPE_CHECKING:  # advisor.plan needs pandas, which the commands that render a run (bench) need not import
+    from advisor.plan import Plan
 
 
 def testbed_status(st: ClusterStatus) -> None:
@@ -147,9 +149,9 @@ def recommendations(recs: list[Recommendation], limit: int | None = None) -> Non
             click.echo(f"   - {e}")
 
 
-def analysis(trials: pd.DataFrame, tables: Path) -> None:
+def analysis(trials: list[TrialRow], tables: Path) -> None:
     click.echo(f"{'trial':<36} {'MB/s':>8} {'% ceil':>7} {'prod':>7} {'repl':>7} {'cons':>7}  bound")
-    for r in trial_rows(trials):
+    for r in trials:
         click.echo(
             f"{r.trial_id[:36]:<36} {num(r.mb_s, missing='-'):>8} "
             f"{num(r.fraction_of_ceiling, '{:.0%}', '-'):>7} {num(r.produce_mb_s, missing='-'):>7} "

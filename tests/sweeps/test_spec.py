@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +156,20 @@ def test_bad_specs_leave_the_cluster_untouched(testbed: Testbed, tmp_path: Path)
 
     bc = BrokerConfigs.connect(testbed.state().bootstrap_servers, testbed=testbed)
     before = bc.snapshot()
+    calls = []
     for name, data, _ in BAD[:6]:
         f = tmp_path / f"{name}.yaml"
         f.write_text(yaml.safe_dump(data, allow_unicode=True))
-        assert kafkatune("sweep", str(f), "--state-dir", str(testbed.state_dir), timeout=60).returncode == 2
+        calls.append(("sweep", str(f), "--state-dir", str(testbed.state_dir)))
     unreachable = {**copy.deepcopy(VALID), "cluster": {"bootstrap": "127.0.0.1:9"}}
     unreachable["stages"][0]["params"] = {"batch.size": {"low": 16384, "high": 65536}}
     f = tmp_path / "unreachable.yaml"
     f.write_text(yaml.safe_dump(unreachable))
-    p = kafkatune("sweep", str(f), "--runs-dir", str(tmp_path / "runs"), timeout=120)
+    calls.append(("sweep", str(f), "--runs-dir", str(tmp_path / "runs")))
+    # at once: each refusal is its own process, and the snapshot after them sees all they could have changed
+    with ThreadPoolExecutor(len(calls)) as pool:
+        *bad, p = pool.map(lambda args: kafkatune(*args, timeout=180), calls)
+    assert [b.returncode for b in bad] == [2] * 6, [b.stderr[-500:] for b in bad]
     assert p.returncode == 3, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "cluster.bootstrap: no broker at 127.0.0.1:9 answered" in p.stderr

@@ -167,18 +167,6 @@ class Consumer(abc.ABC):
     def close(self) -> None: ...
 
 
-def check_keys(conf: Mapping[str, str], where: str, system: str, keys: Mapping[str, tuple[str, ...] | None]) -> None:
-    """Each key known to `system`; a choice among its values, or a positive integer where `keys` says None."""
-    for k, v in conf.items():
-        if k not in keys:
-            raise UserError(f"{where}: unknown {system} key {k!r}; known: {', '.join(keys)}")
-        allowed = keys[k]
-        if allowed and str(v) not in allowed:
-            raise UserError(f"{where}: {k} must be one of {', '.join(allowed)} (got {v!r})")
-        if allowed is None and (not str(v).isdigit() or int(v) < 1):
-            raise UserError(f"{where}: {k} must be a positive integer (got {v!r})")
-
-
 class BufferFull(Exception):
     """The producer's local queue is full: the load generator, not the cluster, is the limit right now."""
 

@@ -20,8 +20,8 @@ from cyclonedds.idl._machinery import PlainCdrV2SequenceOfPrimitiveMachine
 from cyclonedds.idl.types import sequence, uint8
 
 from drivers import api, handoff
+from drivers.settings import key, settings
 
-KEYS = {"reliability": ("RELIABLE", "BEST_EFFORT"), "history": ("KEEP_ALL", "KEEP_LAST"), "depth": None}
 MATCH_WAIT_S = 10.0
 TAKE_N = 256  # samples per take(): what one take materialises (256 MiB at 1 MiB payloads)
 LOOPBACK = (
@@ -77,34 +77,40 @@ def use_byte_sequence(cls: type[IdlStruct], field: str = "data") -> None:
 use_byte_sequence(KtMessage)
 
 
-def _check(conf: Mapping[str, str], where: str) -> None:
-    api.check_keys(conf, where, "DDS", KEYS)
+@dataclass(frozen=True)
+class Settings:
+    """A writer's or reader's DDS QoS: `reliability` RELIABLE|BEST_EFFORT, `history` KEEP_ALL|KEEP_LAST and the
+    KEEP_LAST `depth`."""
+
+    reliability: str = key("reliability", "RELIABLE", choices=("RELIABLE", "BEST_EFFORT"))
+    history: str = key("history", "KEEP_ALL", choices=("KEEP_ALL", "KEEP_LAST"))
+    depth: int = key("depth", 1)
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str], where: str) -> "Settings":
+        return settings(cls, conf, where, "DDS")
 
 
-def _qos(conf: Mapping[str, str]) -> Any:
+def _qos(conf: Settings) -> Any:
     from cyclonedds.core import Policy, Qos
     from cyclonedds.util import duration
 
     rel = (
         Policy.Reliability.Reliable(max_blocking_time=duration(seconds=10))
-        if conf.get("reliability", "RELIABLE") == "RELIABLE"
+        if conf.reliability == "RELIABLE"
         else Policy.Reliability.BestEffort
     )
-    hist = (
-        Policy.History.KeepAll
-        if conf.get("history", "KEEP_ALL") == "KEEP_ALL"
-        else Policy.History.KeepLast(int(conf.get("depth", "1")))
-    )
+    hist = Policy.History.KeepAll if conf.history == "KEEP_ALL" else Policy.History.KeepLast(conf.depth)
     return Qos(rel, hist)
 
 
 class DdsProducer(api.Producer):
-    def __init__(self, drv: "DdsDriver", topic: str, conf: Mapping[str, str]) -> None:
+    def __init__(self, drv: "DdsDriver", topic: str, conf: Settings) -> None:
         from cyclonedds.pub import DataWriter
 
         self.msg = drv.msg
         self.w = DataWriter(drv.participant, drv.topic(topic), qos=_qos(conf))
-        self.reliable = conf.get("reliability", "RELIABLE") == "RELIABLE"
+        self.reliable = conf.reliability == "RELIABLE"
         self.acks = handoff.SentOnReturn()
         end = time.monotonic() + MATCH_WAIT_S  # discovery: a write before a reader matched reaches no one
         while self.w.get_publication_matched_status().current_count == 0 and time.monotonic() < end:
@@ -130,7 +136,7 @@ class DdsProducer(api.Producer):
 
 
 class DdsConsumer(api.Consumer):
-    def __init__(self, drv: "DdsDriver", topic: str, on_message: api.MessageCallback, conf: Mapping[str, str]) -> None:
+    def __init__(self, drv: "DdsDriver", topic: str, on_message: api.MessageCallback, conf: Settings) -> None:
         from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState, WaitSet
         from cyclonedds.sub import DataReader
 
@@ -185,8 +191,8 @@ class DdsDriver(api.Driver):
         return self._topics[safe]
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        _check(producer_config, "producerConfig")
-        _check(consumer_config, "consumerConfig")
+        Settings.of(producer_config, "producerConfig")
+        Settings.of(consumer_config, "consumerConfig")
 
     def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
         return None  # topics are declared by the writers and readers; no partitions in DDS
@@ -199,9 +205,9 @@ class DdsDriver(api.Driver):
         del self.participant  # deletes the participant and every writer, reader and topic under it
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
-        return DdsProducer(self, topic, dict(overrides or {}))
+        return DdsProducer(self, topic, Settings.of(overrides or {}, "producerConfig"))
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
     ) -> api.Consumer:
-        return DdsConsumer(self, topic, on_message, dict(overrides or {}))
+        return DdsConsumer(self, topic, on_message, Settings.of(overrides or {}, "consumerConfig"))

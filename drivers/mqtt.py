@@ -10,6 +10,7 @@ topic name, and `partitions` is not applicable (reported, not faked).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import threading
 import time
@@ -21,21 +22,31 @@ import paho.mqtt.client as mqtt
 
 from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
+from drivers.settings import key, settings
 
-KEYS = {"qos": ("0", "1", "2"), "max.inflight": None, "max.queued": None, "buffer.memory": None}
 MAX_INFLIGHT = 100
 BUFFER_MEMORY = 32 * 1024 * 1024  # the Kafka Java client's buffer.memory default
 _ids = itertools.count()
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """A producer's or consumer's MQTT settings (the module's docstring says what each does)."""
+
+    qos: int = key("qos", 1, choices=("0", "1", "2"))
+    max_inflight: int = key("max.inflight", MAX_INFLIGHT)
+    max_queued: int = key("max.queued", 100000)
+    buffer_memory: int = key("buffer.memory", BUFFER_MEMORY)
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str], where: str) -> Settings:
+        return settings(cls, conf, where, "MQTT")
 
 
 def _client_id(tag: str) -> str:
     """Unique per connection: a broker drops the older session of a reused id, and with it its messages. Not
     from id() or a counter alone: workers forked from one fork server share both (loadgen.channel)."""
     return f"kt-{tag}-{next(_ids)}-{uuid.uuid4().hex[:12]}"
-
-
-def _check(conf: Mapping[str, str], where: str) -> None:
-    api.check_keys(conf, where, "MQTT", KEYS)
 
 
 def _client(addr: str, tag: str, inflight: int = MAX_INFLIGHT, queued: int = 0) -> mqtt.Client:
@@ -58,16 +69,16 @@ def _close(c: mqtt.Client) -> None:
 
 
 class MqttProducer(api.Producer):
-    def __init__(self, addr: str, topic: str, conf: Mapping[str, str]) -> None:
-        self.qos = int(conf.get("qos", "1"))
+    def __init__(self, addr: str, topic: str, conf: Settings) -> None:
+        self.qos = conf.qos
         self.topic = topic
-        self.max_queued = int(conf.get("max.queued", "100000"))
+        self.max_queued = conf.max_queued
         # A bound in bytes too: 100,000 queued messages of 32 KiB are 3 GiB in paho's queue.
-        self.buffer_memory = int(conf.get("buffer.memory", BUFFER_MEMORY))
+        self.buffer_memory = conf.buffer_memory
         self.buffered = 0  # payload bytes published and not yet acknowledged
         # paho walks its whole in-flight window on every acknowledgement (`_update_inflight`): a window of
         # 100 delivered 1.5x what 1000 did at 64 B to 16 KiB QoS 1 here, and 20 no more than 100.
-        self.c = _client(addr, "p", int(conf.get("max.inflight", str(MAX_INFLIGHT))), self.max_queued)
+        self.c = _client(addr, "p", conf.max_inflight, self.max_queued)
         self.pending: dict[int, tuple[api.DeliveryCallback, bytes]] = {}
         self.early: set[int] = set()
         self.done: collections.deque[handoff.Done] = collections.deque()
@@ -128,7 +139,7 @@ class MqttProducer(api.Producer):
 
 class MqttConsumer(api.Consumer):
     def __init__(
-        self, addr: str, topic: str, subscription: str, on_message: api.MessageCallback, conf: Mapping[str, str]
+        self, addr: str, topic: str, subscription: str, on_message: api.MessageCallback, conf: Settings
     ) -> None:
         self.on_message = on_message
         self.inbox = handoff.Inbox()
@@ -139,7 +150,7 @@ class MqttConsumer(api.Consumer):
         self.c.on_subscribe = lambda c, u, mid, rcs, props: self.subscribed.set()
         self.c.loop_start()
         # a shared subscription: consumers of one subscription split the messages, as a Kafka group does
-        self.c.subscribe(f"$share/{subscription}/{topic}", qos=int(conf.get("qos", "1")))
+        self.c.subscribe(f"$share/{subscription}/{topic}", qos=conf.qos)
 
     def poll(self, timeout_s: float) -> int:
         return self.inbox.drain(self.on_message, timeout_s)
@@ -161,8 +172,8 @@ class MqttDriver(api.Driver):
         self.addr = str(common.get("bootstrap.servers") or "127.0.0.1:1883").split(",")[0]
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        _check(producer_config, "producerConfig")
-        _check(consumer_config, "consumerConfig")
+        Settings.of(producer_config, "producerConfig")
+        Settings.of(consumer_config, "consumerConfig")
 
     def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
         for t in topics:
@@ -174,9 +185,9 @@ class MqttDriver(api.Driver):
         return None
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
-        return MqttProducer(self.addr, topic, dict(overrides or {}))
+        return MqttProducer(self.addr, topic, Settings.of(overrides or {}, "producerConfig"))
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
     ) -> api.Consumer:
-        return MqttConsumer(self.addr, topic, subscription, on_message, dict(overrides or {}))
+        return MqttConsumer(self.addr, topic, subscription, on_message, Settings.of(overrides or {}, "consumerConfig"))

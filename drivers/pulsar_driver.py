@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import threading
 import time
@@ -27,20 +28,35 @@ import pulsar
 
 from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
+from drivers.settings import key, settings
 
-BOOL = ("true", "false")
-PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {
-    "batching": BOOL,
-    "batching.max.publish.delay.ms": None,
-    "batching.max.bytes": None,
-    "max.pending.messages": None,
-    "compression": ("none", "lz4", "zstd", "snappy", "zlib"),
-    "chunking": BOOL,
-}
-CONSUMER_KEYS: dict[str, tuple[str, ...] | None] = {
-    "receiver.queue.size": None,
-    "type": ("shared", "exclusive", "failover", "key_shared"),
-}
+
+@dataclasses.dataclass(frozen=True)
+class ProducerSettings:
+    """A producer's Pulsar settings (the module's docstring says what each does)."""
+
+    batching: bool = key("batching", True)
+    batching_max_publish_delay_ms: int = key("batching.max.publish.delay.ms", 1)
+    batching_max_bytes: int = key("batching.max.bytes", 131072)
+    max_pending_messages: int = key("max.pending.messages", 10000)
+    compression: str = key("compression", "none", choices=("none", "lz4", "zstd", "snappy", "zlib"))
+    chunking: bool = key("chunking", False)
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str]) -> ProducerSettings:
+        return settings(cls, conf, "producerConfig", "Pulsar")
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerSettings:
+    receiver_queue_size: int = key("receiver.queue.size", 1000)
+    type: str = key("type", "shared", choices=("shared", "exclusive", "failover", "key_shared"))
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str]) -> ConsumerSettings:
+        return settings(cls, conf, "consumerConfig", "Pulsar")
+
+
 _COMPRESSION = {
     "none": pulsar.CompressionType.NONE,
     "lz4": pulsar.CompressionType.LZ4,
@@ -62,22 +78,21 @@ def _full(topic: str) -> str:
 
 
 class PulsarProducer(api.Producer):
-    def __init__(self, client: pulsar.Client, topic: str, conf: Mapping[str, str]) -> None:
-        self.limit = int(conf.get("max.pending.messages", "10000"))
-        batching = conf.get("batching", "true") == "true"
+    def __init__(self, client: pulsar.Client, topic: str, conf: ProducerSettings) -> None:
+        self.limit = conf.max_pending_messages
         try:
             self.p = client.create_producer(
                 _full(topic),
-                batching_enabled=batching,
-                batching_max_publish_delay_ms=int(conf.get("batching.max.publish.delay.ms", "1")),
-                batching_max_allowed_size_in_bytes=int(conf.get("batching.max.bytes", "131072")),
+                batching_enabled=conf.batching,
+                batching_max_publish_delay_ms=conf.batching_max_publish_delay_ms,
+                batching_max_allowed_size_in_bytes=conf.batching_max_bytes,
                 batching_max_messages=100000,
                 max_pending_messages=self.limit,
                 # the C++ client gives each partition min(this, across / partitions): keep ours the only limit
                 max_pending_messages_across_partitions=self.limit * 1024,
                 block_if_queue_full=False,
-                compression_type=_COMPRESSION[conf.get("compression", "none")],
-                chunking_enabled=conf.get("chunking", "false") == "true",
+                compression_type=_COMPRESSION[conf.compression],
+                chunking_enabled=conf.chunking,
                 send_timeout_millis=60000,
             )
         except pulsar.PulsarException as e:
@@ -132,7 +147,7 @@ class PulsarConsumer(api.Consumer):
         topic: str,
         subscription: str,
         on_message: api.MessageCallback,
-        conf: Mapping[str, str],
+        conf: ConsumerSettings,
     ) -> None:
         self.on_message = on_message
         self.errors = 0
@@ -148,8 +163,8 @@ class PulsarConsumer(api.Consumer):
             self.c = client.subscribe(
                 _full(topic),
                 subscription,
-                consumer_type=_TYPES[conf.get("type", "shared")],
-                receiver_queue_size=int(conf.get("receiver.queue.size", "1000")),
+                consumer_type=_TYPES[conf.type],
+                receiver_queue_size=conf.receiver_queue_size,
                 initial_position=pulsar.InitialPosition.Latest,
                 message_listener=listener,
             )
@@ -196,8 +211,8 @@ class PulsarDriver(api.Driver):
         return self._client
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        api.check_keys(producer_config, "producerConfig", "Pulsar", PRODUCER_KEYS)
-        api.check_keys(consumer_config, "consumerConfig", "Pulsar", CONSUMER_KEYS)
+        ProducerSettings.of(producer_config)
+        ConsumerSettings.of(consumer_config)
 
     def _rest(self, method: str, path: str, body: Any = None) -> int:
         data = None if body is None else json.dumps(body).encode()
@@ -237,12 +252,12 @@ class PulsarDriver(api.Driver):
                 self._rest("DELETE", f"{n}?force=true")
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
-        return PulsarProducer(self.client, topic, dict(overrides or {}))
+        return PulsarProducer(self.client, topic, ProducerSettings.of(overrides or {}))
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None
     ) -> api.Consumer:
-        return PulsarConsumer(self.client, topic, subscription, on_message, dict(overrides or {}))
+        return PulsarConsumer(self.client, topic, subscription, on_message, ConsumerSettings.of(overrides or {}))
 
     def close(self) -> None:
         if self._client is not None:

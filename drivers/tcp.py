@@ -16,6 +16,7 @@ Producer key: `buffer.bytes` (frames are batched in user space up to this, then 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import shutil
@@ -30,10 +31,10 @@ from typing import ClassVar
 from core import paths
 from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
+from drivers.settings import key, settings
 
 FRAME = struct.Struct("<I")
 RCVTIMEO = struct.Struct("@ll")  # struct timeval
-PRODUCER_KEYS: dict[str, tuple[str, ...] | None] = {"buffer.bytes": None}
 CONNECT_WAIT_S = 10.0
 SCRATCH_BYTES = 256 * 1024
 
@@ -56,9 +57,25 @@ def _complete(c: _Conn) -> bool:
     return len(buf) >= 4 and len(buf) - 4 >= FRAME.unpack_from(buf, 0)[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class ProducerSettings:
+    """`buffer.bytes`: frames are batched in user space up to this many bytes, then written."""
+
+    buffer_bytes: int = key("buffer.bytes", 65536)
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str]) -> ProducerSettings:
+        return settings(cls, conf, "producerConfig", "TCP")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoSettings:
+    """A consumer takes no keys."""
+
+
 class TcpProducer(api.Producer):
-    def __init__(self, topic_dir: Path, conf: Mapping[str, str]) -> None:
-        self.limit = int(conf.get("buffer.bytes", "65536"))
+    def __init__(self, topic_dir: Path, conf: ProducerSettings) -> None:
+        self.limit = conf.buffer_bytes
         self.acks = handoff.SentOnReturn()
         self.groups: list[list[socket.socket]] = []
         end = time.monotonic() + CONNECT_WAIT_S
@@ -167,10 +184,10 @@ class TcpConsumer(api.Consumer):
                 n += self._frames(c, end)
         if n or any(_complete(c) for c in self.conns.values()):
             timeout_s = 0.0  # there is work in hand: do not wait for the sockets
-        for key, _ in self.sel.select(timeout_s):
+        for ready, _ in self.sel.select(timeout_s):
             if time.monotonic() > end:
                 break
-            s = key.fileobj
+            s = ready.fileobj
             assert isinstance(s, socket.socket)
             if s is self.listener:
                 conn, _addr = s.accept()
@@ -291,8 +308,8 @@ class TcpDriver(api.Driver):
         self.host = str(common.get("tcp.host") or "127.0.0.1")
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        api.check_keys(producer_config, "producerConfig", "TCP", PRODUCER_KEYS)
-        api.check_keys(consumer_config, "consumerConfig", "TCP", {})
+        ProducerSettings.of(producer_config)
+        settings(NoSettings, consumer_config, "consumerConfig", "TCP")
 
     def create_topics(self, topics: Sequence[api.TopicSpec], *, validate_only: bool = False) -> None:
         for t in topics:
@@ -311,7 +328,7 @@ class TcpDriver(api.Driver):
             shutil.rmtree(self.dir / n, ignore_errors=True)
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
-        return TcpProducer(self.dir / topic, dict(overrides or {}))
+        return TcpProducer(self.dir / topic, ProducerSettings.of(overrides or {}))
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None

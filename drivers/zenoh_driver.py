@@ -10,6 +10,7 @@ and losses show up as acknowledged-but-never-consumed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -19,8 +20,8 @@ import zenoh
 
 from core.errors import EnvironmentProblem, UserError
 from drivers import api, handoff
+from drivers.settings import key, settings
 
-PRODUCER_KEYS = {"congestion_control": ("BLOCK", "DROP"), "reliability": ("reliable", "best_effort")}
 SUBSCRIBE_SETTLE_S = 1.0  # subscriptions propagate to the router asynchronously and are not acknowledged
 MATCH_WAIT_S = 10.0
 
@@ -38,18 +39,22 @@ def _session(addr: str, mode: str) -> Any:
         raise EnvironmentProblem(f"Zenoh router {addr} is not reachable ({mode} mode): {e}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class ProducerSettings:
+    """A publisher's `congestion_control` (BLOCK waits for room, DROP drops) and `reliability`."""
+
+    congestion_control: str = key("congestion_control", "BLOCK", choices=("BLOCK", "DROP"))
+    reliability: str = key("reliability", "reliable", choices=("reliable", "best_effort"))
+
+    @classmethod
+    def of(cls, conf: Mapping[str, str]) -> ProducerSettings:
+        return settings(cls, conf, "producerConfig", "Zenoh")
+
+
 class ZenohProducer(api.Producer):
-    def __init__(self, session: Any, topic: str, conf: Mapping[str, str]) -> None:
-        cc = (
-            zenoh.CongestionControl.BLOCK
-            if conf.get("congestion_control", "BLOCK") == "BLOCK"
-            else zenoh.CongestionControl.DROP
-        )
-        rel = (
-            zenoh.Reliability.RELIABLE
-            if conf.get("reliability", "reliable") == "reliable"
-            else zenoh.Reliability.BEST_EFFORT
-        )
+    def __init__(self, session: Any, topic: str, conf: ProducerSettings) -> None:
+        cc = zenoh.CongestionControl.BLOCK if conf.congestion_control == "BLOCK" else zenoh.CongestionControl.DROP
+        rel = zenoh.Reliability.RELIABLE if conf.reliability == "reliable" else zenoh.Reliability.BEST_EFFORT
         self.s = session
         self.pub = session.declare_publisher(topic, congestion_control=cc, reliability=rel)
         self.acks = handoff.SentOnReturn()
@@ -109,7 +114,7 @@ class ZenohDriver(api.Driver):
             raise UserError(f"zenoh.mode must be client (brokered) or peer (got {self.mode!r})")
 
     def validate(self, producer_config: Mapping[str, str], consumer_config: Mapping[str, str]) -> None:
-        api.check_keys(producer_config, "producerConfig", "Zenoh", PRODUCER_KEYS)
+        ProducerSettings.of(producer_config)
         if consumer_config:
             raise UserError(f"consumerConfig: Zenoh subscribers take no keys (got {', '.join(consumer_config)})")
 
@@ -120,7 +125,7 @@ class ZenohDriver(api.Driver):
         return None
 
     def create_producer(self, topic: str, overrides: Mapping[str, str] | None = None) -> api.Producer:
-        return ZenohProducer(_session(self.addr, self.mode), topic, dict(overrides or {}))
+        return ZenohProducer(_session(self.addr, self.mode), topic, ProducerSettings.of(overrides or {}))
 
     def create_consumer(
         self, topic: str, subscription: str, on_message: api.MessageCallback, overrides: Mapping[str, str] | None = None

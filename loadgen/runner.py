@@ -100,6 +100,22 @@ def run(
         r.clean_up(keep_topics)
 
 
+def stop_workers(procs: Sequence[Any], q: Any, wait_s: float) -> int:
+    """Every started worker process ended within `wait_s` in all, or terminated; how many were terminated. Their
+    reports on `q` are read and dropped meanwhile: a worker's last report (a producer's acknowledgement map) can be
+    larger than the pipe holds, and its process cannot exit until it is read, which after an interruption nobody
+    else does."""
+    started = [p for p in procs if p.pid is not None]  # None: never started (an earlier start failed)
+    deadline = time.monotonic() + wait_s
+    while any(p.is_alive() for p in started) and time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty):
+            q.get(timeout=0.1)
+    late = [p for p in started if p.is_alive()]
+    for p in late:
+        p.terminate()
+    return len(late)
+
+
 class _Run:
     def __init__(
         self,
@@ -241,19 +257,6 @@ class _Run:
         self.raw.timing = values
         return values
 
-    def _stop_workers(self, wait_s: float) -> None:
-        """Every started worker ended within `wait_s` in all, or terminated. Their reports are read and dropped
-        meanwhile: a worker's last report (a producer's acknowledgement map) can be larger than the pipe holds, and
-        its process cannot exit until it is read, which after an interruption nobody else does."""
-        started = [p for p in self.procs if p.pid is not None]  # None: never started (an earlier start failed)
-        deadline = time.monotonic() + wait_s
-        while any(p.is_alive() for p in started) and time.monotonic() < deadline:
-            with contextlib.suppress(queue.Empty):
-                self.ch.q.get(timeout=0.1)
-        for p in started:
-            if p.is_alive():
-                p.terminate()
-
     def clean_up(self, keep_topics: bool) -> None:
         """Every worker stopped and the run's topics deleted, on every exit path (Ctrl-C included)."""
         # Remote workers' messages are put on the queue by this process's threads; what nobody reads after an
@@ -264,7 +267,7 @@ class _Run:
         self.ch.stop_producers.set()
         self.ch.stop_consumers.set()
         self.ch.go.set()
-        self._stop_workers(15)
+        stop_workers(self.procs, self.ch.q, 15)
         self.raw.phases_s["stop_workers"] = time.monotonic() - t_clean
         if self.sampler:
             self.raw.broker_samples = self.sampler.stop()

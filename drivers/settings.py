@@ -43,7 +43,7 @@ def settings(cls: type[T], conf: Mapping[str, str], where: str, system: str) -> 
     args: dict[str, object] = {}
     for k, v in conf.items():
         if k not in by_key:
-            raise UserError(f"{where}: unknown {system} key {k!r}; known: {', '.join(by_key)}")
+            raise UserError(f"{where}: unknown {system} key {k!r}; known: {', '.join(known(cls))}")
         f, text = by_key[k], str(v)
         kind = hints[f.name]
         allowed = BOOL if kind is bool else f.metadata["choices"]

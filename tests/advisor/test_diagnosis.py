@@ -62,7 +62,7 @@ def test_fsync_per_message_is_named_live_by_advise(
         testDurationMinutes=10.0,  # interrupted below once advise has sampled it
         producerConfig={"acks": "all", "linger.ms": 5},
     )
-    log = tmp_path / "bench.log"
+    log = tmp_path / "bench.log"  # --no-scale-out: else a client-bound run would run again with more producers
     args = ("bench", str(wl), "--state-dir", str(testbed.state_dir), "--out", str(tmp_path / "run"), "--no-scale-out")
     load = kafkatune_popen(*args, log=log)
     try:

@@ -16,10 +16,12 @@ nothing is changed and `apply` says so. The before and after are measured by `be
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TypedDict
 
@@ -86,30 +88,43 @@ def found(proc: Path = PROC, hold: Path = HOLD) -> dict[str, int]:
     return held["before"] if held else read(proc)
 
 
+@contextlib.contextmanager
+def _locked(hold: Path) -> Iterator[None]:
+    """HOLD's read-modify-write as one step: of two testbeds coming up at once (a developer's beside the suite's)
+    both keep their holder, and only the first keeps the values it found."""
+    hold.parent.mkdir(parents=True, exist_ok=True)
+    with open(hold.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def apply(state_dir: Path, *, proc: Path = PROC, hold: Path = HOLD) -> dict[str, int] | str:
     """Make writeback continuous while the testbed in `state_dir` is up; the settings now in force, or why they
     were left as they are (not root)."""
     if not os.access(proc / "dirty_background_bytes", os.W_OK):
         return "left as the kernel has them: changing vm.dirty_* needs root"
-    held = _held(hold) or Held(before=read(proc), holders={})
-    held["holders"][str(state_dir.resolve())] = time.time()
-    hold.parent.mkdir(parents=True, exist_ok=True)
-    hold.write_text(json.dumps(held, indent=1))
-    put(SMOOTH, proc)
-    return read(proc)
+    with _locked(hold):
+        held = _held(hold) or Held(before=read(proc), holders={})
+        held["holders"][str(state_dir.resolve())] = time.time()
+        hold.write_text(json.dumps(held, indent=1))
+        put(SMOOTH, proc)
+        return read(proc)
 
 
 def release(state_dir: Path, *, proc: Path = PROC, hold: Path = HOLD) -> dict[str, int] | None:
     """The testbed in `state_dir` no longer needs continuous writeback: when no other testbed does (`_up`), the
     values found before the first `apply` are put back and returned."""
-    held = _held(hold)
-    if held is None:
+    if not hold.exists():
         return None
-    mine = str(state_dir.resolve())
-    held["holders"] = {h: t for h, t in held["holders"].items() if h != mine and _up(Path(h), t)}
-    if held["holders"]:
-        hold.write_text(json.dumps(held, indent=1))
-        return None
-    put(as_found(held["before"]), proc)
-    hold.unlink()
-    return held["before"]
+    with _locked(hold):
+        held = _held(hold)
+        if held is None:
+            return None
+        mine = str(state_dir.resolve())
+        held["holders"] = {h: t for h, t in held["holders"].items() if h != mine and _up(Path(h), t)}
+        if held["holders"]:
+            hold.write_text(json.dumps(held, indent=1))
+            return None
+        put(as_found(held["before"]), proc)
+        hold.unlink()
+        return held["before"]

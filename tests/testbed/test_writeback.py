@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import threading
 from pathlib import Path
 
 from testbed import writeback
@@ -63,3 +65,22 @@ def test_without_write_access_nothing_is_changed_and_it_says_why(tmp_path: Path)
     hold = tmp_path / "writeback.json"
     said = writeback.apply(tmp_path, proc=tmp_path / "no-vm", hold=hold)
     assert isinstance(said, str) and "needs root" in said and not hold.exists()
+
+
+def test_a_testbed_coming_up_while_another_writes_the_hold_waits_its_turn(tmp_path: Path) -> None:
+    """Two testbeds coming up at once (a developer's beside the suite's): each `apply` and `release` rewrites the
+    hold under its lock, so neither holder is lost."""
+    proc, hold = vm(tmp_path, STOCK), tmp_path / "run" / "writeback.json"
+    hold.parent.mkdir()
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    writeback.apply(a, proc=proc, hold=hold)
+    with open(hold.with_suffix(".lock"), "w") as lock:  # another testbed is rewriting the hold
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        second = threading.Thread(target=writeback.apply, args=(b,), kwargs={"proc": proc, "hold": hold})
+        second.start()
+        second.join(0.5)
+        assert second.is_alive() and str(b.resolve()) not in hold.read_text()  # waiting, nothing written
+    second.join(10)
+    assert not second.is_alive()
+    assert set(json.loads(hold.read_text())["holders"]) == {str(a.resolve()), str(b.resolve())}

@@ -15,6 +15,7 @@ import sys
 
 import click
 
+from core import interrupts
 from core.errors import EnvironmentProblem, RunFailed, UserError
 from kafkatune.options import say
 
@@ -72,6 +73,9 @@ def cli() -> None:
 
 
 def main() -> None:
+    # Ctrl-C and `kill` end every command through its `finally` (configs restored, topics deleted, workers stopped),
+    # also when it was started where SIGINT is ignored: a background job of a shell without job control (cron, CI)
+    interrupts.interrupt_on_signals()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

@@ -10,7 +10,7 @@ import click
 
 from advisor import ceiling
 from brokerconf.guard import ConfigGuard
-from core import interrupts, paths
+from core import paths
 from core.errors import RunFailed
 from kafkatune.options import say
 from kafkatune.sweep_text import print_plan, print_summary
@@ -75,7 +75,6 @@ def command(
     if dry_run:
         print_plan(spec, run_dir, url)
         return
-    interrupts.interrupt_on_signals()  # Ctrl-C and `kill` both end in the restore
     target = resolve(
         spec,
         spec_file,

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -54,12 +55,24 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     return subprocess.CompletedProcess(["kafkatune", *args], rc, out.getvalue(), err.getvalue())
 
 
+def _as_a_background_job() -> None:
+    """In the child before exec: SIGINT ignored, as a shell without job control (cron, a CI script's `cmd &`) starts
+    a background job; the CLI must still end on SIGINT, through its clean-up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def kafkatune_popen(*args: str, log: Path) -> subprocess.Popen[str]:
-    """The CLI started in the background, its output (progress lines: not a terminal) written to `log` as it comes,
-    so a test can wait for a phase (`wait_for_line`) instead of guessing how long the start takes."""
+    """The CLI started in the background (SIGINT ignored, `_as_a_background_job`), its output (progress lines: not a
+    terminal) written to `log` as it comes, so a test can wait for a phase (`wait_for_line`) instead of guessing how
+    long the start takes."""
     with open(log, "w") as out:  # the child keeps its own descriptor
         return subprocess.Popen(
-            [sys.executable, "-m", "kafkatune", *args], stdout=out, stderr=subprocess.STDOUT, text=True, cwd=REPO
+            [sys.executable, "-m", "kafkatune", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=REPO,
+            preexec_fn=_as_a_background_job,
         )
 
 
@@ -118,9 +131,11 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def popen_sweep(spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """`kafkatune sweep` started in the background (SIGINT ignored, `_as_a_background_job`), its stderr in `log`."""
     cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
     cmd += ["--runs-dir", str(runs), *extra]
-    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+    with open(log, "wb") as err:  # the child keeps its own descriptor
+        return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_as_a_background_job)
 
 
 def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:

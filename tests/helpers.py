@@ -38,8 +38,10 @@ def kafkatune(*args: str, timeout: float = 600, env: dict[str, str] | None = Non
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI run in this process, as `kafkatune()` runs it in a child: its exit status, stdout and stderr. For the
-    tests that start no server: a child's Python start and imports cost more than most of them take."""
+    tests that start no server: a child's Python start and imports cost more than most of them take. What the CLI
+    sets for its process (the environment, argv, its SIGINT and SIGTERM handlers) is put back."""
     saved_env, saved_argv = dict(os.environ), sys.argv
+    saved_signals = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     out, err, rc = io.StringIO(), io.StringIO(), 0
     os.environ.update(env or {})
     sys.argv = ["kafkatune", *args]
@@ -52,6 +54,8 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
         sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
     return subprocess.CompletedProcess(["kafkatune", *args], rc, out.getvalue(), err.getvalue())
 
 

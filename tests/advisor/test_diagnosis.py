@@ -51,8 +51,9 @@ def test_fsync_per_message_is_named_live_by_advise(
     """log.flush.interval.messages=1 on every broker, one bench under it: `advise --bootstrap` samples the testbed's
     exporters (found from its state, no --metrics-url) while the bench runs and names the flushes it measures. The
     bench's window outlasts any start-up and is interrupted once advise is done (the CLI's exit 130, though started
-    with SIGINT ignored, as cron starts it), so advise samples load however slowly either starts. The analysis of such a run is judged on one recorded at the maximum
-    rate (tests/advisor/test_recorded_diagnosis.py, broker-flush)."""
+    with SIGINT ignored, as cron starts it), so advise samples load however slowly either starts. The analysis of
+    such a run is judged on one recorded at the maximum rate (tests/advisor/test_recorded_diagnosis.py,
+    broker-flush)."""
     bc, snap = configs
     bc.apply({"log.flush.interval.messages": "1"}, {}, snap)
     wl = write_workload(

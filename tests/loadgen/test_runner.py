@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 from typing import Any
 
 from loadgen.runner import stop_workers
@@ -26,11 +27,18 @@ def test_a_worker_whose_last_report_outgrew_the_pipe_ends_on_its_own() -> None:
     assert q.empty()
 
 
+def _stuck(never_set: Any) -> None:
+    """A worker that waits forever, with SIGTERM's default action (a handler forked from this process would turn
+    it into an exception and an exit status of 1)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    never_set.wait()
+
+
 def test_a_worker_that_never_started_is_skipped_and_a_stuck_one_terminated() -> None:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     never = ctx.Process(target=print)
-    stuck = ctx.Process(target=ctx.Event().wait)
+    stuck = ctx.Process(target=_stuck, args=(ctx.Event(),))
     stuck.start()
     assert stop_workers([never, stuck], q, 0.3) == 1
     stuck.join(5)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,8 +47,14 @@ def testbed_options(f: F) -> F:
     )(f)
 
 
-def testbed(state_dir: Path | None, cache_dir: Path | None = None, base_port: int = 29090) -> Testbed:
-    return Testbed(state_dir or paths.state_dir(), default_dist(cache_dir), base_port=base_port)
+def testbed(
+    state_dir: Path | None, cache_dir: Path | None = None, base_port: int = 29090, jvm_extra: Sequence[str] = ()
+) -> Testbed:
+    """The testbed in `state_dir` (the default one when None); `jvm_extra`: JVM options its brokers start with
+    beyond their own (testbed.nodes.jvm_options)."""
+    return Testbed(
+        state_dir or paths.state_dir(), default_dist(cache_dir), base_port=base_port, jvm_extra=jvm_extra or None
+    )
 
 
 def inventory_options(what: str) -> Callable[[F], F]:

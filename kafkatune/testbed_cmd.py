@@ -75,6 +75,15 @@ def install(cache_dir: Path | None) -> None:
     "half with 1-MiB ones (a cluster warmed with one compiles again under the other), each half ending sooner "
     "once their JIT compilers take at most 0.1 core per broker over 10 s.",
 )
+@click.option(
+    "--jvm-option",
+    "jvm_extra",
+    multiple=True,
+    metavar="OPTION",
+    help="A JVM option every broker starts with beyond the testbed's own (repeatable; a later one wins), e.g. "
+    "--jvm-option=-XX:TieredStopAtLevel=1; kept for every later start and restart (a node already running keeps "
+    "the options it started with).",
+)
 def up(
     state_dir: Path | None,
     cache_dir: Path | None,
@@ -85,6 +94,7 @@ def up(
     netns_prefix: str,
     security: str | None,
     warm_up_s: float,
+    jvm_extra: tuple[str, ...],
 ) -> None:
     """Start the three nodes (formatting a new cluster if needed) and wait until all serve."""
     if network == "shaped" and nic_mbps is None:
@@ -92,7 +102,7 @@ def up(
     if network == "loopback" and nic_mbps is not None:
         raise UserError("--nic-mbps only applies with --network shaped")
     dist.install(cache_dir)
-    tb = testbed(state_dir, cache_dir, base_port)
+    tb = testbed(state_dir, cache_dir, base_port, jvm_extra)
     tb.prefix = netns_prefix
     t0 = time.monotonic()
     st = tb.up(network=network, nic_mb_s=nic_mbps, subnet=subnet, security=security, progress=say)

@@ -26,6 +26,7 @@ from sweeps.hold import chosen_steps
 from sweeps.settings import Hold
 from testbed import dist, netns
 from testbed.lifecycle import Testbed
+from tests.conftest import SUITE_JVM
 from tests.helpers import kafkatune, write_workload
 
 NIC_MB_S = 12.0
@@ -52,6 +53,7 @@ def shaped(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist)
         "ktt",
         "--warm-up",
         "30",  # a cold JIT runs several times slower: the network-bound diagnosis needs a warm cluster
+        *(f"--jvm-option={o}" for o in SUITE_JVM),
         timeout=600,
     )
     if proc.returncode != 0:  # a half-built network must not outlive the test
@@ -68,6 +70,16 @@ def test_measured_link_rate_within_10_percent(shaped: Testbed) -> None:
     assert net["shaped"] is True and net["nic_mb_s_configured"] == NIC_MB_S
     assert abs(net["nic_mb_s_measured"] - NIC_MB_S) <= 0.10 * NIC_MB_S, net
     assert all(b["host"].startswith("198.18.1.") and b["netns"] for b in prof["brokers"])
+
+
+def test_the_brokers_run_the_jvm_options_up_was_given_and_keep_them(shaped: Testbed) -> None:
+    """`testbed up --jvm-option` (the fixture's): on each broker's command line after the testbed's own, and in the
+    state every later start reads (a sweep's restart is another process)."""
+    st = shaped.state()
+    for pid in st.pids.values():
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        assert [a for a in argv if a in SUITE_JVM] == list(SUITE_JVM) and argv.index(SUITE_JVM[0]) > 1, argv
+    assert st.jvm_options[-len(SUITE_JVM) :] == SUITE_JVM
 
 
 SECRET = f"kt-secret-{uuid.uuid4().hex}"

@@ -106,7 +106,8 @@ def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist
     tb.up(progress=print, security="sasl_ssl")  # a SASL_SSL client listener beside PLAINTEXT (test_security)
     from loadgen.warmup import warm_up
 
-    # 20 s of load: C1's compiles (SUITE_JVM) are mostly done by then; what is left the first tests pay for
+    # 20 s of load before the first test; what the brokers still compile after it (SUITE_JVM), the first tests pay
+    # for: with 40 s the serial lane took as long (docs/design.md, the suite's lanes)
     warm_up(tb.state().bootstrap_servers, float(os.environ.get("KAFKATUNE_TEST_WARMUP_S", "20")))
     yield tb
     tb.down(wipe=True, progress=print)

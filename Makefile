@@ -16,7 +16,7 @@ DEMO_NETWORK ?= $(shell [ "$$(id -u)" = 0 ] && command -v tc >/dev/null && echo 
 DEMO_NIC_MBPS ?= 25
 PYTEST_ARGS ?=
 
-.PHONY: all deps apt venv kafka pulsar test test-fast coverage lint demo demo-down clean help
+.PHONY: all deps apt venv bytecode kafka pulsar test test-fast coverage lint demo demo-down clean help
 
 help:
 	@echo "make demo    set up everything, start the local 3-broker testbed and run a short staged sweep"
@@ -49,7 +49,17 @@ $(STAMPS)/venv: pyproject.toml
 	@[ "$$($(VENV)/bin/uv --version 2>/dev/null)" = "uv $(UV_VERSION)" ] || $(PY) -m pip install -q uv==$(UV_VERSION)
 	$(VENV)/bin/uv pip install -q --offline --python $(PY) -e '.[dev]' 2>/dev/null \
 	  || $(VENV)/bin/uv pip install -q --python $(PY) -e '.[dev]'
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
 	@touch $@
+
+# Python reads a module's bytecode from __pycache__ when it is there and up to date, and otherwise compiles the
+# source on every import, writing nothing back when PYTHONDONTWRITEBYTECODE is set (as in this machine's
+# environment). uv, unlike pip, compiles nothing at install: the `venv` recipe above compiles the venv's packages,
+# and this the project's own, so that each of the hundreds of Python processes a suite or a sweep starts (the CLI,
+# load workers, Spark's Python workers) imports compiled code (benchmarks/bytecode.py). Cheap when up to date.
+PACKAGES = $(shell $(PY) -c 'import tomllib; print(*{p.split(".")[0] for p in tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["packages"]})')
+bytecode: venv
+	@$(PY) -m compileall -q -j 0 $(PACKAGES) tests >/dev/null
 
 # Always asked: the cache may have been removed; a no-op when the jars are there (offline).
 kafka: apt venv
@@ -67,24 +77,24 @@ lint: venv
 
 # Two pytest processes at once (tests/lanes.py): the tests that need a shared server, in order, and beside them the
 # rest at the lowest priority, on the CPU the first leave idle; the linters are among the rest (tests/test_lint.py).
-test: deps
+test: deps bytecode
 	$(PY) tests/lanes.py -v -ra --durations=100 $(PYTEST_ARGS)
 
 # The tests that start no server (pure: records, judgement, statistics, parsing), on two worker processes; a test
 # that would connect a socket or start Java fails here (tests/conftest.py). Needs only the Python environment.
-test-fast: venv
+test-fast: venv bytecode
 	KAFKATUNE_TEST_FAST=1 $(PY) -m pytest -q -n 2 -m "not server and not shaped" -p no:cacheprovider $(PYTEST_ARGS)
 
 # What of the judgement code (advisor/, sweeps/confirm.py, sweeps/hold.py, core/stats.py) the fast tests run.
 JUDGEMENT = --include='advisor/*,sweeps/confirm.py,sweeps/hold.py,core/stats.py'
-coverage: venv
+coverage: venv bytecode
 	rm -f .coverage .coverage.*
 	KAFKATUNE_TEST_FAST=1 $(PY) -m coverage run -m pytest -q -m "not server and not shaped" -p no:cacheprovider \
 		$(PYTEST_ARGS)
 	$(PY) -m coverage combine -q
 	$(PY) -m coverage report $(JUDGEMENT) --sort=cover
 
-demo: deps
+demo: deps bytecode
 	@if [ "$(DEMO_NETWORK)" = shaped ]; then \
 	  $(KT) testbed up --network shaped --nic-mbps $(DEMO_NIC_MBPS) --warm-up 240; \
 	else $(KT) testbed up --warm-up 240; fi

@@ -55,11 +55,11 @@ $(STAMPS)/venv: pyproject.toml
 # Python reads a module's bytecode from __pycache__ when it is there and up to date, and otherwise compiles the
 # source on every import, writing nothing back when PYTHONDONTWRITEBYTECODE is set (as in this machine's
 # environment). uv, unlike pip, compiles nothing at install: the `venv` recipe above compiles the venv's packages,
-# and this the project's own, so that each of the hundreds of Python processes a suite or a sweep starts (the CLI,
+# and this the project's packages, so that each of the hundreds of Python processes a suite or a sweep starts (the CLI,
 # load workers, Spark's Python workers) imports compiled code (benchmarks/bytecode.py). Cheap when up to date.
 PACKAGES = $(shell $(PY) -c 'import tomllib; print(*{p.split(".")[0] for p in tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["packages"]})')
 bytecode: venv
-	@$(PY) -m compileall -q -j 0 $(PACKAGES) tests >/dev/null
+	@$(PY) -m compileall -q -j 0 $(PACKAGES) >/dev/null
 
 # Always asked: the cache may have been removed; a no-op when the jars are there (offline).
 kafka: apt venv

@@ -89,12 +89,12 @@ FIRST = ("neighbour",)
 
 def _max(rows: Iterable[Row], value: Callable[[Row], float | None]) -> dict[int, float]:
     """second -> the largest `value` over `rows` of that second, at least 0 (rows without a figure skipped)."""
-    out: dict[int, float] = {}
+    out: dict[int, float] = defaultdict(float)
     for r in rows:
         v = value(r)
         if v is not None:
-            out[r.second] = max(out.get(r.second, 0.0), v)
-    return out
+            out[r.second] = max(out[r.second], v)
+    return dict(out)
 
 
 def _most(*vs: float | None) -> float | None:
@@ -111,21 +111,22 @@ def _evidence(
     flush = {s: v / stall for s, v in _max(broker_rows, lambda r: r.log_flush_ms_per_s).items()}
     changes = _max(broker_rows, lambda r: _most(r.isr_shrinks_per_s, r.isr_expands_per_s))
     isr = {s: 1.0 + v for s, v in changes.items() if v > 0}
-    cpu = {s: v / CPU_BUSY for s, v in _max(host_rows, lambda r: r.cpu_busy).items()}
+    cpu = defaultdict(float, {s: v / CPU_BUSY for s, v in _max(host_rows, lambda r: r.cpu_busy).items()})
     for s, v in _max(host_rows, lambda r: r.cpu_pressure).items():
-        cpu[s] = max(cpu.get(s, 0.0), v / PRESSURE)
+        cpu[s] = max(cpu[s], v / PRESSURE)
     for s, v in _max(host_rows, lambda r: _most(*r.broker_wait.values())).items():
-        cpu[s] = max(cpu.get(s, 0.0), v / WAIT_CORES)
+        cpu[s] = max(cpu[s], v / WAIT_CORES)
     other = {s: v / OTHER_CORES for s, v in _max(host_rows, lambda r: r.other_cpu).items()}
-    link = {s: v / LINK_PEAK for s, v in _max(host_rows, lambda r: _most(*r.link_peak.values())).items()}
+    peaks = _max(host_rows, lambda r: _most(*r.link_peak.values()))
+    link = defaultdict(float, {s: v / LINK_PEAK for s, v in peaks.items()})
     for s, v in _max(host_rows, lambda r: _most(*r.link_dropped.values())).items():
         if v > 0:
-            link[s] = max(link.get(s, 0.0), 1.0 + v)
+            link[s] = max(link[s], 1.0 + v)
     harness: dict[int, float] = defaultdict(float)
     for t in raw.ticks:
         ev = t.evidence or Evidence()
         starved = ev.main_wait_ms or 0.0
-        cpu[t.second] = max(cpu.get(t.second, 0.0), starved / stall)
+        cpu[t.second] = max(cpu[t.second], starved / stall)
         late = recorder.merge([t.delay]).get_max_value() / 1000 if t.delay and not t.buffer_full else 0.0
         own = max(ev.loop_gap_ms or 0.0, late) - starved
         score = max((ev.py_gc_max_ms or 0.0) / (GC_SHARE * slo_ms), own / stall)
@@ -133,10 +134,10 @@ def _evidence(
     return {
         "broker_gc": gc,
         "broker_jit": jit,
-        "cpu": cpu,
+        "cpu": dict(cpu),
         "neighbour": other,
         "harness": dict(harness),
-        "link": link,
+        "link": dict(link),
         "log_flush": flush,
         "isr": isr,
         "quorum": controller_moves(broker_rows),
@@ -157,20 +158,20 @@ def configured_waits(raw: RawRun, stall: float) -> dict[str, dict[int, float]]:
     prod, cons = raw.workload.str_map("producerConfig"), raw.workload.str_map("consumerConfig")
     linger = _setting(prod, "linger.ms", 5.0)  # librdkafka's default, as Kafka's since 4.0
     fetch = _setting(cons, "fetch.wait.max.ms", 500.0) if _setting(cons, "fetch.min.bytes", 1.0) > 1 else 0.0
-    held: dict[int, float] = {}
+    held: dict[int, float] = defaultdict(float)
     if linger >= stall:
         for t in raw.ticks:
             ev = t.evidence or Evidence()
             q, r = ev.queue_p99_ms, ev.rtt_p99_ms
             if t.role == "producer" and q is not None and r is not None:
-                held[t.second] = max(held.get(t.second, 0.0), max(0.0, min(q - r, linger)) / stall)
+                held[t.second] = max(held[t.second], max(0.0, min(q - r, linger)) / stall)
     fetched: dict[int, float] = {}
     if fetch >= stall:
         e2e, pub = _p99_by_second(raw, "consumer"), _p99_by_second(raw, "producer")
         for s, e in e2e.items():
             sent = max(pub.get(s, 0.0), pub.get(s - 1, 0.0))
             fetched[s] = max(0.0, min(e - sent, fetch)) / stall
-    return {"linger": held, "fetch_wait": fetched}
+    return {"linger": dict(held), "fetch_wait": fetched}
 
 
 def controller_moves(broker_rows: Sequence[BrokerSecond]) -> dict[int, float]:

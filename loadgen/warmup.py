@@ -18,6 +18,7 @@ loads, runs of another shape after a quiet warm-up): docs/measurement.md, "Why t
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from cluster.metrics import BrokerSample
 from cluster.target import Placement
 from core.units import MB
 from loadgen import brokerside, result, runner
+from loadgen.rawrun import phase_of
 from loadgen.workload import parse_workload
 from records.result import RunResult
 from records.trial import WarmShape, WarmUp
@@ -108,6 +110,15 @@ class JitBusyWatch:
             if v1 - v0 >= need:  # a broker restarted within the window starts its counter again: not busy
                 self.busy[b] = (v1 - v0) / max(1e-9, t1 - t0)
         return bool(self.busy)
+
+    @staticmethod
+    def cut_at(raw: runner.RawRun) -> int | None:
+        """The second of its measure window `raw` was stopped at; None when it ran out its window: a stop decided on
+        a tick after the window's last second (the drain's) cut nothing, and the run's figures are whole."""
+        at, warmup_s = raw.stopped_early_at, raw.workload.warmup_seconds
+        if at is None or phase_of(at, warmup_s, raw.test_s) == "drain":
+            return None
+        return max(0, at - math.ceil(warmup_s))
 
 
 def warm_up(

@@ -291,7 +291,7 @@ class _Trial:
         else:
             rec.result["faults"] = to_json(self.record.faults)
         if watch is not None and raw.stopped_early_at is not None:
-            self.stopped_at = max(0, raw.stopped_early_at - int(w.warmup_seconds))
+            self.stopped_at = watch.cut_at(raw)
             self.jit_busy = self.jit_busy or brokerside.jit_busy_words(watch.busy)
         write_run(self.out_dir, rec)
         phases = {"run": t_build - t_run, "warmup": m.warmup_s, "windows": m.window_s * m.windows}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor import links
-from core.units import number
+from core.units import number, number_of
 from loadgen import clientside
 from records.profile import ClusterProfile, Limits
 from records.trialrow import TrialRow
@@ -74,7 +74,7 @@ class Diagnosis:
 
 def flush_every(broker: Mapping[str, Any] | None) -> float | None:
     """log.flush.interval.messages as a number, when every broker agrees on it."""
-    return number((broker or {}).get("log.flush.interval.messages"))
+    return number_of(broker, "log.flush.interval.messages")
 
 
 def flush_settings(row: TrialRow) -> dict[str, str]:
@@ -88,7 +88,7 @@ def flush_settings(row: TrialRow) -> dict[str, str]:
     )
     for scope, conf, keys in scopes:
         for k in keys:
-            v = number(conf.get(k))
+            v = number_of(conf, k)
             if v is not None and v < 2**62:  # Long.MAX_VALUE: never
                 out[f"{scope} {k}"] = str(conf[k])
     return out
@@ -191,7 +191,7 @@ def _consumers(row: TrialRow, brokers: int) -> Diagnosis | None:
     pub, con = number(row.publish_mb_s), number(row.client_consume_mb_s)
     idle = int(number(row.consumers_idle) or 0)
     p = row.params
-    parts, cons = number(p.get("partitions")), number(p.get("consumers"))
+    parts, cons = number_of(p, "partitions"), number_of(p, "consumers")
     behind = pub is not None and con is not None and pub > 0 and con < CONSUMER_BEHIND * pub
     lag = f"consumers received {con:.2f} MB/s of the {pub:.2f} MB/s acknowledged (the backlog grew)" if behind else ""
     if idle and cons:
@@ -218,14 +218,14 @@ def _never_waited(row: TrialRow) -> str | None:
     if row.rate_mode != "max-rate":
         return None
     full, secs = number(row.buffer_full_events) or 0.0, number(row.measure_seconds) or 0.0
-    return clientside.never_waited(full, secs, number(row.client_queue_ms), number(row.params.get("linger.ms")))
+    return clientside.never_waited(full, secs, number(row.client_queue_ms), number_of(row.params, "linger.ms"))
 
 
 def capped_batches(row: TrialRow) -> bool:
     """The producer's batches filled to a batch.size below SMALL_REQUEST_BYTES (librdkafka's batch sizes, which
     count the batch's own overhead): the setting, not the traffic, made them small, at any rate the run was held at
     (a paced run's buffer never fills, so that witness is missing there)."""
-    bb, size = number(row.batch_bytes), number(row.params.get("batch.size"))
+    bb, size = number(row.batch_bytes), number_of(row.params, "batch.size")
     return bb is not None and size is not None and size < SMALL_REQUEST_BYTES and bb >= BATCH_FILLED * size
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from advisor import diagnose
 from brokerconf import catalogue
-from core.units import number
+from core.units import number, number_of
 from records.trialrow import TrialRow
 
 
@@ -25,7 +25,7 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3, no_effect: Collection
     if bound == "client":
         hot_consumer = (number(t.consumer_loop_cpu_max) or 0) >= diagnose.LOOP_HOT
         key = "consumers" if hot_consumer else "producers"
-        return {key: str(2 * int(number(p.get(key)) or 1))}
+        return {key: str(2 * int(number_of(p, key) or 1))}
     if bound in ("request_handlers", "network_threads"):
         key = "num.io.threads" if bound == "request_handlers" else "num.network.threads"
         return {key: str(2 * current(p, key))}
@@ -45,7 +45,7 @@ def binding_fix(bound: str, t: TrialRow, brokers: int = 3, no_effect: Collection
 
 def current(p: Mapping[str, Any], key: str) -> int:
     """The integer value of catalogue key `key` in params `p`, else Kafka's default (0 when it has none)."""
-    v, default = number(p.get(key)), catalogue.param(key).default
+    v, default = number_of(p, key), catalogue.param(key).default
     return int(v) if v is not None else (default if isinstance(default, int) else 0)
 
 
@@ -82,7 +82,7 @@ def small_batch_fix(p: Mapping[str, Any]) -> dict[str, str]:
         out["linger.ms"] = "5"
     elif not out and linger < 100:
         out["linger.ms"] = str(min(100, 2 * linger))
-    memory = number(p.get("buffer.memory"))
+    memory = number_of(p, "buffer.memory")
     if memory is not None and memory < size:  # buffer.memory ≥ batch.size (catalogue.RULES)
         out["buffer.memory"] = str(size)
     return out
@@ -117,7 +117,7 @@ def consumer_fix(bound: str, p: Mapping[str, Any], brokers: int) -> dict[str, st
     twice the consumers, up to the partitions."""
 
     def count(key: str) -> int:
-        return max(1, int(number(p.get(key)) or 1))
+        return max(1, int(number_of(p, key) or 1))
 
     parts, cons, prods = count("partitions"), count("consumers"), count("producers")
     want_cons = cons if bound == "partitions" else 2 * cons
@@ -151,7 +151,7 @@ def slo_budget_ms(t: TrialRow, slo_ms: float | None, wait_ms: float) -> float | 
 
 def linger_fix(t: TrialRow, slo_ms: float | None) -> dict[str, str]:
     """A linger sized to the SLO's budget (slo_budget_ms), below the current one; a tenth of it without an SLO."""
-    linger = number(t.params.get("linger.ms")) or 0.0
+    linger = number_of(t.params, "linger.ms") or 0.0
     budget = slo_budget_ms(t, slo_ms, linger)
     return {"linger.ms": str(int(min(linger - 1, budget if budget is not None else linger / 10)))}
 
@@ -162,8 +162,8 @@ def fetch_fix(t: TrialRow, slo_ms: float | None, brokers: int) -> dict[str, str]
     wait is capped at the SLO's budget; with fetches already answered at once the wait is the consumer's own
     (its loop, its share of partitions): more consumers."""
     p = t.params
-    if (number(p.get("fetch.min.bytes")) or 1) > 1:
-        wait = number(p.get("fetch.wait.max.ms"))
+    if (number_of(p, "fetch.min.bytes") or 1) > 1:
+        wait = number_of(p, "fetch.wait.max.ms")
         wait = 500.0 if wait is None else wait  # Kafka's default fetch.wait.max.ms
         out = {"fetch.min.bytes": "1"}
         budget = slo_budget_ms(t, slo_ms, wait)
@@ -178,7 +178,7 @@ def latency_fix(part: str, t: TrialRow, brokers: int = 3, slo_ms: float | None =
     the waits a client is configured to make are sized to the budget the SLO (`slo_ms`, p99 end-to-end) leaves."""
     p = t.params
     if part == "client_queue_ms":
-        linger = number(p.get("linger.ms"))
+        linger = number_of(p, "linger.ms")
         queue = number(t.client_queue_ms) or 0
         if linger is not None and linger >= 1 and queue <= 2 * linger + diagnose.QUEUE_SLACK_MS:  # the linger's wait
             return linger_fix(t, slo_ms)

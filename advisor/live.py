@@ -24,7 +24,7 @@ from brokerconf.apply import BrokerConfigs
 from brokerconf.catalogue import READ_BACK_KEYS
 from cluster import metrics, target
 from core.errors import EnvironmentProblem
-from core.units import MB, number
+from core.units import MB, number_of
 from records.profile import ClusterProfile
 from records.trialrow import TrialRow
 from spark.series import EVIDENCE, evidence
@@ -56,10 +56,10 @@ def live_config_rules(configs: dict[str, dict[str, str | None]], brokers: int) -
             )
         )
     # judged by the RF the brokers give topics created without one (read back), when they agree on it
-    rfs = {number(c.get("default.replication.factor")) for c in configs.values()}
+    rfs = {number_of(c, "default.replication.factor") for c in configs.values()}
     if len(rfs) == 1 and (rf := rfs.pop()) is not None:
         recs += rule_durability(pd.DataFrame(rows), Context(brokers=brokers, rf=int(rf)))
-    small = [r for r in rows if (number(r["params"].get("replica.fetch.max.bytes")) or 1048576) < 1048576]
+    small = [r for r in rows if (number_of(r["params"], "replica.fetch.max.bytes") or 1048576) < 1048576]
     if small:
         recs.append(
             Recommendation(

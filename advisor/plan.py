@@ -19,6 +19,7 @@ from advisor import diagnose
 from advisor.trials import best_trial, complete, representative, strict_mask
 from core.errors import UserError
 from core.stats import Interval, mean_interval
+from core.units import number_of
 from records.profile import ClusterProfile, Limits
 
 # docs/reference.md §1 (hand-tuned, 3 brokers, 10GbE): 803 MB/s = 70 % of the ceiling with 40 producers and
@@ -135,7 +136,7 @@ def _study_basis(
 
     def count(key: str) -> int:
         try:
-            return max(1, int(float(p.get(key) or 1)))
+            return max(1, int(number_of(p, key) or 1))
         except ValueError:
             return 1
 

@@ -21,7 +21,8 @@ from advisor.setup import rule_controller, rule_durability, rule_recompression
 from advisor.trials import best_trial, chosen_trial, complete, defaults_trial, no_rate_trial
 from advisor.verdict import rule_confirmed
 from brokerconf import catalogue
-from core.units import number
+from core.acks import acks as producer_acks
+from core.units import number_of
 from records.analysis import trial_rows
 from records.trialrow import TrialRow
 
@@ -161,7 +162,7 @@ def rule_replica_fetchers(trials: pd.DataFrame, ctx: Context) -> list[Recommenda
     n = ctx.brokers
 
     def fetchers(t: TrialRow) -> float:
-        return number(t.params.get("num.replica.fetchers")) or DEFAULT_FETCHERS
+        return number_of(t.params, "num.replica.fetchers") or DEFAULT_FETCHERS
 
     def multiple(t: TrialRow) -> bool:
         return fetchers(t) > DEFAULT_FETCHERS and fetchers(t) % n == 0
@@ -206,7 +207,7 @@ def rule_replication(trials: pd.DataFrame, ctx: Context) -> list[Recommendation]
     for t in trial_rows(complete(trials)):
         ratio = t.replication_ratio
         ur = t.under_replicated_seconds or 0
-        acks = t.params.get("acks", "all")
+        acks = producer_acks(t.params)
         if (ratio is not None and ratio < 0.9 * (rf - 1)) or ur > 0 or (t.isr_shrinks or 0) > 0:
             lagging.append((t, ratio, ur, acks))
     if not lagging:

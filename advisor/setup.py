@@ -18,7 +18,7 @@ import pandas as pd
 from advisor.context import Context
 from advisor.recommendation import Recommendation
 from advisor.trials import complete
-from core.units import number
+from core.units import number, number_of
 from records.analysis import trial_rows
 from records.trialrow import TrialRow
 
@@ -30,7 +30,7 @@ def min_isr(t: TrialRow) -> tuple[float | None, str]:
     topic = (t.topic_config or {}).get("min.insync.replicas")
     if topic is not None:
         return number(topic), "topic"
-    return number(t.params.get("min.insync.replicas")), "broker"
+    return number_of(t.params, "min.insync.replicas"), "broker"
 
 
 def durability_problem(t: TrialRow, rf: int) -> str | None:

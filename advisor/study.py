@@ -21,6 +21,7 @@ from advisor.noise import Effect, effects
 from advisor.recommendation import Recommendation
 from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
+from core.acks import acks as producer_acks
 from records.analysis import AnalysisSummary, load_table, read_analysis_summary
 from records.confirmation import Arm
 from records.profile import Limits
@@ -110,7 +111,7 @@ def durability(trials: pd.DataFrame) -> list[str]:
     if done.empty:
         return []
     done = done.assign(
-        acks=done["params"].map(lambda p: str(p.get("acks", "all")).replace("-1", "all")),
+        acks=done["params"].map(producer_acks),
         flushed=done["params"].map(_flushed).astype(bool),
     )
 

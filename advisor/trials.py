@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from core.acks import acks
 from records.analysis import trial_row
 from records.summary import Summary
 from records.trialrow import TrialRow
@@ -20,7 +21,7 @@ def complete(trials: pd.DataFrame) -> pd.DataFrame:
 
 def strict_mask(trials: pd.DataFrame) -> pd.Series:
     """Which trials ran with acks=all (synchronous replication)."""
-    return trials["params"].map(lambda p: (p or {}).get("acks", "all") in ("all", "-1")).astype(bool)
+    return trials["params"].map(lambda p: acks(p) == "all").astype(bool)
 
 
 def best_trial(trials: pd.DataFrame) -> TrialRow | None:

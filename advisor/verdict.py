@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from advisor.recommendation import Recommendation
 from brokerconf import catalogue
+from core.acks import acks as producer_acks
 from loadgen.sustainable import Slo
 from records.confirmation import Arm, Comparison, Config, Confirmation, KeyEffect
 from records.summary import Summary
@@ -137,7 +138,7 @@ def _current_lines(s: Summary, conf: Confirmation) -> list[str]:
     cur = s.baselines.get("current")
     if cur is None or conf.arm("baseline:current") is not None:
         return []
-    acks = str(cur.config.get("acks"))
+    acks = producer_acks(cur.config)
     why = (
         "it is the same configuration as another candidate above"
         if acks == "all"

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from core import files
+from core.acks import acks
 from core.errors import UserError
 from records import result
 from records import run as runs
@@ -294,7 +295,7 @@ def _with_counts(config: dict[str, str], r: result.RunResult) -> dict[str, str]:
     for name in WORKLOAD_PARAMS:
         if (n := getattr(r, name)) is not None:
             config.setdefault(name, str(n))
-    config.setdefault("acks", str(r.producer_config.get("acks", "all")))
+    config.setdefault("acks", acks(r.producer_config))
     return config
 
 

@@ -39,6 +39,7 @@ import optuna
 
 from brokerconf import catalogue
 from core import stats
+from core.acks import acks
 from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
 from records.summary import Best
 from records.trial import TrialMeta
@@ -92,7 +93,7 @@ def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def acks_all(cfg: Mapping[str, Any]) -> bool:
-    return str(cfg.get("acks", "all")) in ("all", "-1")
+    return acks(cfg) == "all"
 
 
 def candidates(sw: Phases) -> list[tuple[str, space.Config]]:

@@ -24,6 +24,7 @@ import optuna
 from optuna.trial import TrialState
 
 from brokerconf import catalogue
+from core.acks import acks
 from core.errors import EnvironmentProblem
 from core.stats import Interval
 from loadgen.runner import RawRun, Tick
@@ -381,6 +382,6 @@ class Sweep:
             key=lambda t: t.datetime_start or datetime.min,
         )
         for i, t in enumerate(trials, 1):
-            if t.state == TrialState.COMPLETE and TrialAttrs.of(t).config.get("acks") == "all" and t.values[0] >= level:
+            if t.state == TrialState.COMPLETE and acks(TrialAttrs.of(t).config) == "all" and t.values[0] >= level:
                 return i
         return None

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brokerconf import catalogue
+from core.acks import acks
 from core.typed import to_json
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
@@ -34,7 +35,7 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     # and the ramps placed under them moved (docs/measurement.md, "Figures behind the code's thresholds").
     d["publishLatencyAtMaxRate"] = True
     # acks=0 has nothing to verify (see _constraints) and its consumers can trail by minutes: stop soon.
-    d["drainTimeoutSeconds"] = 5 if str(cfg.get("acks", "all")) == "0" else m.drain_timeout_s
+    d["drainTimeoutSeconds"] = 5 if acks(cfg) == "0" else m.drain_timeout_s
     return parse_workload(d, "trial workload")
 
 

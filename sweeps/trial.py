@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from brokerconf import catalogue
+from core.acks import acks
 from core.typed import to_json
 from faults.disturbed import disturbances, nothing_consumed
 from faults.inject import Injector
@@ -351,7 +352,7 @@ class _Trial:
         h = s.hold.headroom
         why = sustainable.judge_run(sm, rate, s.slo.scaled(h))
         why += f" ({h:.0%} of the SLO: hold.headroom)" if why and h < 1 else ""
-        lost = (sm.lost or 0) if str(self.cfg.get("acks", "all")) != "0" else 0
+        lost = (sm.lost or 0) if acks(self.cfg) != "0" else 0
         if lost > s.constraints.max_lost:
             why = f"lost {lost} > {s.constraints.max_lost}" + (f"; {why}" if why else "")
         e2e, pub = sm.end_to_end_latency_ms.p99, sm.publish_latency_ms.p99
@@ -381,16 +382,16 @@ class _Trial:
 
     def _judge(self, s: RunSummary, wins: list[float]) -> None:
         """The objectives and constraints from the run's summary and its window rates (sweeps.protocol)."""
-        out, acks = self.outcome, str(self.cfg.get("acks", "all"))
+        out, produce_acks = self.outcome, acks(self.cfg)
         out.windows_mb_s = wins
         out.values = objective_values(s, wins)
-        out.constraints, out.violations = constraints(self.spec, s, acks)
+        out.constraints, out.violations = constraints(self.spec, s, produce_acks)
         out.measure_s = self.spec.measurement.window_s * self.spec.measurement.windows
         out.ok = (s.acknowledged or 0) > 0
         if not out.ok:
             out.fail_reason = f"nothing acknowledged: {list(s.publish_error_samples)}"
         self.record = replace(
             self.record,
-            measured=measured(s, wins, out.values, acks, self.target.ceiling_mb_s),
+            measured=measured(s, wins, out.values, produce_acks, self.target.ceiling_mb_s),
             constraints={"values": out.constraints, "violated": out.violations},
         )

@@ -107,13 +107,13 @@ def harness_run(t: SystemTarget, w: Workload, out: Path) -> tuple[runner.RawRun,
 def per_second(raw: runner.RawRun, role: str) -> list[float]:
     """Messages per whole measured second, summed over the role's workers."""
     w = raw.workload
-    by: dict[int, int] = defaultdict(int)
+    by: defaultdict[int, int] = defaultdict(int)
     for tk in raw.ticks:
         if tk.role == role and runner.phase_of(tk.second, w.warmup_seconds, w.test_seconds) == "measure":
             by[tk.second] += tk.msgs
     n = runner.measured_seconds(w.warmup_seconds, w.test_seconds)
     first = math.ceil(w.warmup_seconds)
-    return [float(by.get(first + i, 0)) for i in range(n)]
+    return [float(by[first + i]) for i in range(n)]
 
 
 def error_text(e: BaseException) -> str:

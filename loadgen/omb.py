@@ -11,7 +11,7 @@ result.json's). Backlog is OMB's: subscriptions × acknowledged − received, co
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hdrh.histogram import HdrHistogram
@@ -63,7 +63,7 @@ def _merge(encoded: Iterable[bytes | None]) -> HdrHistogram | None:
 
 
 def _windows(
-    by: Mapping[tuple[str, int], list[Tick]], measured: Sequence[int], subs: int, timed: bool
+    by: defaultdict[tuple[str, int], list[Tick]], measured: Sequence[int], subs: int, timed: bool
 ) -> dict[str, list[Any]]:
     """OMB's per-window series over the measured seconds (WINDOW_S each): rates, errors, the backlog at each
     window's end (subscriptions × acknowledged − received) and each window's latency quantiles."""
@@ -71,13 +71,13 @@ def _windows(
     owed: dict[int, int] = {}  # second -> the backlog at its end
     acked = received = 0
     for s in range(max(measured, default=-1) + 1):
-        acked += sum(t.msgs for t in by.get(("producer", s), []))
-        received += sum(t.msgs for t in by.get(("consumer", s), []))
+        acked += sum(t.msgs for t in by["producer", s])
+        received += sum(t.msgs for t in by["consumer", s])
         owed[s] = subs * acked - received
     for i in range(0, len(measured), WINDOW_S):
         secs = list(measured[i : i + WINDOW_S])
-        prod = [t for s in secs for t in by.get(("producer", s), [])]
-        cons = [t for s in secs for t in by.get(("consumer", s), [])]
+        prod = [t for s in secs for t in by["producer", s]]
+        cons = [t for s in secs for t in by["consumer", s]]
         n = len(secs)
         series["publishRate"].append(sum(t.msgs for t in prod) / n)
         series["publishErrorRate"].append(sum(t.errors for t in prod) / n)
@@ -105,7 +105,7 @@ def omb_result(
     publish, publish-delay and end-to-end histograms, `timed` whether payloads carried their send time,
     `driver` the name to report (an OMB driver file's `name`; else kafkatune's driver)."""
     w = raw.workload
-    by: dict[tuple[str, int], list[Tick]] = defaultdict(list)
+    by: defaultdict[tuple[str, int], list[Tick]] = defaultdict(list)
     for t in raw.ticks:
         by[(t.role, t.second)].append(t)
     subs = w.subscriptionsPerTopic

@@ -224,12 +224,12 @@ def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
 
 def _series(raw: RawRun, timed: bool) -> dict[str, list[float]]:
     """Per-second series over the whole run (OMB keeps them as lists), merged across workers."""
-    by: dict[tuple[str, int], list[Any]] = defaultdict(list)
+    by: defaultdict[tuple[str, int], list[Any]] = defaultdict(list)
     for t in raw.ticks:
         by[(t.role, t.second)].append(t)
     series: dict[str, list[float]] = defaultdict(list)
     for s in sorted({t.second for t in raw.ticks}):
-        prod, cons = by.get(("producer", s), []), by.get(("consumer", s), [])
+        prod, cons = by["producer", s], by["consumer", s]
         series["publishRate"].append(float(sum(t.msgs for t in prod)))
         series["consumeRate"].append(float(sum(t.msgs for t in cons)))
         series["publishErrorRate"].append(float(sum(t.errors for t in prod)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,9 +68,9 @@ def _limited(raw: runner.RawRun) -> list[str]:
     (`clientside.never_waited`: its loop may read lower on cores it shares with the brokers, runnable, not run)."""
     w = raw.workload
     window, measure = _measured(raw)
-    full: dict[int, int] = dict.fromkeys(raw.producers, 0)
+    full: Counter[int] = Counter(dict.fromkeys(raw.producers, 0))
     for t in measure:
-        full[t.wid] = full.get(t.wid, 0) + t.buffer_full
+        full[t.wid] += t.buffer_full
     loops = clientside.loop_util_by_worker(raw)
     backpressure = load_driver(w.driver).full_buffer_backpressure
     linger = w.str_map("producerConfig").get("linger.ms")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -99,7 +100,7 @@ class Searcher:
         self.first = max(1.0, search.start * probe_msg_s)
         self.open = _Open(self.first, round(w.warmup_seconds), "bracket")
         self._seen = 0  # ticks of raw.ticks already counted
-        self._count: dict[tuple[str, int], int] = {}
+        self._count: Counter[tuple[str, int]] = Counter()  # ticks in by role and second
         self._by_second: dict[int, list[runner.Tick]] = {}
         self._next_second = 0  # the first second not yet complete
         self._sent_total = self._received_total = 0
@@ -108,7 +109,7 @@ class Searcher:
     # ---- the runner's side ----------------------------------------------------------------------------------------
     def __call__(self, raw: RawRun, publish: runner.Publish) -> bool:
         for t in raw.ticks[self._seen :]:
-            self._count[(t.role, t.second)] = self._count.get((t.role, t.second), 0) + 1
+            self._count[(t.role, t.second)] += 1
             self._by_second.setdefault(t.second, []).append(t)
         self._seen = len(raw.ticks)
         while not self.done and self._complete(self._next_second):
@@ -117,7 +118,7 @@ class Searcher:
         return self.done
 
     def _complete(self, s: int) -> bool:
-        return self._count.get(("producer", s), 0) >= self.n_prod and self._count.get(("consumer", s), 0) >= self.n_cons
+        return self._count["producer", s] >= self.n_prod and self._count["consumer", s] >= self.n_cons
 
     def _second(self, s: int, publish: runner.Publish) -> None:
         ticks = self._by_second.pop(s, [])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,10 +173,10 @@ def warm_up(
 
 def _acked_rate(raw: runner.RawRun) -> float:
     """Acknowledged msg/s over the seconds a warm-up shape ran (it may end early, once quiet: not its whole cap)."""
-    acked: dict[int, int] = {}
+    acked: Counter[int] = Counter()
     for t in raw.ticks:
         if t.role == "producer":
-            acked[t.second] = acked.get(t.second, 0) + t.msgs
+            acked[t.second] += t.msgs
     full = [n for s, n in sorted(acked.items()) if raw.stopped_early_at is None or s < raw.stopped_early_at][1:]
     return sum(full) / len(full) if full else 0.0
 

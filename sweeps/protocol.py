@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,13 +40,13 @@ def trial_workload(spec: Spec, cfg: Mapping[str, int | str], groups: Mapping[str
     return parse_workload(d, "trial workload")
 
 
-def _consumed_by_second(raw: RawRun) -> tuple[dict[int, int], list[int]]:
+def _consumed_by_second(raw: RawRun) -> tuple[Counter[int], list[int]]:
     """The consumers' bytes per second of the run, and the measured seconds among them, in order."""
     w = raw.workload
-    by_sec: dict[int, int] = {}
+    by_sec: Counter[int] = Counter()
     for t in raw.ticks:
         if t.role == "consumer":
-            by_sec[t.second] = by_sec.get(t.second, 0) + t.nbytes
+            by_sec[t.second] += t.nbytes
     return by_sec, sorted(s for s in by_sec if phase_of(s, w.warmup_seconds, w.test_seconds) == "measure")
 
 
@@ -79,7 +80,7 @@ def warmup_curve(raw: RawRun) -> list[float] | None:
     if not warm or not level:
         return None
     end = min(warm + CURVE_INTO_WINDOW_S, measure[-1] + 1)
-    return [round(by_sec.get(sec, 0) / level, 3) for sec in range(end)]
+    return [round(by_sec[sec] / level, 3) for sec in range(end)]
 
 
 def constraints(spec: Spec, summary: RunSummary, acks: str) -> tuple[dict[str, float], list[str]]:

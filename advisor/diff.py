@@ -30,7 +30,7 @@ from core.stats import Interval, difference, mean_interval
 from records import run as runs
 from records.omb import imported_result, read_omb
 from records.result import RunResult
-from records.result import read as read_result
+from records.run import read_result
 from records.summary import read_summary
 
 # metric -> (label, unit, better: "higher" | "lower")
@@ -124,7 +124,7 @@ def _latencies_only(side: Side, res: RunResult) -> None:
 def _one(side: Side, p: Path) -> str:
     if p.is_file():
         doc = read_omb(p)
-        return _from_result(side, RunResult.from_json(imported_result(doc, str(p)), str(p)), str(p))
+        return _from_result(side, imported_result(doc, str(p)), str(p))
     if runs.has_result(p):
         return _from_result(side, read_result(p), str(p))
     raise UserError(f"{p}: not a run folder (no result.json), a study folder (no summary.json) or an OMB result")

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
 from core.units import MB
-from records import result
 from records import run as runs
 from records import trial as trials
 from records.result import Step
@@ -288,7 +287,7 @@ def of_trial(trial_dir: Path, nic: float | None) -> Diagnosis | None:
     if rec is not None:
         steps, run = rec.steps, trial_dir / trials.SEARCH_RUN
     elif runs.has_result(trial_dir):
-        found = result.read(trial_dir).sustainable
+        found = runs.read_result(trial_dir).sustainable
         steps, run = list(found.steps) if found else [], trial_dir
     else:
         return None

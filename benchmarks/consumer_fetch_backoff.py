@@ -27,6 +27,7 @@ from typing import Any
 
 from _common import log, median, testbed
 
+from core.typed import to_json
 from drivers import api
 from drivers.kafka import HARNESS_CONSUMER
 from loadgen import payload, result, runner
@@ -96,7 +97,7 @@ def max_rate(boot: str, conf: dict[str, str]) -> dict[str, Any]:
         }
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": boot}).quiet())
-    s = result.build(raw)[0]["summary"]
+    s = to_json(result.build(raw).result.summary)
     return {
         "publish_mb_s": s["publish_mb_s"],
         "consume_mb_s": s["consume_mb_s"],

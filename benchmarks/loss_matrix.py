@@ -55,17 +55,17 @@ def main() -> None:
                 raw = runner.run(w, at.quiet())
             finally:
                 events = inj.finish()
-            s = result.build(raw).result["summary"]
+            s = result.build(raw).result.summary
             v = raw.verified
             row = {
                 "run": i,
-                "acknowledged": s["acknowledged"],
-                "consumed": s["consumed"],
+                "acknowledged": s.acknowledged,
+                "consumed": s.consumed,
                 "missing": v.missing if v else 0,
-                "not_consumed_in_time": s["not_consumed_in_time"],
-                "lost": s["lost"],
-                "verified": s["loss_verified"],
-                "recovery_s": (events[0] if events else {}).get("recovery_s"),
+                "not_consumed_in_time": s.not_consumed_in_time,
+                "lost": s.lost,
+                "verified": s.loss_verified,
+                "recovery_s": events[0].recovery_s if events else None,
             }
             rows.append(row)
             log(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from _common import log, median, testbed
 
+from core.typed import to_json
 from loadgen import result, runner
 from loadgen.workload import parse_workload
 from testbed import netns
@@ -44,7 +45,7 @@ def one_run(tb: object, rate: float, seconds: float) -> dict[str, float | None]:
         {nd.id: nd.metrics_url for nd in st.nodes},
     )
     raw = runner.run(w, at.quiet())
-    s = result.build(raw)[0]["summary"]
+    s = to_json(result.build(raw).result.summary)
     return {"p99_e2e_ms": s["end_to_end_latency_ms"]["p99"], "consume_msg_s": s["consume_msg_s"]}
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import psutil
 from _common import log, median, testbed
 
+from core.typed import to_json
 from drivers import api
 from loadgen import result, runner
 from loadgen.workload import parse_workload
@@ -127,7 +128,7 @@ def kafkatune_run(
         }
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": boot}).quiet())
-    s = result.build(raw)[0]["summary"]
+    s = to_json(result.build(raw).result.summary)
     if s["warnings"]:
         log(f"  kafkatune x{processes}: {'; '.join(s['warnings'])}")
     return float(s["publish_mb_s"]), cpu_per_record_us(raw)

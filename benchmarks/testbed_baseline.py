@@ -21,6 +21,7 @@ from pathlib import Path
 
 from _common import log, median, testbed
 
+from core.typed import to_json
 from loadgen import result, runner
 from loadgen.workload import parse_workload
 from testbed import dist, netns
@@ -73,7 +74,7 @@ def baseline(nic: float, seconds: float, warm_up_s: float) -> dict[str, object]:
             say=log,
         )
         raw = runner.run(w, at)
-        s = result.build(raw)[0]["summary"]
+        s = to_json(result.build(raw).result.summary)
         return {
             "nic_mb_s_configured": nic,
             "nic_mb_s_measured": b,

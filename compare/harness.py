@@ -101,7 +101,7 @@ def harness_run(t: SystemTarget, w: Workload, out: Path) -> tuple[runner.RawRun,
     raw = runner.run(w, runner.RunSettings(t.common, t.client_netns).quiet())
     rec = res.build(raw, None, {"client": t.system.driver, "system": t.name})
     write_run(out, rec)
-    return raw, RunResult.from_json(rec.result, str(out))
+    return raw, rec.result
 
 
 def per_second(raw: runner.RawRun, role: str) -> list[float]:

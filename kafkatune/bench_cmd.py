@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from loadgen.runner import chain
 from loadgen.sustainable import Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
-from records.result import Link, RunResult, RunSummary
+from records.result import DriverFileUsed, Link, RunResult, RunSummary
 from records.run import RunRecord
 from records.study import with_links
 from records.trialrow import TrialRow
@@ -64,8 +65,7 @@ def _measure(
         rec = bench.measure(w, t, on_tick=chain(view, inj.on_tick), say=say, **kw)
     finally:
         events = inj.finish()
-    rec.result["faults"] = [to_json(e) for e in events]
-    return rec
+    return rec._replace(result=replace(rec.result, faults=tuple(events)))
 
 
 def _degraded(links: Sequence[Link]) -> str | None:
@@ -73,15 +73,15 @@ def _degraded(links: Sequence[Link]) -> str | None:
     return links_judge.degraded(with_links(TrialRow(), links)) if links else None
 
 
-def _show(rec: RunRecord, res: RunResult, d: Path, as_json: bool) -> None:
+def _show(res: RunResult, d: Path, as_json: bool) -> None:
     """The run's summary: one JSON line (--json), or the tables (with the search, scale-out and degraded link)."""
     degraded = _degraded(res.links)
     if as_json:
-        summary = {k: v for k, v in rec.result["summary"].items() if k != "per_producer"}
+        summary = {k: v for k, v in to_json(res.summary).items() if k != "per_producer"}
         extra = {
-            "sustainable": rec.result.get("sustainable"),
+            "sustainable": to_json(res.sustainable),
             "degraded_link": degraded,
-            "scaled_out": rec.result.get("scaled_out"),
+            "scaled_out": to_json(res.scaled_out),
         }
         click.echo(json.dumps({"out": str(d), **summary, **extra}))
         return
@@ -136,11 +136,11 @@ def _with_driver(w: Workload, driver_file: Path | None) -> tuple[Workload, Drive
     return w, df, notes
 
 
-def _name_driver_file(rec: RunRecord, df: DriverFile, notes: list[str]) -> None:
+def _name_driver_file(rec: RunRecord, df: DriverFile, notes: list[str]) -> RunRecord:
     """OMB reports the driver file's name; the record keeps the file and what was not applied."""
     if rec.omb is not None:
         rec.omb["driver"] = df.name
-    rec.result["driver_file"] = {"path": df.path, "name": df.name, "notes": notes}
+    return rec._replace(result=replace(rec.result, driver_file=DriverFileUsed(str(df.path), df.name, tuple(notes))))
 
 
 def _dry_run(w: Workload, workload: Path, where: str, run_dir: Path) -> None:
@@ -277,9 +277,8 @@ def command(
             )
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:
-        _name_driver_file(rec, df, notes)
+        rec = _name_driver_file(rec, df, notes)
     runs.write_run(d, rec)
     runs.copy_workload(d, workload)
-    res = RunResult.from_json(rec.result, str(d / runs.RESULT))
-    _show(rec, res, d, as_json)
-    _judge(res.summary, d)
+    _show(rec.result, d, as_json)
+    _judge(rec.result.summary, d)

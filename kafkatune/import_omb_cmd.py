@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 
 from core import paths
+from core.typed import to_json
 from kafkatune.options import say
 from records import run as runs
 from records.omb import read_omb, windows
-from records.result import read
 
 
 @click.command("import-omb")
@@ -36,12 +36,11 @@ def command(result: Path, runs_dir: Path, out: Path | None, as_json: bool) -> No
     """
     doc = read_omb(result)
     d = out or runs.new_run_dir(runs_dir, paths.slug(str(doc["workload"]), "omb") + "-omb")
-    runs.import_omb(d, doc, str(result))
+    s = runs.import_omb(d, doc, str(result)).summary
     if as_json:
-        click.echo(json.dumps({"out": str(d), **runs.read_result(d)["summary"]}))
+        click.echo(json.dumps({"out": str(d), **to_json(s)}))
         return
     say(f"imported {result}: {doc['workload']} ({doc['driver']}), {windows(doc)} windows of 10 s")
-    s = read(d).summary
     if s.publish_msg_s is None:
         click.echo(f"{d}: the result holds no window")
         return

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from brokerconf.apply import current_configs
 from cluster.target import Target
 from core.errors import UserError
-from core.typed import to_json
 from drivers.api import load_driver
 from loadgen import result, runner, scaleout, search
 from loadgen.backlog import GIB
@@ -110,14 +110,13 @@ def measure(
     rec = result.build(raw, t.profile, client, slo_ms, tail_s)
     if found is not None and slo_ms is not None:
         result.judge_step_tails(raw, found, slo_ms)
-    rec.result["brokerConfig"] = brokers
-    if seen is not None:
-        rec.result["links"] = [to_json(x) for x in seen]
-    if raw.backlog is not None:
-        rec.result["backlog"] = to_json(raw.backlog)
-    if grown is not None and grown.scaled:
-        rec.result["scaled_out"] = to_json(grown.record())
+    done = replace(
+        rec.result,
+        broker_config=brokers,
+        links=tuple(seen or ()),
+        backlog=raw.backlog,
+        scaled_out=grown.record() if grown is not None and grown.scaled else None,
+    )
     if found is not None and probe is not None:
-        rec.result["sustainable"] = found.as_dict()
-        rec.result["probe"] = result.build(probe, t.profile, client).result["summary"]
-    return rec
+        done = replace(done, sustainable=found.record(), probe=result.build(probe, t.profile, client).result.summary)
+    return rec._replace(result=done)

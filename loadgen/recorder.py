@@ -13,6 +13,9 @@ from collections.abc import Iterable
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
+from core.typed import from_json
+from records.result import Latency
+
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
 SIG_DIGITS = 3
@@ -86,26 +89,19 @@ def mean_std(h: HdrHistogram) -> tuple[float, float]:
     return mean, float(np.sqrt((c * (mid - mean) ** 2).sum() / n))
 
 
-def summary_ms(h: HdrHistogram, why_empty: str = "no samples") -> dict[str, float | int | str | None]:
+def summary_ms(h: HdrHistogram, why_empty: str = "no samples") -> Latency:
     """count, mean, std, min, the percentiles and max, in ms.
 
     An empty histogram measured nothing: every figure is None and `missing` says why (`why_empty`), so no
     reader can print a latency that was not measured.
     """
     n = h.get_total_count()
-    out: dict[str, float | int | str | None] = {"count": n}
     if n == 0:
-        out.update(mean=None, std=None, min=None, max=None, **{f"p{p:g}": None for p in PERCENTILES})
-        out["missing"] = why_empty
-        return out
+        return Latency(missing=why_empty)
     mean, std = mean_std(h)
-    out["mean"] = mean / 1000
-    out["std"] = std / 1000
-    out["min"] = h.get_min_value() / 1000
-    for p, v in zip(PERCENTILES, percentiles(h, PERCENTILES), strict=True):
-        out[f"p{p:g}"] = v / 1000
-    out["max"] = h.get_max_value() / 1000
-    return out
+    pcts = {f"p{p:g}": v / 1000 for p, v in zip(PERCENTILES, percentiles(h, PERCENTILES), strict=True)}
+    figures = {"count": n, "mean": mean / 1000, "std": std / 1000, "min": h.get_min_value() / 1000, **pcts}
+    return from_json(Latency, {**figures, "max": h.get_max_value() / 1000}, "latency")
 
 
 def record_many(h: HdrHistogram, values_ns: np.ndarray) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,8 +24,7 @@ from loadgen.rawrun import EVIDENCE_FIELDS, ConsumerEnd, ProducerEnd
 from loadgen.runner import RawRun, measured_seconds, phase_of
 from loadgen.sustainable import Sustainable
 from records.profile import ClusterProfile
-from records.result import ProducerLoss
-from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
+from records.result import ProducerLoss, RunResult, RunSummary
 from records.run import RunRecord
 from records.seconds import BrokerSecond, HostSecond
 
@@ -69,10 +68,10 @@ def _phase(raw: RawRun, second: int) -> str:
     return phase_of(second, raw.workload.warmup_seconds, raw.test_s)
 
 
-def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, Any]:
+def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, float]:
     """OMB's aggregated fields for one histogram; `scale` turns µs into the field's unit."""
     n = h.get_total_count()
-    out: dict[str, Any] = {f"{prefix}Avg": (recorder.mean_std(h)[0] * scale) if n else 0.0}
+    out: dict[str, float] = {f"{prefix}Avg": (recorder.mean_std(h)[0] * scale) if n else 0.0}
     values = recorder.percentiles(h, [p for _, p in _OMB_PCTS])
     for (name, _), v in zip(_OMB_PCTS, values, strict=True):
         out[f"{prefix}{name}"] = v * scale if n else 0.0
@@ -152,7 +151,7 @@ def _loss(raw: RawRun) -> Losses:
 def build(
     raw: RawRun,
     profile: ClusterProfile | None = None,
-    driver_info: dict[str, Any] | None = None,
+    driver_info: Mapping[str, str] | None = None,
     slo_ms: float | None = None,
     tail_seconds: Sequence[int] | None = None,
 ) -> RunRecord:
@@ -165,42 +164,50 @@ def build(
     broker_rows = brokerside.broker_rows(raw)  # as the Parquet file keeps them; typed for what reads them here
     hosts = brokerside.host_rows(raw)
     seconds = [BrokerSecond.of(r) for r in broker_rows]
-    result: dict[str, Any] = {
-        "schema_version": RUN_SCHEMA_VERSION,
-        "workload": w.name,
-        "driver": w.driver,
-        "messageSize": w.messageSize,
-        "topics": w.topics,
-        "partitions": w.partitionsPerTopic,
-        "producersPerTopic": w.producersPerTopic,
-        "consumersPerTopic": w.consumerPerSubscription * w.subscriptionsPerTopic,
-        **_series(raw, timed),
+    measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
+    summary = _summary(raw, timed, (pub, delay, e2e), seconds)
+    if slo_ms is not None and timed:
+        found = tail.budget(raw, tail_seconds or measured, slo_ms, seconds, [HostSecond.of(r) for r in hosts])
+        summary = replace(summary, tail=found)
+    aggregates = {
         **_omb_latency("aggregatedPublishLatency", pub, 1e-3),
         "aggregatedPublishLatencyQuantiles": _quantiles(pub, 1e-3),
         **_omb_latency("aggregatedPublishDelayLatency", delay, 1.0),  # µs, as OMB
         "aggregatedPublishDelayLatencyQuantiles": _quantiles(delay, 1.0),
         **_omb_latency("aggregatedEndToEndLatency", e2e, 1e-3),
         "aggregatedEndToEndLatencyQuantiles": _quantiles(e2e, 1e-3),
-        "summary": _summary(raw, timed, pub, delay, e2e, seconds),
-        "topics_used": raw.topics,
-        "client_hosts": sorted({h or "local" for h in raw.worker_hosts.values()}),
-        "per_client_host": _per_host(raw),
-        "started_ns": raw.started_wall_ns,
-        "timing": to_json(raw.timing),
-        "producerConfig": w.str_map("producerConfig"),
-        "consumerConfig": w.str_map("consumerConfig"),
-        "topicConfig": w.str_map("topicConfig"),
-        "profile": profile.to_json() if profile else None,
-        "driver_info": driver_info or {},
     }
+    omb_fields = {**_series(raw, timed), **aggregates}
+    result = RunResult.from_json(  # the workload's counts and the aggregates under OMB's names, typed
+        {
+            "workload": w.name,
+            "driver": w.driver,
+            "messageSize": w.messageSize,
+            "topics": w.topics,
+            "partitions": w.partitionsPerTopic,
+            "producersPerTopic": w.producersPerTopic,
+            "consumersPerTopic": w.consumerPerSubscription * w.subscriptionsPerTopic,
+            **aggregates,
+        }
+    )
+    result = replace(
+        result,
+        summary=summary,
+        topics_used=tuple(raw.topics),
+        client_hosts=tuple(sorted({h or "local" for h in raw.worker_hosts.values()})),
+        per_client_host=_per_host(raw),
+        started_ns=raw.started_wall_ns,
+        timing=to_json(raw.timing),
+        producer_config=w.str_map("producerConfig"),
+        consumer_config=w.str_map("consumerConfig"),
+        topic_config=w.str_map("topicConfig"),
+        profile=profile.to_json() if profile else None,
+        driver_info=dict(driver_info or {}),
+    )
     brokers = pa.Table.from_pylist(broker_rows) if broker_rows else pa.table({"broker_id": pa.array([], pa.int64())})
-    measured = sorted({t.second for t in raw.ticks if _phase(raw, t.second) == "measure"})
     doc = omb.omb_result(raw, measured, (pub, delay, e2e), timed)
-    if slo_ms is not None and timed:
-        found = tail.budget(raw, tail_seconds or measured, slo_ms, seconds, [HostSecond.of(r) for r in hosts])
-        result["summary"]["tail"] = to_json(found)
     host = pa.Table.from_pylist(hosts) if hosts else None
-    return RunRecord(result, _samples(raw, timed), brokers, doc, host)
+    return RunRecord(result, _samples(raw, timed), brokers, doc, host, omb_fields)
 
 
 def judge_step_tails(raw: RawRun, found: Sustainable, slo_ms: float) -> None:
@@ -240,11 +247,10 @@ def _series(raw: RawRun, timed: bool) -> dict[str, list[float]]:
     return series
 
 
-def _summary(
-    raw: RawRun, timed: bool, pub: Any, delay: Any, e2e: Any, broker_rows: Sequence[BrokerSecond]
-) -> dict[str, Any]:
-    """What kafkatune reads of a run: rates over the measure window, counts, losses, latencies, warnings."""
-    w = raw.workload
+def _summary(raw: RawRun, timed: bool, hists: tuple[Any, Any, Any], broker_rows: Sequence[BrokerSecond]) -> RunSummary:
+    """What kafkatune reads of a run: rates over the measure window, counts, losses, latencies, warnings; `hists`
+    the window's publish, publish-delay and end-to-end histograms."""
+    w, (pub, delay, e2e) = raw.workload, hists
     window_s = max(1, measured_seconds(w.warmup_seconds, raw.test_s))
     meas = [t for t in raw.ticks if _phase(raw, t.second) == "measure"]
 
@@ -252,9 +258,7 @@ def _summary(
         return sum(getattr(t, field) for t in meas if t.role == role)
 
     pub_bytes, con_bytes = total("producer", "nbytes"), total("consumer", "nbytes")
-    loss = _loss(raw)
     warnings, client = clientside.summary(raw, meas)
-    client_bound = any(u > clientside.LOOP_HOT for us in client.loop_cpu_util.values() for u in us)
     if not timed:
         warnings.append(
             f"{w.messageSize}-byte payloads have no room for a send time: counted, latencies not measured (≥ 16 B)"
@@ -262,49 +266,48 @@ def _summary(
     jit = brokerside.jit_warning(broker_rows)
     if jit:
         warnings.append(jit)
-    return {
-        "window_s": window_s,
-        "warmup_s": w.warmup_seconds,
-        "mode": "fixed-rate" if w.fixed_rate else "max-rate",
-        "target_rate_msg_s": w.fixed_rate,
-        "publish_msg_s": total("producer", "msgs") / window_s,
-        "send_msg_s": total("producer", "sent") / window_s,
-        "publish_mb_s": pub_bytes / window_s / MB,
-        "publish_bit_s": pub_bytes * 8 / window_s,
-        "consume_msg_s": total("consumer", "msgs") / window_s,
-        "consume_mb_s": con_bytes / window_s / MB,
-        "consume_bit_s": con_bytes * 8 / window_s,
-        **_counts(raw),
-        **to_json(loss),
-        "latency_measured": timed,
-        "publish_latency_ms": recorder.summary_ms(pub, _why_empty(raw, timed, "acknowledged")),
-        "publish_delay_ms": recorder.summary_ms(
-            delay, "max rate: there is no schedule to be late against" if not w.fixed_rate else "no sends"
-        ),
-        "end_to_end_latency_ms": recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
-        "broker_rates": to_json(brokerside.broker_summary(broker_rows)),
-        "drain_s": raw.drain_s,
-        "drain_ended": raw.drain_ended,
-        "consumer_assignment_wait_s": raw.consumer_assignment_wait_s,
-        "client": to_json(client),
-        "client_bound": client_bound,
-        "warnings": warnings,
-    }
+    late = "max rate: there is no schedule to be late against" if not w.fixed_rate else "no sends"
+    return replace(
+        _counts(raw),
+        window_s=window_s,
+        warmup_s=w.warmup_seconds,
+        mode="fixed-rate" if w.fixed_rate else "max-rate",
+        target_rate_msg_s=w.fixed_rate,
+        publish_msg_s=total("producer", "msgs") / window_s,
+        send_msg_s=total("producer", "sent") / window_s,
+        publish_mb_s=pub_bytes / window_s / MB,
+        publish_bit_s=pub_bytes * 8 / window_s,
+        consume_msg_s=total("consumer", "msgs") / window_s,
+        consume_mb_s=con_bytes / window_s / MB,
+        consume_bit_s=con_bytes * 8 / window_s,
+        **vars(_loss(raw)),
+        latency_measured=timed,
+        publish_latency_ms=recorder.summary_ms(pub, _why_empty(raw, timed, "acknowledged")),
+        publish_delay_ms=recorder.summary_ms(delay, late),
+        end_to_end_latency_ms=recorder.summary_ms(e2e, _why_empty(raw, timed, "received")),
+        broker_rates=brokerside.broker_summary(broker_rows),
+        drain_s=raw.drain_s,
+        drain_ended=raw.drain_ended,
+        consumer_assignment_wait_s=raw.consumer_assignment_wait_s,
+        client=client,
+        client_bound=any(u > clientside.LOOP_HOT for us in client.loop_cpu_util.values() for u in us),
+        warnings=tuple(warnings),
+    )
 
 
-def _counts(raw: RawRun) -> dict[str, Any]:
+def _counts(raw: RawRun) -> RunSummary:
     """The workers' own counts over the whole run: sent, acknowledged, failed, left over at the end, received."""
     producers, consumers = raw.producers.values(), raw.consumers.values()
-    return {
-        "sent": sum(p.sent for p in producers),
-        "acknowledged": sum(p.acked for p in producers),
-        "publish_errors": sum(p.errors for p in producers),
-        "unacknowledged_at_end": sum(p.outstanding for p in producers),
-        "dropped_unsent_at_end": sum(p.dropped_unsent for p in producers),
-        "consume_errors": sum(c.errors for c in consumers),
-        "publish_error_samples": sorted({e for p in producers for e in p.error_samples})[:5],
-        "consumed": sum(c.received for c in consumers),
-    }
+    return RunSummary(
+        sent=sum(p.sent for p in producers),
+        acknowledged=sum(p.acked for p in producers),
+        publish_errors=sum(p.errors for p in producers),
+        unacknowledged_at_end=sum(p.outstanding for p in producers),
+        dropped_unsent_at_end=sum(p.dropped_unsent for p in producers),
+        consume_errors=sum(c.errors for c in consumers),
+        publish_error_samples=tuple(sorted({e for p in producers for e in p.error_samples})[:5]),
+        consumed=sum(c.received for c in consumers),
+    )
 
 
 def _why_empty(raw: RawRun, timed: bool, verb: str) -> str:

@@ -26,7 +26,8 @@ from pydantic.dataclasses import dataclass as checked_dataclass
 from loadgen import runner
 from loadgen.runner import RawRun
 from loadgen.workload import Workload
-from records.result import RunSummary, Step
+from records.result import RunSummary, SloWritten, Step
+from records.result import Sustainable as Sustained
 
 KEPT_SCHEDULE = 0.97  # a step's sends: at least this share of the scheduled messages
 KEPT_UP = 0.95  # a step's receives: at least this share of the scheduled messages
@@ -118,10 +119,24 @@ class Sustainable:
         held = [s for st in self.steps if st.held for s in st.judged_s]
         return held or [s for st in self.steps for s in st.judged_s]
 
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["slo"]["describe"] = self.slo.describe()
-        return d
+    def record(self) -> Sustained:
+        """The answer as result.json and trial.json keep it (records.result.Sustainable), the SLO with its words."""
+        slo = SloWritten(self.slo.p99_e2e_ms, self.slo.p99_publish_ms, self.slo.describe())
+        return Sustained(
+            mb_s=self.mb_s,
+            rate_msg_s=self.rate_msg_s,
+            steps=tuple(self.steps),
+            note=self.note,
+            probe_msg_s=self.probe_msg_s,
+            probe_mb_s=self.probe_mb_s,
+            remeasured=tuple(self.remeasured),
+            slo=slo,
+            search=asdict(self.search),
+            message_bytes=self.message_bytes,
+            at_top=self.at_top,
+            probe_s=self.probe_s,
+            ramp_s=self.ramp_s,
+        )
 
 
 def why_not(st: Step, scheduled: float, slo: Slo) -> str:

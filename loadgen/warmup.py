@@ -31,7 +31,6 @@ from core.units import MB
 from loadgen import brokerside, result, runner
 from loadgen.rawrun import phase_of
 from loadgen.workload import parse_workload
-from records.result import RunResult
 from records.trial import WarmShape, WarmUp
 
 JIT_QUIET_CORES = 0.1  # per broker, on average over the window
@@ -211,7 +210,7 @@ def _warm_shape(
     raw = runner.run(w, where.quiet(), drain=False, stop_when=watch)
     took = time.monotonic() - t0
     jit = watch.cores(raw.broker_samples, whole=False) if watch else None
-    e2e = RunResult.from_json(result.build(raw).result).summary.end_to_end_latency_ms.p99
+    e2e = result.build(raw).result.summary.end_to_end_latency_ms.p99
     msg_s = _acked_rate(raw)
     p99 = f"end-to-end p99 {e2e:.2f} ms" if isinstance(e2e, int | float) else "end-to-end latency not measured"
     state = ""

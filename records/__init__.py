@@ -2,7 +2,7 @@
 them.
 
 Under `runs/`: a run (`result.json`, `samples.parquet`, `broker_metrics.parquet`: run.py, with result.py typing
-`result.json` for its readers; OMB's `omb-result.json`, written and imported: omb.py), a trial (`trial.json`:
+`result.json` for its writer and readers; OMB's `omb-result.json`, written and imported: omb.py), a trial (`trial.json`:
 trial.py), a study (its folder, the spec and inventory copies, `summary.json`, the broker snapshot: study.py,
 summary.py with its confirmation.py, snapshot.py), the analysis tables (analysis.py, a trials table's row:
 trialrow.py) and a comparison (comparison.py). Beside them: a cluster's profile (profile.py, one writer for the

@@ -17,12 +17,16 @@ OMB's own reader (Jackson) takes `null` in a list as a missing value.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from core import files
 from core.errors import UserError
+from core.typed import from_json
 from core.units import MB
+from records.result import Latency, RunResult, RunSummary
 
 OMB_RESULT = "omb-result.json"
 WINDOW_S = 10
@@ -108,7 +112,7 @@ def windows(doc: dict[str, Any]) -> int:
     return len(doc.get("publishRate") or [])
 
 
-# kafkatune's latency summary keys (loadgen.recorder.summary_ms) and the OMB aggregated field of each
+# kafkatune's latency figures (records.result.Latency, by JSON name) and the OMB aggregated field of each
 _SUMMARY_KEYS = {
     "mean": "Avg",
     "p50": "50pct",
@@ -121,14 +125,14 @@ _SUMMARY_KEYS = {
 }
 
 
-def _latency_summary(doc: dict[str, Any], prefix: str, scale: float) -> dict[str, Any]:
-    out: dict[str, Any] = dict.fromkeys(("count", "std", "min", "p90"))
-    for key, suffix in _SUMMARY_KEYS.items():
-        v = doc.get(f"{prefix}{suffix}")
-        out[key] = v * scale if isinstance(v, int | float) else None
-    if out["p99"] is None:
-        out["missing"] = "not in the OpenMessaging Benchmark result"
-    return out
+def _latency_summary(doc: dict[str, Any], prefix: str, scale: float) -> Latency:
+    found = {
+        key: v * scale
+        for key, suffix in _SUMMARY_KEYS.items()
+        if isinstance(v := doc.get(f"{prefix}{suffix}"), int | float)
+    }
+    missing = None if "p99" in found else "not in the OpenMessaging Benchmark result"
+    return from_json(Latency, {**found, "missing": missing}, prefix)
 
 
 def _mean(xs: list[Any]) -> float | None:
@@ -136,39 +140,33 @@ def _mean(xs: list[Any]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
-def imported_result(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    """result.json for an OMB result `doc` (read from `source`): its OMB fields as they are, and the summary
-    kafkatune reads, derived from them. Rates are the mean of the windows; what OMB does not record (loss
-    and duplicate counts, broker metrics, per-second samples, p90) is None and said in `warnings`."""
+def result_fields(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """OMB's fields as an imported run's result.json keeps them: all but `backlog`, OMB's per-window series, a name
+    result.json gives a backlog run's parts (records.result.BacklogParts); omb-result.json keeps the series."""
+    return {k: v for k, v in doc.items() if k != "backlog"}
+
+
+def imported_result(doc: dict[str, Any], source: str) -> RunResult:
+    """The record of an OMB result `doc` (read from `source`): what kafkatune reads of OMB's fields, and a summary
+    derived from them. Rates are the mean of the windows; what OMB does not record (loss and duplicate counts,
+    broker metrics, per-second samples, p90) is None and said in `warnings`."""
     size = int(doc["messageSize"])
     pub, con = _mean(doc["publishRate"]), _mean(doc["consumeRate"])
-    summary: dict[str, Any] = {
-        "window_s": WINDOW_S * windows(doc),
-        "mode": "omb-import",
-        "publish_msg_s": pub,
-        "publish_mb_s": pub * size / MB if pub is not None else None,
-        "consume_msg_s": con,
-        "consume_mb_s": con * size / MB if con is not None else None,
-        "publish_error_rate": _mean(doc["publishErrorRate"]),
-        "lost": None,
-        "duplicated": None,
-        "latency_measured": doc.get("aggregatedPublishLatency99pct") is not None,
-        "publish_latency_ms": _latency_summary(doc, "aggregatedPublishLatency", 1.0),
-        "publish_delay_ms": _latency_summary(doc, "aggregatedPublishDelayLatency", 1e-3),
-        "end_to_end_latency_ms": _latency_summary(doc, "aggregatedEndToEndLatency", 1.0),
-        "broker_rates": None,
-        "client": {},
-        "client_bound": False,
-        "warnings": [
+    summary = RunSummary(
+        window_s=WINDOW_S * windows(doc),
+        mode="omb-import",
+        publish_msg_s=pub,
+        publish_mb_s=pub * size / MB if pub is not None else None,
+        consume_msg_s=con,
+        consume_mb_s=con * size / MB if con is not None else None,
+        publish_error_rate=_mean(doc["publishErrorRate"]),
+        latency_measured=doc.get("aggregatedPublishLatency99pct") is not None,
+        publish_latency_ms=_latency_summary(doc, "aggregatedPublishLatency", 1.0),
+        publish_delay_ms=_latency_summary(doc, "aggregatedPublishDelayLatency", 1e-3),
+        end_to_end_latency_ms=_latency_summary(doc, "aggregatedEndToEndLatency", 1.0),
+        warnings=(
             f"imported from an OpenMessaging Benchmark result ({source}): {windows(doc)} windows of {WINDOW_S} s; "
-            "OMB records no loss count, broker metrics or per-second samples, so none is shown"
-        ],
-    }
-    return {
-        **doc,
-        "summary": summary,
-        "imported_from": source,
-        "producerConfig": {},
-        "consumerConfig": {},
-        "topicConfig": {},
-    }
+            "OMB records no loss count, broker metrics or per-second samples, so none is shown",
+        ),
+    )
+    return replace(RunResult.from_json(result_fields(doc), source), summary=summary, imported_from=source)

@@ -1,20 +1,22 @@
-"""A run's result.json (loadgen.result writes it), typed for its readers: the trials table, the diagnosis, the report.
+"""A run's result.json, typed: loadgen.result builds a `RunResult`, records.run writes it, and its readers (the trials
+table, the diagnosis, the report) get it back through `RunResult.from_json`.
 
-Only what kafkatune reads back is typed; OMB's own fields stay in the file for OMB's tools (records.omb). Every
-figure is as the writer put it: MB/s are 10^6 bytes received per second, latencies ms. A field an older record
-lacks takes its default, so the readers say "not measured" instead of failing.
+What kafkatune writes and reads is typed here; OMB's per-second series stay beside it in the file for OMB's tools
+(records.run.RunRecord.omb_fields). Every figure is as the writer put it: MB/s are 10^6 bytes received per second,
+latencies ms. A field an older record lacks takes its default, so the readers say "not measured" instead of failing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 from core.typed import from_json, json_name
-from records import run as runs
 from records.tail import TailBrief, TailBudget
+
+RESULT = "result.json"
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,21 @@ class RunSummary:
     tail: TailBudget | None = None  # loadgen.tail's budget, when the run had an SLO
     publish_latency_ms: Latency = Latency()
     end_to_end_latency_ms: Latency = Latency()
+    publish_delay_ms: Latency = Latency()  # each send's lateness against the schedule (fixed rate only)
+    latency_measured: bool = True  # False: the payloads had no room for a send time
     window_s: int = 0  # the measure window's length, s
     warmup_s: float = 0.0
+    target_rate_msg_s: float | None = None  # the fixed rate (None: the maximum rate)
     send_msg_s: float | None = None  # what the producers handed their clients, msg/s over the window
+    consume_bit_s: float | None = None
+    publish_error_rate: float | None = None  # an OMB import's mean publish errors per second
+    sent: int | None = None  # the workers' counts over the whole run, not the window
+    dropped_unsent_at_end: int | None = None  # never handed to the client: the run ended first
+    consume_errors: int | None = None
+    unacked_but_received: int | None = None  # received although the producer was told the send failed
+    drain_s: float | None = None  # how long the consumers drained after the producers stopped
+    drain_ended: str | None = None  # why the drain ended
+    consumer_assignment_wait_s: float | None = None  # from the consumers' start to every partition assigned
 
 
 _LATENCY_FIGURES = {json_name(f): f.name for f in fields(Latency) if f.name not in ("count", "missing")}
@@ -176,6 +190,11 @@ class Sustainable:
     probe_mb_s: float | None = None
     remeasured: tuple[str, ...] = ()  # rates that held, then missed when measured again
     slo: SloWritten = SloWritten()
+    search: Mapping[str, float] = field(default_factory=dict)  # the search's settings (loadgen.sustainable.Search)
+    message_bytes: int = 0
+    at_top: bool = False  # held at the search's cap: the rate may be higher
+    probe_s: float = 0.0  # wall time of the probe run and of the search run
+    ramp_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -249,24 +268,46 @@ class FaultEvent:
 
 
 @dataclass(frozen=True)
-class RunResult:
-    """The parts of result.json kafkatune reads back."""
+class DriverFileUsed:
+    """The OMB driver file a bench ran with (loadgen.omb_driver): where it was, its name, what was not applied."""
 
+    path: str
+    name: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's result.json as kafkatune writes and reads it (OMB's series beside it are records.run's)."""
+
+    schema_version: int = SCHEMA_VERSION  # a record without one is of the first version
     summary: RunSummary = RunSummary()
     workload: str | None = None
+    driver: str | None = None
     message_bytes: int = field(default=0, metadata={"json": "messageSize"})
+    topics: int | None = None
     partitions: int | None = None
     producers: int | None = field(default=None, metadata={"json": "producersPerTopic"})
     consumers: int | None = field(default=None, metadata={"json": "consumersPerTopic"})
     started_ns: int = 0
+    topics_used: tuple[str, ...] = ()  # the topics' names
+    client_hosts: tuple[str, ...] = ()  # where the load workers ran ("local": this machine)
+    per_client_host: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # host -> its workers' counts
+    timing: Mapping[str, int] = field(default_factory=dict)  # the run's time line (loadgen.channel.Timing), ns
+    driver_info: Mapping[str, str] = field(default_factory=dict)  # the client library and its version
+    driver_file: DriverFileUsed | None = None
+    imported_from: str | None = None  # an OMB result file this record was imported from (records.omb)
     producer_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "producerConfig"})
     consumer_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "consumerConfig"})
     topic_config: Mapping[str, Any] = field(default_factory=dict, metadata={"json": "topicConfig"})
-    # broker id -> the configs read back from it
-    broker_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata={"json": "brokerConfig"})
+    # broker id -> the configs read back from it (None: not read, the cluster is not the testbed's)
+    broker_config: Mapping[str, Mapping[str, Any]] | None = field(default=None, metadata={"json": "brokerConfig"})
     sustainable: Sustainable | None = None
+    probe: RunSummary | None = None  # a rate discovery's max-rate probe
     scaled_out: ScaledOut | None = None
     links: tuple[Link, ...] = ()
+    backlog: BacklogParts | None = None
+    faults: tuple[FaultEvent, ...] = ()  # the faults injected, each part's time
     profile: Mapping[str, Any] | None = None  # older records carry the cluster profile
     # OMB's aggregated latencies over the measure window, ms (None: not measured, e.g. publish at the max rate)
     publish_p50_ms: float | None = field(default=None, metadata={"json": "aggregatedPublishLatency50pct"})
@@ -285,15 +326,5 @@ class RunResult:
     )
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any], where: str = runs.RESULT) -> RunResult:
+    def from_json(cls, doc: Mapping[str, Any], where: str = RESULT) -> RunResult:
         return from_json(cls, doc, where)
-
-
-def summary_of(rec: runs.RunRecord) -> RunSummary:
-    """A run's summary as loadgen.result built it, typed like one read back from its file."""
-    return from_json(RunSummary, rec.result["summary"], "summary")
-
-
-def read(run_dir: Path) -> RunResult:
-    """The run's result.json, typed (records.run.read_result refuses a newer schema by name)."""
-    return RunResult.from_json(runs.read_result(run_dir), str(run_dir / runs.RESULT))

@@ -1,6 +1,6 @@
-"""One measured run: `result.json` (OMB's TestResult fields and kafkatune's `summary`), one row per worker
-per second (`samples.parquet`) and per broker per second (`broker_metrics.parquet`), and OMB's own result
-document (`omb-result.json`, records.omb).
+"""One measured run: `result.json` (kafkatune's typed record, records.result, beside OMB's per-second series), one
+row per worker per second (`samples.parquet`) and per broker per second (`broker_metrics.parquet`), and OMB's own
+result document (`omb-result.json`, records.omb).
 
 A bench run's folder also holds the workload it ran (`workload.yaml`); a sweep's trial folder holds its
 `trial.json` beside these (records.trial).
@@ -17,13 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from core import files
-from records.omb import imported_result, write_omb
+from core.typed import to_json
+from records.omb import imported_result, result_fields, write_omb
+from records.result import RESULT, SCHEMA_VERSION, RunResult
 from records.seconds import BrokerSecond, ClientSecond, HostSecond
 
 Rows = Sequence[Mapping[str, Any]]
 
-SCHEMA_VERSION = 1
-RESULT = "result.json"
 SAMPLES = "samples.parquet"
 BROKER_METRICS = "broker_metrics.parquet"
 HOST_METRICS = "host_metrics.parquet"  # the brokers' machine each second, when they ran on this one (the testbed)
@@ -33,11 +33,14 @@ WORKLOAD = "workload.yaml"
 class RunRecord(NamedTuple):
     """What one run leaves behind; built by loadgen.result, written and read only here."""
 
-    result: dict[str, Any]
+    result: RunResult
     samples: pa.Table
     brokers: pa.Table
     omb: dict[str, Any] | None = None  # OMB's TestResult of the run (records.omb), written as omb-result.json
     host: pa.Table | None = None  # cluster.hoststats rows: CPU, brokers' CPU wait, shaped links (None: not observed)
+    # OMB's fields written into result.json beside the record (per-second series, aggregated latencies), for OMB's
+    # tools; kafkatune reads the typed record only
+    omb_fields: Mapping[str, Any] = {}
 
     def broker_seconds(self) -> list[BrokerSecond]:
         """The brokers' rows, typed (records.seconds)."""
@@ -54,12 +57,22 @@ def write_run(out_dir: Path, rec: RunRecord) -> None:
         tmp.replace(out_dir / name)
     if rec.omb is not None:
         write_omb(out_dir, rec.omb)
-    files.write_json(out_dir / RESULT, rec.result)
+    write_result(out_dir, rec.result, rec.omb_fields)
 
 
-def read_result(run_dir: Path) -> dict[str, Any]:
-    """A run's result.json (a one-line UserError when it is missing, broken or of a newer schema version)."""
+def write_result(out_dir: Path, result: RunResult, omb_fields: Mapping[str, Any]) -> None:
+    """result.json: OMB's fields, then the typed record's (which names the OMB aggregates it holds the same way)."""
+    files.write_json(out_dir / RESULT, {"schema_version": result.schema_version, **omb_fields, **to_json(result)})
+
+
+def result_document(run_dir: Path) -> dict[str, Any]:
+    """A run's result.json as data (a one-line UserError when it is missing, broken or of a newer schema version)."""
     return files.read_record(run_dir / RESULT, SCHEMA_VERSION)
+
+
+def read_result(run_dir: Path) -> RunResult:
+    """A run's result.json, typed."""
+    return RunResult.from_json(result_document(run_dir), str(run_dir / RESULT))
 
 
 def has_result(run_dir: Path) -> bool:
@@ -118,9 +131,11 @@ def copy_workload(run_dir: Path, workload_file: Path) -> None:
     shutil.copyfile(workload_file, run_dir / WORKLOAD)
 
 
-def import_omb(run_dir: Path, doc: dict[str, Any], source: str) -> None:
+def import_omb(run_dir: Path, doc: dict[str, Any], source: str) -> RunResult:
     """An OMB result (records.omb.read_omb) as a run folder: omb-result.json as it came, and a result.json
     whose summary kafkatune reads (no per-second Parquet files: OMB keeps 10-s windows only)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     write_omb(run_dir, doc)
-    files.write_json(run_dir / RESULT, {"schema_version": SCHEMA_VERSION, **imported_result(doc, source)})
+    found = imported_result(doc, source)
+    write_result(run_dir, found, result_fields(doc))
+    return found

@@ -152,7 +152,7 @@ def open_study(root: Path) -> Study:
     profile = read_profile(root / PROFILE)
     if profile is None:  # older studies: each result.json carries the profile
         first = next((d for d in dirs if runs.has_result(d)), None)
-        copy = result.read(first).profile if first else None
+        copy = runs.read_result(first).profile if first else None
         profile = ClusterProfile.from_json(copy, str(first)) if copy else None
     return Study(
         root=root,
@@ -217,7 +217,7 @@ def _what_it_ran(tj: trials.TrialRecord | None, res: result.RunResult | None) ->
         return _Ran({}, {}, "failed", "throughput_mb_s", None, (), None, None, False, ())
     # a bench run: its knobs are its producer/consumer/topic configs and its workload counts
     config = {k: str(v) for k, v in {**res.producer_config, **res.consumer_config}.items()}
-    broker = _merged_broker(res.broker_config)
+    broker = _merged_broker(res.broker_config or {})
     bound, warnings = bool(summ.client_bound), tuple(summ.warnings or ())
     if res.sustainable is not None:
         mb_s = res.sustainable.mb_s
@@ -231,7 +231,7 @@ def trial_row(study: Study, d: Path) -> TrialRow:
     the per-second aggregates and the judgement are added by the analysis (spark.tables.trial_table). Its
     produce_mb_s is the record's broker rate, for a run without per-second broker rows."""
     tj = trials.read_trial(d)
-    res = result.read(d) if runs.has_result(d) else None
+    res = runs.read_result(d) if runs.has_result(d) else None
     r = res or result.RunResult()
     summ, client = r.summary, r.summary.client
     ran = _what_it_ran(tj, res)
@@ -336,7 +336,7 @@ def latency_quantiles(study: Study, trial_id: str) -> LatencyCurve | None:
     d = study.trial(trial_id)
     if d is None or not runs.has_result(d):
         return None
-    res = result.read(d)
+    res = runs.read_result(d)
     pub, e2e = ({str(k): float(v) for k, v in q.items()} for q in (res.publish_quantiles, res.e2e_quantiles))
     return LatencyCurve(pub, e2e) if pub or e2e else None
 
@@ -344,5 +344,5 @@ def latency_quantiles(study: Study, trial_id: str) -> LatencyCurve | None:
 def secret_bearing_documents(study: Study) -> list[Any]:
     """The study's spec copy and run records as data, to find secret values that must not reach a report."""
     docs: list[Any] = [read_spec(study.root)]
-    docs += [runs.read_result(d) for d in study.trial_dirs if runs.has_result(d)]
+    docs += [runs.result_document(d) for d in study.trial_dirs if runs.has_result(d)]
     return docs

@@ -16,6 +16,7 @@ import pyarrow as pa
 import yaml
 
 from records.profile import PROFILE, ClusterProfile, ProfileBroker, write_profile
+from records.result import RunResult
 from records.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
 from records.run import RunRecord, write_run
 from records.study import trial_dir, write_spec_copy
@@ -102,7 +103,7 @@ def _trial(root: Path, i: int, rng: np.random.Generator, seconds: int, workers: 
         "summary": {"publish_mb_s": mb_s, "consume_mb_s": mb_s, "lost": 0, "client_bound": False, "warnings": []},
     }
     samples = _samples(rng, mb_s, e2e_p99, seconds, workers)
-    write_run(d, RunRecord(result, samples, _brokers(mb_s, seconds)))
+    write_run(d, RunRecord(RunResult.from_json(result, str(d)), samples, _brokers(mb_s, seconds)))
 
 
 def _warm(seconds: int) -> int:

@@ -67,7 +67,7 @@ class Measured:
     warnings: tuple[str, ...] = ()
     # the warm-up's consumed bytes per second and the window's first ones, each over the window's median second
     warmup_curve: tuple[float, ...] = ()
-    sustainable: Sustainable | None = None  # a search's answer (loadgen.sustainable.Sustainable.as_dict)
+    sustainable: Sustainable | None = None  # a search's answer (loadgen.sustainable.Sustainable.record)
     hold: Try | None = None  # an operating-point run (sweeps.hold)
 
 

@@ -27,8 +27,7 @@ from loadgen import tail
 from records.analysis import AnalysisSummary, load_table, trial_rows
 from records.confirmation import Confirmation
 from records.profile import Machine
-from records.result import read as read_result
-from records.run import has_result
+from records.run import has_result, read_result
 from records.study import TRIALS, Study, latency_quantiles, secret_bearing_documents
 from records.summary import Best, Summary
 from records.trial import SEARCH_RUN

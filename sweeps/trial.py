@@ -28,7 +28,7 @@ from loadgen.sustainable import Sustainable
 from loadgen.warmup import SHAPES, JitBusyWatch, WarmUp, warm_up
 from loadgen.workload import Workload
 from records.confirmation import Try
-from records.result import RunSummary, summary_of
+from records.result import RunSummary
 from records.run import write_run
 from records.snapshot import BrokerSnapshot
 from records.trial import SEARCH_RUN, TrialMeta, TrialRecord, write_trial
@@ -234,7 +234,7 @@ class _Trial:
         whether their compilers were still busy in it."""
         seconds = rec.broker_seconds()
         self.disturbed += disturbances(seconds, brokers=self.target.metrics_urls or ())
-        if said := nothing_consumed(summary_of(rec)):
+        if said := nothing_consumed(rec.result.summary):
             self.disturbed.append(said)
         if not self.jit_busy and (busy := brokerside.jit_busy(seconds)):
             self.jit_busy = brokerside.jit_busy_words(busy)
@@ -290,14 +290,14 @@ class _Trial:
         if inj is None:  # a robustness study's faults are planned: what they do is its measurement
             self._check_disturbed(rec)
         else:
-            rec.result["faults"] = to_json(self.record.faults)
+            rec = rec._replace(result=replace(rec.result, faults=self.record.faults or ()))
         if watch is not None and raw.stopped_early_at is not None:
             self.stopped_at = watch.cut_at(raw)
             self.jit_busy = self.jit_busy or brokerside.jit_busy_words(watch.busy)
         write_run(self.out_dir, rec)
         phases = {"run": t_build - t_run, "warmup": m.warmup_s, "windows": m.window_s * m.windows}
         self.record = replace(self.record, phases_s={**raw.phases_s, **phases, "record": time.monotonic() - t_build})
-        self._judge(summary_of(rec), window_rates(raw, m.window_s, m.windows))
+        self._judge(rec.result.summary, window_rates(raw, m.window_s, m.windows))
         self.record = replace(self.record, measured={**(self.record.measured or {}), "warmup_curve": warmup_curve(raw)})
         return raw
 
@@ -316,7 +316,7 @@ class _Trial:
         rec = self._build(raw, found)
         self._check_disturbed(rec)
         write_run(where, rec)
-        lost = (summary_of(rec).lost or 0) if str(self.cfg.get("acks", "all")) != "0" else 0
+        lost = (rec.result.summary.lost or 0) if acks(self.cfg) != "0" else 0
         held = found.steps[-1] if found.rate_msg_s is not None else None  # the confirming step
         out.values["sustainable_mb_s"] = found.mb_s or 0.0
         out.rate_msg_s = found.rate_msg_s
@@ -332,7 +332,7 @@ class _Trial:
             out.violations.append(f"search run: lost {lost} > {self.spec.constraints.max_lost}")
         judged = sum(len(st.judged_s) for st in found.steps)
         r = self.record
-        answer = {"sustainable_mb_s": found.mb_s, "sustainable": found.as_dict(), "ramp_lost": lost}
+        answer = {"sustainable_mb_s": found.mb_s, "sustainable": to_json(found.record()), "ramp_lost": lost}
         ramp = {"ramp": found.ramp_s, "ramp_warmup": float(how.warmup_s), "ramp_windows": float(judged)}
         self.record = replace(r, measured={**(r.measured or {}), **answer}, phases_s={**(r.phases_s or {}), **ramp})
         out.measure_s += how.warmup_s + judged
@@ -348,7 +348,7 @@ class _Trial:
         rec = self._build(raw)
         self._check_disturbed(rec)
         write_run(self.out_dir, rec)
-        sm = summary_of(rec)
+        sm = rec.result.summary
         h = s.hold.headroom
         why = sustainable.judge_run(sm, rate, s.slo.scaled(h))
         why += f" ({h:.0%} of the SLO: hold.headroom)" if why and h < 1 else ""

@@ -111,9 +111,9 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
         raw = runner.run(w, runner.RunSettings(_common(testbed, security), on_tick=inj.on_tick))
     finally:
         events = inj.finish()
-    s = result.build(raw).result["summary"]
-    assert s["lost"] == 0, s["per_producer"]
-    assert s["acknowledged"] >= 0.9 * 2000 * w.test_seconds and s["consumed"] >= s["acknowledged"]
+    s = result.build(raw).result.summary
+    assert s.lost == 0, s.per_producer
+    assert s.acknowledged >= 0.9 * 2000 * w.test_seconds and s.consumed >= s.acknowledged
     (ev,) = events
     assert ev.error is None, ev
     assert ev.target == ("active controller" if target == "controller" else f"leader of partition 0 of {raw.topics[0]}")
@@ -127,7 +127,7 @@ def test_replication_under_a_fault_loses_no_acknowledged_message(
     assert ev.recovery_s == pytest.approx(ev.healthy_s - ev.effect_s)
     assert testbed.status().under_replicated_partitions == []
     said = f"fault {kind} {target} {security}: broker {ev.brokers[0]}, effect at {ev.effect_s:.1f} s, "
-    print(said + f"whole again {ev.recovery_s:.1f} s later; acknowledged {s['acknowledged']}, lost {s['lost']}")
+    print(said + f"whole again {ev.recovery_s:.1f} s later; acknowledged {s.acknowledged}, lost {s.lost}")
 
 
 def test_bench_with_a_fault_at_max_rate_records_it_and_counts_exactly(

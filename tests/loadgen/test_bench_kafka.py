@@ -19,6 +19,7 @@ from loadgen import brokerside, clientside, result, runner, search, sustainable,
 from loadgen.channel import Timing
 from loadgen.worker import FULL_WAIT_S
 from loadgen.workload import parse_workload
+from records.result import RunSummary
 from records.seconds import BrokerSecond
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
@@ -98,7 +99,7 @@ def test_acks_all_run_writes_a_complete_record(
 
 def _max_rate_100b(
     healthy: TestbedState, name: str, producers: int, config: dict[str, Any]
-) -> tuple[runner.RawRun, dict[str, Any]]:
+) -> tuple[runner.RawRun, RunSummary]:
     """A short max-rate run of 100-B records (acks=all, linger 5 ms, `config`) whose every message is accounted
     for exactly; its raw run and summary."""
     w = parse_workload(
@@ -113,14 +114,12 @@ def _max_rate_100b(
         }
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
-    s = result.build(raw).result["summary"]
-    assert s["lost"] == 0 and s["duplicated"] == 0 and s["consumed"] == s["acknowledged"], s
+    s = result.build(raw).result.summary
+    assert s.lost == 0 and s.duplicated == 0 and s.consumed == s.acknowledged, s
     # every message sent is accounted for: acknowledged, dropped unsent at the end, failed or abandoned
-    assert s["sent"] == (
-        s["acknowledged"] + s["dropped_unsent_at_end"] + s["publish_errors"] + s["unacknowledged_at_end"]
-    ), s
+    assert s.sent == (s.acknowledged + s.dropped_unsent_at_end + s.publish_errors + s.unacknowledged_at_end), s
     # the per-second counts add up to the exact total: nothing counted twice or missed between seconds
-    assert sum(t.msgs for t in raw.ticks if t.role == "producer") == s["acknowledged"]
+    assert sum(t.msgs for t in raw.ticks if t.role == "producer") == s.acknowledged
     return raw, s
 
 
@@ -130,10 +129,10 @@ def test_max_rate_counts_every_acknowledgement_exactly_without_a_callback_each(
     """The max-rate path: failures reported one by one, acknowledgements counted (drivers/kafka counting mode)."""
     raw, s = _max_rate_100b(healthy, f"count-{unique}", 2, {"batch.size": 131072})
     assert all(p.acks_counted for p in raw.producers.values())
-    assert s["acknowledged"] > 10000
+    assert s.acknowledged > 10000
     # no figure stands in for the publish latency that was not timed; the consumers' end-to-end latency is
-    assert s["publish_latency_ms"]["count"] == 0 and "publishLatencyAtMaxRate" in s["publish_latency_ms"]["missing"]
-    assert s["end_to_end_latency_ms"]["count"] > 0
+    assert s.publish_latency_ms.count == 0 and "publishLatencyAtMaxRate" in (s.publish_latency_ms.missing or "")
+    assert s.end_to_end_latency_ms.count > 0
 
 
 def test_max_rate_hands_batches_and_resends_what_a_full_queue_refused_exactly_once(
@@ -143,11 +142,11 @@ def test_max_rate_hands_batches_and_resends_what_a_full_queue_refused_exactly_on
     refuses parts of batches again and again, and every refused record goes again: nothing lost, nothing twice,
     every sequence number accounted for."""
     _, s = _max_rate_100b(healthy, f"batch-{unique}", 1, {"queue.buffering.max.messages": 300})
-    assert s["client"]["records_per_send_call"] == 64
+    assert s.client.records_per_send_call == 64
     # the consumers take what one client call returned in one handler call (accounts.ConsumerState.on_batch)
-    assert s["client"]["records_per_receive_call"] > 1
-    assert s["client"]["buffer_full_events"] > 0  # the queue did refuse batches
-    assert s["acknowledged"] > 5000
+    assert s.client.records_per_receive_call > 1
+    assert s.client.buffer_full_events > 0  # the queue did refuse batches
+    assert s.acknowledged > 5000
 
 
 def test_a_max_rate_run_whose_send_loop_was_the_limit_scales_out_and_says_so(
@@ -181,14 +180,14 @@ def test_a_max_rate_run_whose_send_loop_was_the_limit_scales_out_and_says_so(
     proc = kafkatune("bench", str(wl), "--out", str(tmp_path / "a"), *common)
     assert proc.returncode == 0, proc.stderr
     res = json.loads((tmp_path / "a" / "result.json").read_text())
-    if "scaled_out" not in res:  # the cluster held this producer back (brokers still compiling on a busy machine)
+    if res.get("scaled_out") is None:  # the cluster held this producer back (brokers still compiling on a busy machine)
         assert_the_cluster_was_the_limit(res["summary"])
     else:
         check_scaled_out(res, proc)
     proc = kafkatune("bench", str(wl), "--out", str(tmp_path / "b"), "--no-scale-out", *common)
     assert proc.returncode == 0, proc.stderr
     res = json.loads((tmp_path / "b" / "result.json").read_text())
-    assert "scaled_out" not in res and len(res["summary"]["per_producer"]) == 1
+    assert res.get("scaled_out") is None and len(res["summary"]["per_producer"]) == 1
 
 
 def assert_the_cluster_was_the_limit(s: dict[str, Any]) -> None:
@@ -232,14 +231,14 @@ def test_fixed_rate_mode_holds_the_rate_and_records_publish_delay(healthy: Testb
     )
     raw = runner.run(w, runner.RunSettings({"bootstrap.servers": healthy.bootstrap_servers}))
     res = result.build(raw).result
-    s = res["summary"]
-    assert s["mode"] == "fixed-rate"
+    s = res.summary
+    assert s.mode == "fixed-rate"
     # The limiter's own rate: what was handed to the client per second of the window. (Acks per second
     # follow the cluster, which on a cold 2-core testbed can lag by seconds.)
-    assert 1800 <= s["send_msg_s"] <= 2200, (s["send_msg_s"], s["client"])
-    assert s["acknowledged"] >= 0.95 * 2000 * (w.warmup_seconds + w.test_seconds)
-    assert s["publish_delay_ms"]["count"] > 0
-    assert s["lost"] == 0 and s["consumed"] == s["acknowledged"]
+    assert 1800 <= s.send_msg_s <= 2200, (s.send_msg_s, s.client)
+    assert s.acknowledged >= 0.95 * 2000 * (w.warmup_seconds + w.test_seconds)
+    assert s.publish_delay_ms.count > 0
+    assert s.lost == 0 and s.consumed == s.acknowledged
     # every acknowledged record arrived: the drain ended on the consumers' counts (how soon is the machine's, not
     # the code's: tests/loadgen/test_collect.py checks that counts alone end it, without a tick)
     print("run phases, s:", raw.phases_s)
@@ -278,10 +277,10 @@ def test_a_search_steers_the_producers_rate_step_by_step(healthy: TestbedState, 
     assert [r for _, r in run.schedule] == pytest.approx([st.rate_msg_s for st in found.steps])
     assert found.rate_msg_s is None and "no step held" in found.note, found.note
     assert sum(1 for m in said if m.startswith("step ")) == 3, said
-    s = result.build(run).result["summary"]
-    assert s["acknowledged"] > 0 and s["lost"] == 0, s
+    s = result.build(run).result.summary
+    assert s.acknowledged > 0 and s.lost == 0, s
     # stopped before its planned end, the run drained until every acknowledged record had arrived (not 10 s idle)
-    assert s["drain_ended"] == "arrived" and s["drain_s"] < 5, s
+    assert s.drain_ended == "arrived" and s.drain_s < 5, s
 
 
 def test_a_run_without_drain_stops_its_consumers_with_the_producers(healthy: TestbedState, unique: str) -> None:
@@ -329,7 +328,7 @@ def test_a_run_whose_consumers_received_nothing_says_where_they_waited(healthy: 
     acked = sum(p.acked for p in raw.producers.values())
     assert acked > 0 and sum(c.received for c in raw.consumers.values()) == 0
     assert raw.drain_ended == "idle"  # drainIdleSeconds of quiet, long before drainTimeoutSeconds
-    (said,) = [x for x in result.build(raw).result["summary"]["warnings"] if x.startswith("no consumer received")]
+    (said,) = [x for x in result.build(raw).result.summary.warnings if x.startswith("no consumer received")]
     print(said)
     assert f"of the {acked:,} acknowledged records: consumer 0: group " in said, said
     assert "3 partition(s) assigned" in said and all(f"{p} (leader " in said for p in range(3)), said

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from core.typed import to_json
 from drivers.api import load_driver
 from tests.helpers import kafkatune, write_workload
 
@@ -150,6 +151,6 @@ def test_a_congested_zenoh_router_at_the_end_of_a_run_loses_nothing(tmp_path: Pa
         stall.end()
         sv.down("zenoh", progress=print)
     assert stall.started and stall.finished.is_set(), "the router was never stalled at the end of production"
-    s = res.build(raw)[0]["summary"]
+    s = to_json(res.build(raw).result.summary)
     assert s["acknowledged"] > 1000, s
     assert s["lost"] == 0 and s["consumed"] == s["acknowledged"], s

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 from loadgen import recorder
 from loadgen.channel import Timing
@@ -12,6 +14,8 @@ from loadgen.result import build
 from loadgen.runner import RawRun, Tick, measured_seconds, phase_of
 from loadgen.workload import parse_workload
 from records.omb import FIELDS, problems
+from records.result import ProducerLoss
+from records.run import read_result, write_run
 from tests.helpers import FIXTURES
 
 
@@ -39,33 +43,22 @@ def test_lost_and_duplicated_are_counted_per_producer() -> None:
     # producer 0: seq 2 never consumed (lost), seq 3 consumed twice by two consumers (duplicate),
     # seq 4 not acknowledged but consumed (allowed: the ack was lost, not the message)
     raw.consumers = {0: _consumer({0: [1, 1, 0, 1, 1], 1: [1]}), 1: _consumer({0: [0, 0, 0, 1], 1: [0, 1]})}
-    s = build(raw)[0]["summary"]
-    assert s["lost"] == 1
-    assert s["duplicated"] == 1
-    assert s["unacked_but_received"] == 1
+    s = build(raw).result.summary
+    assert s.lost == 1
+    assert s.duplicated == 1
+    assert s.unacked_but_received == 1
     # and which: the lost sequence numbers as [first, last] ranges (the run fails naming them)
-    assert s["per_producer"]["0"] == {
-        "acked": 4,
-        "lost": 1,
-        "duplicated": 1,
-        "lost_seqs": [[2, 2]],
-        "not_consumed_in_time": 0,
-    }  # the log was not read again here (loadgen.verify)
-    assert s["per_producer"]["1"] == {
-        "acked": 2,
-        "lost": 0,
-        "duplicated": 0,
-        "lost_seqs": [],
-        "not_consumed_in_time": 0,
-    }
+    assert s.per_producer["0"] == ProducerLoss(acked=4, lost=1, duplicated=1, lost_seqs=((2, 2),))
+    # the log was not read again here (loadgen.verify): nothing counted as not consumed in time
+    assert s.per_producer["1"] == ProducerLoss(acked=2)
 
 
 def test_two_subscriptions_each_owe_every_message() -> None:
     raw = _raw(subs=2)
     raw.producers = {0: _producer([1, 1, 1])}
     raw.consumers = {0: _consumer({0: [1, 1, 1]}), 1: _consumer({0: [1, 1, 0]})}
-    s = build(raw)[0]["summary"]
-    assert s["lost"] == 1 and s["duplicated"] == 0
+    s = build(raw).result.summary
+    assert s.lost == 1 and s.duplicated == 0
 
 
 def test_only_whole_seconds_inside_the_window_are_measured() -> None:
@@ -84,13 +77,36 @@ def test_rates_come_from_measured_seconds_and_histograms_merge_exactly() -> None
     raw.ticks = [Tick("producer", 0, s, 100, 100_000, 0, h1.encode(), 0.0, 0.0, 0, 100) for s in range(3)]
     raw.ticks += [Tick("producer", 1, s, 50, 50_000, 0, h2.encode(), 0.0, 0.0, 0, 50) for s in range(3)]
     raw.ticks.append(Tick("producer", 0, 3, 999, 999, 0, None, 0.0, 0.0, 0, 0))  # drain: not measured
-    res = build(raw)[0]
-    assert res["summary"]["publish_msg_s"] == 150
-    assert abs(res["summary"]["publish_mb_s"] - 0.15) < 1e-9
-    assert res["publishRate"][:3] == [150.0, 150.0, 150.0]
+    rec = build(raw)
+    assert rec.result.summary.publish_msg_s == 150
+    assert abs((rec.result.summary.publish_mb_s or 0) - 0.15) < 1e-9
+    assert rec.omb_fields["publishRate"][:3] == [150.0, 150.0, 150.0]
     merged = recorder.merge([h1.encode(), h2.encode()])
     assert abs(merged.get_value_at_percentile(50) / 1000 - 1000) < 2  # the median of both, not an average
-    assert res["publishLatency50pct"][0] == merged.get_value_at_percentile(50) / 1000
+    assert rec.omb_fields["publishLatency50pct"][0] == merged.get_value_at_percentile(50) / 1000
+    assert rec.result.publish_p50_ms == rec.omb_fields["aggregatedPublishLatency50pct"]  # one figure, one value
+
+
+def test_the_record_written_is_the_record_read_back_with_omb_s_series_beside_it(tmp_path: Path) -> None:
+    """One typed record for the writer and the readers: result.json reads back as the RunResult that was built,
+    field for field, and keeps OMB's per-second series beside it for OMB's tools."""
+    raw = _raw()
+    h = recorder.new_histogram()
+    recorder.record_ns(h, 5_000_000)
+    raw.producers = {0: _producer([1, 1, 0])}
+    raw.consumers = {0: _consumer({0: [1, 1]})}
+    raw.ticks = [Tick("producer", 0, s, 10, 10_000, 0, h.encode(), 0.0, 0.0, 0, 10) for s in range(3)]
+    rec = build(raw, driver_info={"client": "confluent-kafka"})
+    write_run(tmp_path, rec)
+    assert read_result(tmp_path) == rec.result
+    assert rec.result.summary.per_producer["0"] == ProducerLoss(acked=2)
+    doc = json.loads((tmp_path / "result.json").read_text())
+    assert doc["schema_version"] == 1 and doc["publishRate"][:3] == [10.0, 10.0, 10.0]
+    assert (
+        doc["aggregatedPublishLatency99pct"]
+        == rec.result.publish_p99_ms
+        == rec.omb_fields["aggregatedPublishLatency99pct"]
+    )
 
 
 def _java_fields() -> dict[str, str]:

@@ -61,17 +61,17 @@ def test_a_missing_message_in_the_log_is_late_and_one_not_in_it_is_lost() -> Non
     log = [message(s) for s in range(9)]  # 9 is not in the log
     raw.verified = verify(raw, LogOnly({"t": log}))
     assert raw.verified == Verified(True, 3, {0: (7, 8)})
-    s = build(raw).result["summary"]
-    assert s["lost"] == 1 and s["not_consumed_in_time"] == 2 and s["loss_verified"] is True
-    assert s["per_producer"]["0"]["lost_seqs"] == [[9, 9]]
+    s = build(raw).result.summary
+    assert s.lost == 1 and s.not_consumed_in_time == 2 and s.loss_verified is True
+    assert s.per_producer["0"].lost_seqs == ((9, 9),)
 
 
 def test_nothing_missing_reads_nothing_and_a_system_without_a_log_says_so() -> None:
     whole = raw_run(5, set(range(5)))
     assert verify(whole, LogOnly(None)) is None  # nothing to verify: the log is never read
-    assert build(whole).result["summary"]["loss_verified"] is None
+    assert build(whole).result.summary.loss_verified is None
     raw = raw_run(5, {0, 1})
     raw.verified = verify(raw, LogOnly(None))
     assert raw.verified == Verified(False, 3)
-    s = build(raw).result["summary"]
-    assert s["lost"] == 3 and s["not_consumed_in_time"] == 0 and s["loss_verified"] is False
+    s = build(raw).result.summary
+    assert s.lost == 3 and s.not_consumed_in_time == 0 and s.loss_verified is False

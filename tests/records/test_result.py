@@ -12,6 +12,7 @@ from core.typed import from_json, to_json
 from drivers.api import CLIENT_STATS
 from kafkatune.render import latency_line
 from records import result
+from records.run import read_result
 from records.study import open_study, trial_row
 from tests.helpers import FIXTURES
 
@@ -20,7 +21,7 @@ RUN = FIXTURES / "recorded" / "diagnosis" / "inflight-one"
 
 def test_a_recorded_result_reads_typed_with_its_figures() -> None:
     raw = json.loads((RUN / "result.json").read_text())
-    r = result.read(RUN)
+    r = read_result(RUN)
     assert r.summary.consume_mb_s == raw["summary"]["consume_mb_s"] and r.message_bytes == raw["messageSize"]
     assert r.producers == raw["producersPerTopic"] and r.partitions == raw["partitions"]
     assert r.sustainable is not None and r.sustainable.mb_s == raw["sustainable"]["mb_s"]
@@ -35,7 +36,7 @@ def test_a_recorded_result_reads_typed_with_its_figures() -> None:
 
 def test_the_producers_statistics_are_read_typed_each_client_statistic_a_field() -> None:
     raw = json.loads((RUN / "result.json").read_text())["summary"]["client"]["producer_stats"]
-    got = result.read(RUN).summary.client.producer_stats
+    got = read_result(RUN).summary.client.producer_stats
     assert {f.name for f in fields(result.ProducerStats)} == set(CLIENT_STATS)
     assert raw and all(getattr(got, k) == v for k, v in raw.items())
 

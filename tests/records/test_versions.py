@@ -12,7 +12,7 @@ import pytest
 
 from core.errors import UserError
 from records.profile import ClusterProfile, read_profile
-from records.result import FaultEvent, Step
+from records.result import FaultEvent, RunResult, Step
 from records.run import read_result
 from records.summary import Summary, read_summary
 from records.trial import TrialRecord, read_trial
@@ -39,7 +39,11 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
 
 
 def version(rec: Any) -> int:
-    return int(rec.schema_version if isinstance(rec, TrialRecord | Summary | ClusterProfile) else rec["schema_version"])
+    return int(
+        rec.schema_version
+        if isinstance(rec, TrialRecord | Summary | ClusterProfile | RunResult)
+        else rec["schema_version"]
+    )
 
 
 def test_a_trial_s_planned_faults_read_typed_and_are_written_as_read(tmp_path: Path) -> None:

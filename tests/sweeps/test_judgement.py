@@ -58,11 +58,11 @@ def test_no_latency_sample_is_said_not_printed_as_zero() -> None:
     w = parse_workload({"name": "u", "testDurationMinutes": 0.05})
     raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
     raw.producers[0] = ProducerEnd(sent=10, outstanding=10, acked_map=bytes(10))
-    s = build(raw)[0]["summary"]
-    for key in ("publish_latency_ms", "end_to_end_latency_ms"):
-        assert s[key]["count"] == 0 and s[key]["p99"] is None and s[key]["max"] is None, s[key]
-    assert s["publish_latency_ms"]["missing"] == "nothing was acknowledged"
-    assert "waited longer than the window" in s["end_to_end_latency_ms"]["missing"]
+    s = build(raw).result.summary
+    for lat in (s.publish_latency_ms, s.end_to_end_latency_ms):
+        assert lat.count == 0 and lat.p99 is None and lat.max is None, lat
+    assert s.publish_latency_ms.missing == "nothing was acknowledged"
+    assert "waited longer than the window" in (s.end_to_end_latency_ms.missing or "")
 
 
 def test_an_operating_point_run_holds_only_under_the_step_rules() -> None:

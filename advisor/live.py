@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,41 +156,49 @@ def sample(urls: Mapping[int, str], seconds: float) -> LiveSample:
     return summarize(rows)
 
 
-def summarize(rows: list[dict[str, Any]]) -> LiveSample:
+def summarize(rows: list[metrics.MetricRow]) -> LiveSample:
     """Per-broker-second metric rows (cluster.metrics.rates; a run's broker_metrics.parquet) as the one row the
     live rules read: per-second sums and busiest-broker figures averaged over the seconds, worst cases kept."""
-    by_t: dict[int, list[dict[str, Any]]] = {}
+    by_t: dict[int, list[metrics.MetricRow]] = defaultdict(list)
     for r in rows:
-        by_t.setdefault(round(r["t_ns"] / 1e9), []).append(r)
+        by_t[round((r["t_ns"] or 0) / 1e9)].append(r)
 
     def avg(vals: list[float]) -> float | None:
         return statistics.mean(vals) if vals else None
 
-    def busiest(s: list[dict[str, Any]], a: str, b: str) -> float:
-        return max((r.get(a, 0) + r.get(b, 0)) / MB for r in s)
+    def busiest(s: list[metrics.MetricRow], a: str, b: str) -> float:
+        return max((_of(r, a) + _of(r, b)) / MB for r in s)
+
+    def seen(col: str) -> list[float]:
+        return [v for r in rows if (v := r.get(col)) is not None]
 
     per_s = list(by_t.values())
-    totals = {f"sum_{c}": sum(r.get(c, 0.0) for r in rows) for c in EVIDENCE if any(c in r for r in rows)}
-    produce = avg([sum(r.get("bytes_in_per_s", 0) for r in s) / MB for s in per_s])
+    totals = {f"sum_{c}": sum(_of(r, c) for r in rows) for c in EVIDENCE if any(c in r for r in rows)}
+    produce = avg([sum(_of(r, "bytes_in_per_s") for r in s) / MB for s in per_s])
     row = {
         # the brokers' counters over the sample, as spark.series.evidence reads a trial's window
         **evidence({**totals, "measure_seconds": len(per_s), "produce_mb_s": produce}),
         "produce_mb_s": produce,
         "broker_in_max_mb_s": avg([busiest(s, "bytes_in_per_s", "replication_bytes_in_per_s") for s in per_s]),
         "broker_out_max_mb_s": avg([busiest(s, "bytes_out_per_s", "replication_bytes_out_per_s") for s in per_s]),
-        "request_handler_idle": avg([r["request_handler_idle"] for r in rows if "request_handler_idle" in r]),
-        "network_processor_idle": avg([r["network_processor_idle"] for r in rows if "network_processor_idle" in r]),
-        "replica_lag_max": max((r["replica_max_lag"] for r in rows if "replica_max_lag" in r), default=None),
+        "request_handler_idle": avg(seen("request_handler_idle")),
+        "network_processor_idle": avg(seen("network_processor_idle")),
+        "replica_lag_max": max(seen("replica_max_lag"), default=None),
         "controller_bad_seconds": _controller_bad_seconds(per_s),
     }
-    worst = max((r.get("under_replicated", 0) for r in rows), default=0)
+    worst = max(seen("under_replicated"), default=0)
     return LiveSample(TrialRow.of(row), len(per_s), int(worst))
 
 
-def _controller_bad_seconds(per_s: list[list[dict[str, Any]]]) -> int | None:
+def _of(r: metrics.MetricRow, col: str) -> float:
+    """A row's figure, 0 where the row has none."""
+    return r.get(col) or 0.0
+
+
+def _controller_bad_seconds(per_s: list[list[metrics.MetricRow]]) -> int | None:
     """Seconds whose brokers' ActiveControllerCount did not add up to one; None when the samples do not say
     (cluster.metrics leaves it out when no scraped node is the controller)."""
-    seen = [[r["active_controllers"] for r in s if "active_controllers" in r] for s in per_s]
+    seen = [[r["active_controllers"] for r in s if r.get("active_controllers") is not None] for s in per_s]
     if not any(seen):
         return None
     return sum(1 for xs in seen if any(x != 1 for x in xs))

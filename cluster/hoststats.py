@@ -34,10 +34,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from cluster.clients import WORKER_AGENT
+from records.seconds import Row
 
 PROC = Path("/proc")
 SYS_NET = Path("/sys/class/net")
@@ -311,19 +311,19 @@ def others_cpu(a: Mapping[int, tuple[str, int]], b: Mapping[int, tuple[str, int]
     return sum(used.values()) / CLK_TCK / dt, name
 
 
-def rows(samples: list[HostSample]) -> list[dict[str, Any]]:
+def rows(samples: list[HostSample]) -> list[Row]:
     """One row per interval: the machine's busy CPU share and CPU pressure (the share of the interval some task
     waited for a CPU), the cores other processes took and the largest of them (`other_cpu`, `other_top`), each
     broker's cores on a CPU and waiting for one,
     and per shaped link its utilisation each way (of its tbf rate) over the interval and in its fullest
     LINK_EVERY_S (`peak`), receive backlog (bytes) and the drops and throttled packets in the interval."""
-    out: list[dict[str, Any]] = []
+    out: list[Row] = []
     for a, b in itertools.pairwise(samples):
         dt = (b.t_ns - a.t_ns) / 1e9
         if dt <= 0:
             continue
         busy, total = b.cpu[0] - a.cpu[0], b.cpu[1] - a.cpu[1]
-        row: dict[str, Any] = {"t_ns": b.t_ns, "interval_s": dt, "cpu_busy": busy / total if total > 0 else None}
+        row: Row = {"t_ns": b.t_ns, "interval_s": dt, "cpu_busy": busy / total if total > 0 else None}
         if a.pressure_us is not None and b.pressure_us is not None:  # the share of the interval some task waited
             row["cpu_pressure"] = min(1.0, (b.pressure_us - a.pressure_us) / 1e6 / dt)
         if a.others or b.others:

@@ -15,7 +15,6 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 # What the agent exports. Meters and timers are read through their cumulative Count (and a histogram's Mean,
 # the mean over its whole life: Count x Mean is its running sum), so every figure over a window is a
@@ -217,19 +216,23 @@ class BrokerMetricsSampler:
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
 
-def rates(samples: list[BrokerSample]) -> list[dict[str, Any]]:
+# One broker's interval as `rates` gives it: column -> figure (its id and time too; None: not read)
+MetricRow = dict[str, float | None]
+
+
+def rates(samples: list[BrokerSample]) -> list[MetricRow]:
     """Per-broker per-interval rows: counters as per-second rates, gauges as read."""
     by_broker: dict[int, list[BrokerSample]] = {}
     for s in samples:
         by_broker.setdefault(s.broker_id, []).append(s)
     controllers = _active_controllers(samples, len(by_broker))
-    rows: list[dict[str, Any]] = []
+    rows: list[MetricRow] = []
     for bid, ss in sorted(by_broker.items()):
         for prev, cur in itertools.pairwise(ss):
             dt = (cur.t_ns - prev.t_ns) / 1e9
             if dt <= 0:
                 continue
-            row: dict[str, Any] = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
+            row: MetricRow = {"broker_id": bid, "t_ns": cur.t_ns, "interval_s": dt}
             if (n := controllers.get((bid, cur.t_ns))) is not None:
                 row["active_controllers"] = n
             # A restarted broker resets every counter: its byte and message counters drop. A running sum (Count x

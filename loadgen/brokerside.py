@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -15,21 +14,20 @@ from cluster import hoststats, metrics
 from core.units import MB
 from loadgen.runner import RawRun, phase_of
 from records.result import BrokerRates
-from records.seconds import BrokerSecond
+from records.seconds import BrokerSecond, Row, figure
 
 
 def _phase(raw: RawRun, second: int) -> str:
     return phase_of(second, raw.workload.warmup_seconds, raw.test_s)
 
 
-def broker_rows(raw: RawRun) -> list[dict[str, Any]]:
-    rows = metrics.rates(raw.broker_samples)
-    t0 = raw.timing.t0_ns
-    for r in rows:
-        sec = int((r["t_ns"] - t0) // 1_000_000_000)
-        r["second"] = sec
-        r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
-    return rows
+def broker_rows(raw: RawRun) -> list[Row]:
+    """cluster.metrics rows of the run, each with its second and phase."""
+    out: list[Row] = []
+    for r in metrics.rates(raw.broker_samples):
+        sec = int(((r["t_ns"] or 0) - raw.timing.t0_ns) // 1_000_000_000)
+        out.append({**r, "second": sec, "phase": _phase(raw, sec) if sec >= 0 else "setup"})
+    return out
 
 
 def broker_summary(rows: Sequence[BrokerSecond]) -> BrokerRates | None:
@@ -106,13 +104,14 @@ def jit_warning(rows: Sequence[BrokerSecond]) -> str | None:
     )
 
 
-def host_rows(raw: RawRun) -> list[dict[str, Any]]:
+def host_rows(raw: RawRun) -> list[Row]:
     """cluster.hoststats rows of the run, each with its second and phase (empty: the brokers' host not observed)."""
     rows = hoststats.rows(raw.host_samples)
     t0 = raw.timing.t0_ns
     for r in rows:
         # a row covers the interval ending at t_ns: it belongs to the second that interval mostly lies in
-        sec = int((r["t_ns"] - t0 - r["interval_s"] * 5e8) // 1_000_000_000)
+        t_ns, interval_s = figure(r["t_ns"]) or 0.0, figure(r["interval_s"]) or 0.0
+        sec = int((t_ns - t0 - interval_s * 5e8) // 1_000_000_000)
         r["second"] = sec
         r["phase"] = _phase(raw, sec) if sec >= 0 else "setup"
     return rows

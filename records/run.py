@@ -20,7 +20,7 @@ from core import files
 from core.typed import to_json
 from records.omb import imported_result, result_fields, write_omb
 from records.result import RESULT, SCHEMA_VERSION, RunResult
-from records.seconds import BrokerSecond, ClientSecond, HostSecond
+from records.seconds import BrokerSecond, ClientSecond, HostSecond, Row
 
 Rows = Sequence[Mapping[str, Any]]
 
@@ -102,7 +102,7 @@ class Seconds(NamedTuple):
 def seconds(run_dir: Path) -> Seconds:
     """The run's per-second rows."""
 
-    def rows(name: str) -> list[dict[str, Any]]:
+    def rows(name: str) -> list[Row]:
         f = run_dir / name
         return pq.read_table(f).to_pylist() if f.exists() else []
 

@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# One row of a per-second Parquet file as its writer builds it (cluster.metrics, cluster.hoststats, loadgen.result):
+# column -> a number, a word (a second's phase, the busiest other process) or null. The types below read it.
+Row = dict[str, float | str | None]
+
 # The brokers' time per produce request is kept by part as counters of milliseconds (cluster.metrics.PRODUCE_TIMES):
 # a row carries each as "<part>_per_s", e.g. produce_queue_ms_per_s, the milliseconds that part took in the second.
 _PRODUCE_PART = ("produce_", "_ms_per_s")

@@ -187,7 +187,7 @@ def probe_cpu(reps: int = 5) -> dict[str, Any]:
     }
 
 
-def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
+def net_server(address: str, port: int, timeout_s: float) -> dict[str, float]:
     """Accept one connection, count what arrives until the sender closes; MB/s from first to last byte."""
     with socket.create_server((address, port), reuse_port=False) as srv:
         srv.settimeout(timeout_s)
@@ -209,7 +209,7 @@ def net_server(address: str, port: int, timeout_s: float) -> dict[str, Any]:
     return {"bytes": n, "seconds": round(last - first, 4), "mb_s": round(n / 1e6 / max(last - first, 1e-9), 2)}
 
 
-def net_client(address: str, port: int, seconds: float) -> dict[str, Any]:
+def net_client(address: str, port: int, seconds: float) -> dict[str, int]:
     buf = os.urandom(MiB)
     n = 0
     with socket.create_connection((address, port), timeout=30) as s:

@@ -9,7 +9,6 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from compare.harness import Say, SystemTarget, Tick, error_text, harness_run, workload
 from compare.spec import CompareSpec
@@ -114,25 +113,26 @@ def sporadic(t: SystemTarget, spec: CompareSpec, out: Path, say: Say, tick: Tick
         warmupDurationMinutes=0,
     )
     row = SporadicRow(system=t.name, periodic_rate=cfg.periodicRate, burst_size=cfg.burstSize)
-    got: dict[str, Any] = {}
+    burst_ran: list[tuple[runner.RawRun, RunResult]] = []  # the burst's thread's run, or why it failed
+    burst_failed: list[BaseException] = []
 
     def run_burst() -> None:
         try:
             time.sleep(cfg.burstStartSeconds)
-            got["burst"] = harness_run(t, burst, comparisons.run_dir(out, t.name, "iot-sporadic", "burst"))
+            burst_ran.append(harness_run(t, burst, comparisons.run_dir(out, t.name, "iot-sporadic", "burst")))
         except BaseException as e:
-            got["burst_error"] = e
+            burst_failed.append(e)
 
     th = threading.Thread(target=run_burst, daemon=True)
     try:
         th.start()
         praw, presult = harness_run(t, base, comparisons.run_dir(out, t.name, "iot-sporadic", "periodic"))
         th.join(cfg.seconds + 300)
-        if "burst_error" in got:
-            raise got["burst_error"]
-        if "burst" not in got:
+        if burst_failed:
+            raise burst_failed[0]
+        if not burst_ran:
             raise EnvironmentProblem("the burst flow did not finish")
-        braw, bresult = got["burst"]
+        braw, bresult = burst_ran[0]
         row = _burst_effect(row, praw, presult, braw, bresult)
         say(
             f"  {t.name:<16} sporadic: periodic p90 {_ms(row.periodic_p90_before_ms)} before, "

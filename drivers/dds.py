@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from cyclonedds.idl import IdlStruct
 from cyclonedds.idl._machinery import PlainCdrV2SequenceOfPrimitiveMachine
@@ -21,6 +21,9 @@ from cyclonedds.idl.types import sequence, uint8
 
 from drivers import api, handoff
 from drivers.settings import key, settings
+
+if TYPE_CHECKING:
+    from cyclonedds.topic import Topic
 
 MATCH_WAIT_S = 10.0
 TAKE_N = 256  # samples per take(): what one take materialises (256 MiB at 1 MiB payloads)
@@ -180,7 +183,7 @@ class DdsDriver(api.Driver):
 
         self.msg = KtMessage
         self.participant = DomainParticipant(int(common.get("dds.domain", "0")))
-        self._topics: dict[str, Any] = {}
+        self._topics: dict[str, Topic] = {}
 
     def topic(self, name: str) -> Any:
         from cyclonedds.topic import Topic

@@ -137,7 +137,7 @@ class KafkaProducer(api.Producer):
         # (benchmarks/send_batch.py). A refused one's "_error" entry is taken out before the dict goes again.
         self._done = on_done
         produce_batch, topic = self._p.produce_batch, self._topic
-        reused: list[dict[str, Any]] = []
+        reused: list[dict[str, bytes | KafkaError]] = []  # "value", and "_error" where the client refused it
 
         def send_batch(payloads: list[bytes]) -> list[int]:
             n = len(payloads)
@@ -155,7 +155,7 @@ class KafkaProducer(api.Producer):
             refused, fatal = [], None
             for i, m in enumerate(msgs):
                 err = m.pop("_error", None)
-                if err is not None:
+                if isinstance(err, KafkaError):
                     if err.code() != KafkaError._QUEUE_FULL:
                         fatal = fatal or err
                     refused.append(i)

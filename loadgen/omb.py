@@ -35,7 +35,7 @@ def quantile_levels(n: int, ticks: int = QUANTILE_TICKS) -> list[float]:
     return [*out, 100.0] if n else []
 
 
-def _latency(prefix: str, h: HdrHistogram | None, scale: float, whole: bool) -> dict[str, Any]:
+def _latency(prefix: str, h: HdrHistogram | None, scale: float, whole: bool) -> dict[str, float | None]:
     """OMB's Avg, percentile and Max fields of one histogram; None where it has no sample."""
     keys = [f"{prefix}Avg", *(f"{prefix}{p}" for p in PCTS), f"{prefix}Max"]
     if h is None or not h.get_total_count():
@@ -126,8 +126,8 @@ def omb_result(
         ("aggregatedEndToEndLatency", e2e, 1e-3, False),
     ):
         agg = _latency(prefix, h, scale, whole)
-        if whole and agg[f"{prefix}Avg"] is not None:
-            agg[f"{prefix}Avg"] = float(agg[f"{prefix}Avg"])
+        if whole and (avg := agg[f"{prefix}Avg"]) is not None:
+            agg[f"{prefix}Avg"] = float(avg)
         doc.update(agg)
         doc[f"{prefix}Quantiles"] = _quantiles(h, scale, whole)
     return doc

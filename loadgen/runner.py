@@ -171,11 +171,8 @@ class _Run:
                         )
                     )
                     cid += 1
-        omb: dict[str, Any] = {}
-        if w.useRandomizedPayloads:
-            omb = {"random_ratio": w.randomBytesRatio, "payload_pool": w.randomizedPayloadPoolSize}
-        elif w.payloadFile is not None:
-            omb = {"payload_file_hex": Path(w.payloadFile).read_bytes().hex()}
+        rnd = w.useRandomizedPayloads  # OMB's payloads: random bodies from a pool, or a file's bytes
+        file_hex = Path(w.payloadFile).read_bytes().hex() if not rnd and w.payloadFile is not None else None
         for t in self.topics:
             for _ in range(w.producersPerTopic):
                 self._place(
@@ -193,7 +190,9 @@ class _Run:
                         key_mode=w.keyDistributor,
                         partitions=w.partitionsPerTopic,
                         count_acks=count_acks,
-                        **omb,
+                        payload_file_hex=file_hex,
+                        random_ratio=w.randomBytesRatio if rnd else None,
+                        payload_pool=w.randomizedPayloadPoolSize if rnd else 0,
                     )
                 )
                 pid += 1

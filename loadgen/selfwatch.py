@@ -16,7 +16,6 @@ import gc
 import os
 import threading
 import time
-from typing import Any
 
 from cluster.hoststats import task_times, thread_times
 from loadgen.rawrun import Evidence
@@ -35,7 +34,7 @@ class SelfWatch:
         self._main = task_times(self._pid, self._tid)
         gc.callbacks.append(self._on_gc)
 
-    def _on_gc(self, phase: str, _info: dict[str, Any]) -> None:
+    def _on_gc(self, phase: str, _info: dict[str, int]) -> None:
         now = time.perf_counter_ns()
         if phase == "start":
             self._gc_start = now

@@ -106,13 +106,6 @@ def trial_row(s: pd.Series | None) -> TrialRow | None:
     return None if s is None else TrialRow.of({str(k): v for k, v in s.to_dict().items()})
 
 
-def row(s: pd.Series | None) -> dict[str, Any] | None:
-    """One row as a dict with missing values as None."""
-    if s is None:
-        return None
-    return {str(k): (None if missing(v) else v) for k, v in s.to_dict().items()}
-
-
 def write_summary(analysis: Path, summary: AnalysisSummary) -> None:
     """Write the analysis summary, whole or not at all."""
     files.write_json(analysis / SUMMARY, to_json(summary))

@@ -59,10 +59,10 @@ def trial_table(
     return out
 
 
-def importance_rows(trials: list[TrialRow]) -> list[dict[str, Any]]:
+def importance_rows(trials: list[TrialRow]) -> list[dict[str, str | float]]:
     """PED-ANOVA (Optuna) per search stage, from the records alone (no storage needed)."""
     import optuna
-    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
@@ -70,13 +70,13 @@ def importance_rows(trials: list[TrialRow]) -> list[dict[str, Any]]:
     for t in trials:
         if t.state == "complete" and t.mb_s is not None and t.stage and not t.stage.startswith(NOT_SEARCH):
             by_stage.setdefault(t.stage, []).append(t)
-    rows = []
+    rows: list[dict[str, str | float]] = []
     for stage, ts in by_stage.items():
         keys = sorted({k for t in ts for k in t.params})
         varying = [k for k in keys if len({t.params.get(k) for t in ts}) > 1 and all(k in t.params for t in ts)]
         if len(ts) < 4 or not varying:
             continue
-        dists: dict[str, Any] = {}
+        dists: dict[str, BaseDistribution] = {}
         for k in varying:
             vals = [t.params[k] for t in ts]
             try:
@@ -89,7 +89,7 @@ def importance_rows(trials: list[TrialRow]) -> list[dict[str, Any]]:
             dists[k] = IntDistribution(int(lo), int(hi)) if ints else FloatDistribution(lo, hi)
         st = optuna.create_study(direction="maximize")
         for t in ts:
-            params: dict[str, Any] = {}
+            params: dict[str, str | int | float] = {}
             for k in varying:
                 v = t.params[k]
                 dk = dists[k]

@@ -57,7 +57,7 @@ class Design:
     resolution: float = 0.06  # the search's
 
 
-def spec_for(k: int, design: Design) -> tuple[Spec, dict[str, Any]]:
+def spec_for(k: int, design: Design) -> tuple[Spec, dict[str, int | str]]:
     """A sustainable-rate spec with the design's resolution, and a tuned configuration changing the first k keys."""
     spec = parse_spec(
         {

@@ -159,7 +159,7 @@ def sample(urls: Mapping[int, str], seconds: float) -> LiveSample:
 def summarize(rows: list[metrics.MetricRow]) -> LiveSample:
     """Per-broker-second metric rows (cluster.metrics.rates; a run's broker_metrics.parquet) as the one row the
     live rules read: per-second sums and busiest-broker figures averaged over the seconds, worst cases kept."""
-    by_t: dict[int, list[metrics.MetricRow]] = defaultdict(list)
+    by_t: defaultdict[int, list[metrics.MetricRow]] = defaultdict(list)
     for r in rows:
         by_t[round((r["t_ns"] or 0) / 1e9)].append(r)
 

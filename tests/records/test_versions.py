@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from core.errors import UserError
-from records.profile import ClusterProfile, read_profile
-from records.result import FaultEvent, RunResult, Step
+from records.profile import read_profile
+from records.result import FaultEvent, Step
 from records.run import read_result
-from records.summary import Summary, read_summary
-from records.trial import TrialRecord, read_trial
+from records.summary import read_summary
+from records.trial import read_trial
 from tests.helpers import FIXTURES, cli, trial_doc
 
 
@@ -27,7 +27,7 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
         ("profile.json", {"study": "s"}, lambda: read_profile(tmp_path / "profile.json")),
     ):
         (tmp_path / name).write_text(json.dumps({**doc, "schema_version": 1}))
-        assert version(read()) == 1
+        assert read().schema_version == 1  # every reader gives its typed record, which carries its version
         (tmp_path / name).write_text(json.dumps(doc))  # before versions: the first version's
         assert read() is not None
         (tmp_path / name).write_text(json.dumps({**doc, "schema_version": 7}))
@@ -36,14 +36,6 @@ def test_a_record_of_a_newer_schema_version_is_refused_by_name(tmp_path: Path) -
         assert f"{name}: schema_version 7 was written by a newer kafkatune (this one reads versions 1 to 1)" in str(
             e.value
         )
-
-
-def version(rec: Any) -> int:
-    return int(
-        rec.schema_version
-        if isinstance(rec, TrialRecord | Summary | ClusterProfile | RunResult)
-        else rec["schema_version"]
-    )
 
 
 def test_a_trial_s_planned_faults_read_typed_and_are_written_as_read(tmp_path: Path) -> None:

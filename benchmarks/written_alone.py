@@ -20,6 +20,7 @@ whether it is within noise (its interval includes 0), and the control's ratio.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from _common import REPO, log, result_file, sweep, testbed
 from core import stats
 from core.typed import to_json
 from records.summary import Summary
-from sweeps.confirm import values
+from sweeps.confirm import canonical, values
 
 DEFAULTS = "baseline:kafka-defaults"
 CURRENT = "baseline:current"
@@ -61,8 +62,11 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
     headline = first.confirmation.headline()  # the written phase's, else the chosen arm: what the files hold
     assert headline is not None, "a study that chose no configuration"
     arms = {a.label: a for a in second.confirmation.candidates}
-    alone, dflt = values(arms[CURRENT]), values(arms[DEFAULTS])
-    control = next((values(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS)), [])
+    current = second.baselines[CURRENT.removeprefix("baseline:")].config
+    # the confirmation measures no configuration twice: a file that changes nothing is Kafka's defaults' arm
+    same = arms.get(CURRENT) or next(a for a in arms.values() if canonical(a.config) == canonical(current))
+    alone, dflt = values(same), values(arms[DEFAULTS])
+    control = next((values(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS, same.label)), [])
     diff = stats.difference(values(headline), alone)
     out: dict[str, Any] = {
         "headline": {
@@ -73,12 +77,13 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
             "vs_defaults": to_json(first.best_vs_defaults) if first.best_vs_defaults else None,
         },
         "applied_alone": {
-            "config": dict(arms[CURRENT].config),
+            "config": dict(current),
+            "measured_as": same.label,  # CURRENT, or the arm of the same configuration
             "mb_s": alone,
             "interval": to_json(stats.mean_interval(alone)),
             "defaults_mb_s": dflt,
             "defaults_interval": to_json(stats.mean_interval(dflt)),
-            "vs_defaults": _dict(stats.ratio(alone, dflt)),
+            "vs_defaults": _dict(stats.ratio(alone, dflt)) if same.label != DEFAULTS else None,
         },
         "headline_minus_alone": to_json(diff),
         "within_noise": diff.has_interval and not diff.excludes(0.0),
@@ -115,11 +120,15 @@ def main() -> None:
     ap.add_argument("--nic-mbps", type=float, default=25)
     ap.add_argument("--spec", type=Path, default=REPO / "examples" / "demo-sweep.yaml")
     ap.add_argument("--warm-up", type=float, default=240)
+    ap.add_argument("--from-work", type=Path, help="A finished run's work folder: its two sweeps judged again.")
     a = ap.parse_args()
+    if a.from_work is not None:
+        report(a, a.from_work / "runs" / "demo-sweep", a.from_work / "runs" / "written-alone", None)
+        return
     t0 = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="kt-written-alone-"))
     with testbed(work / "tb", network="shaped", nic_mb_s=a.nic_mbps, subnet="198.18.3", warm_up_s=a.warm_up) as tb:
-        s1, study, wall1 = sweep(tb, a.spec, work / "runs")
+        _, study, wall1 = sweep(tb, a.spec, work / "runs")
         log(f"the study took {wall1:.0f} s; its report writes recommended/")
         rep = subprocess.run([sys.executable, "-m", "kafkatune", "report", str(study)], cwd=REPO, check=False)
         if rep.returncode != 0:
@@ -129,12 +138,20 @@ def main() -> None:
             sys.exit(f"the report wrote no {recommended}")
         log(f"recommended/producer.properties: {recommended.read_text().strip() or '(empty)'}")
         spec2 = second_spec(a.spec, recommended, a.repeats, work / "written-alone.yaml")
-        s2, _, wall2 = sweep(tb, spec2, work / "runs")
-    f = figures(Summary.from_json(s1), Summary.from_json(s2))
-    f["recommended_file"] = recommended.read_text()
-    f["wall_s"] = {"study": round(wall1), "applied_alone": round(wall2), "total": round(time.monotonic() - t0)}
+        _, second, wall2 = sweep(tb, spec2, work / "runs")
+    report(
+        a, study, second, {"study": round(wall1), "applied_alone": round(wall2), "total": round(time.monotonic() - t0)}
+    )
+
+
+def report(a: argparse.Namespace, study: Path, second: Path, wall_s: dict[str, int] | None) -> None:
+    """Both sweeps' summaries judged (`figures`), printed and written to the result file."""
+    f = figures(*(Summary.from_json(json.loads((d / "summary.json").read_text())) for d in (study, second)))
+    f["recommended_file"] = (study / "report" / "recommended" / "producer.properties").read_text()
+    f["wall_s"] = wall_s
     say(f)
-    path = result_file("written_alone", {"args": vars(a) | {"spec": str(a.spec.relative_to(REPO))}, **f})
+    args = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
+    path = result_file("written_alone", {"args": args | {"spec": str(a.spec.relative_to(REPO))}, **f})
     print(f"wrote {path}")
 
 

@@ -10,6 +10,6 @@ DEFAULT = "all"  # Kafka 3.0 and later
 
 
 def acks(config: Mapping[str, Any] | None) -> str:
-    """ "all", "1" or "0": the map's acks, Kafka's default when unset, and "-1" (the same setting) spelled "all"."""
+    """The map's acks as "all", "1" or "0": Kafka's default when unset, and "-1" (the same setting) spelled "all"."""
     v = str(config["acks"]) if config and "acks" in config else DEFAULT
     return DEFAULT if v == "-1" else v

@@ -17,6 +17,8 @@ from loadgen.sustainable import Slo
 from records.confirmation import Arm, Comparison, Config, Confirmation, KeyEffect
 from records.summary import Summary
 
+DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults among a study's candidates and arms (sweeps.confirm)
+
 CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
 
 
@@ -71,6 +73,8 @@ def written_lines(s: Summary) -> list[str]:
         lines.append(f"  full configuration − written: {fw.difference.text(unit='MB/s')}: {said}")
     if w.kept_as_group:
         lines.append(f"  kept as a group: {', '.join(w.kept_as_group)}: {w.why_kept}")
+    elif w.headline == DEFAULTS:
+        lines.append(f"  the files are empty: the headline is Kafka's defaults' (without {', '.join(w.dropped)})")
     elif w.dropped:
         lines.append(f"  the headline is the written configuration's: without {', '.join(w.dropped)}")
     if w.vs_defaults:
@@ -93,7 +97,7 @@ def choice_lines(s: Summary) -> list[str]:
             lines.append(f"  NOT distinguishable from the runner-up {ru.label}: difference {d} includes 0")
     if conf.vs_defaults:
         lines.append(_vs_defaults_line(conf.vs_defaults))
-    elif conf.chosen == "baseline:kafka-defaults":
+    elif conf.chosen == DEFAULTS:
         lines.append("  Kafka's defaults measured best: no change is recommended")
     return lines + _current_lines(s, conf) + _resolution_lines(conf)
 
@@ -245,7 +249,7 @@ def rule_confirmed(sweep: Summary) -> list[Recommendation]:
         return []
     action = {e.key: e.new for e in sweep.recommended}
     ev = [f"{chosen.label}: {chosen.interval.text(unit='MB/s')}" if chosen.interval else ""]
-    dflt = by.get("baseline:kafka-defaults")
+    dflt = by.get(DEFAULTS) if chosen.label != DEFAULTS else None  # the headline may be the defaults themselves
     if dflt and dflt.interval:
         ev.append(f"Kafka defaults: {dflt.interval.text(unit='MB/s')}")
     vs = w.vs_defaults if w else conf.vs_defaults
@@ -257,6 +261,9 @@ def rule_confirmed(sweep: Summary) -> list[Recommendation]:
             + ("" if vs.distinguishable else ": NOT distinguishable from the defaults")
         )
         gain = d.estimate if vs.distinguishable else None
+    if w and w.headline == DEFAULTS and (fw := w.full_vs_written):  # empty files: the chosen keys did not help
+        said = fw.difference.text("{:+.2f}", "MB/s")
+        ev.append(f"the full configuration − Kafka's defaults, in their own blocks: {said}: not ahead beyond noise")
     ev += [
         f"{e.key} {e.old or '(unset)'} -> {e.new}: {e.interval.text('{:+.2f}', 'MB/s')}"
         for e in sweep.recommended

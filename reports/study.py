@@ -267,6 +267,8 @@ def _confirmed_headline(sw: Summary, conf: Confirmation, b: Best, ceiling: float
     if ceiling and b.mb_s is not None:
         s += f", {b.mb_s / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
     vs = conf.written.vs_defaults if conf.written else conf.vs_defaults  # as written, when it was measured
+    if conf.written and conf.written.headline == verdict.DEFAULTS:  # the files are empty (sweeps.written)
+        s += f"; no key to change: {conf.chosen} did not beat Kafka's defaults beyond noise in their own blocks"
     if vs and vs.ratio:
         s += f"; {vs.ratio.text('{:.2f}', '×')} Kafka's defaults"
         if not vs.distinguishable:

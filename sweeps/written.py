@@ -10,6 +10,10 @@ the reduced configuration then loses throughput: when the full one beats it beyo
 as a group and the full configuration is the one written. The two comparisons (full over written, written over the
 defaults) are one family, tested by Holm's procedure at sweeps.confirm.ALPHA, and their intervals are printed at
 the levels they were tested at.
+
+When the ablation drops every key, the files are empty: what they describe is Kafka's defaults. The full
+configuration is then measured against the defaults in fresh blocks (a family of one test): ahead beyond noise, its
+keys stand in for each other and are kept as a group; not, the headline is the defaults' and nothing is recommended.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ def reduced(
 ) -> space.Config | None:
     """`cfg` with every key the ablation found no effect for, and every key it could not put back alone (`blocked`),
     back at the defaults' value: what the recommended files hold. None when there is nothing to measure apart: no
-    key dropped, no key kept (the files are empty: that is Kafka's defaults, already measured), or the reduced
-    configuration breaks a cross-key rule."""
+    key dropped (the files hold the chosen configuration), or the reduced configuration breaks a cross-key rule.
+    With every key dropped none of the chosen keys is left: the files are empty (`measure` runs Kafka's defaults)."""
     drop = {e.key for e in effects if not e.beyond_noise} | {b.key for b in blocked}
-    if not drop or not any(e.beyond_noise for e in effects):
+    if not drop:
         return None
     out = dict(cfg)
     for key, old, _ in confirm.changed_keys(spec, cfg):
@@ -57,23 +61,25 @@ def measure(
     sw: confirm.Phases, chosen: space.Config, effects: list[KeyEffect], blocked: list[KeyEffect], view: View
 ) -> Written | None:
     """Measure the written configuration against the full one and Kafka's defaults (randomized blocks) and judge
-    them (`judge`); None when the written configuration is the chosen one or the defaults (`reduced`), or when the
-    sweep's time ran out before it was measured."""
+    them (`judge`); when the files are empty, the full configuration against the defaults alone (they are what the
+    files describe). None when the written configuration is the chosen one (`reduced`), or when the sweep's time
+    ran out before it was measured."""
     spec = sw.spec
     cfg = reduced(spec, chosen, effects, blocked)
     if cfg is None:
         return None
     n = spec.ablate.repeats
-    arms = [
-        (WRITTEN, cfg),
-        (confirm.RECOMMENDED, dict(chosen)),
-        (confirm.DEFAULTS, space.baseline(spec, "kafka-defaults")),
-    ]
+    full, defaults = (confirm.RECOMMENDED, dict(chosen)), (confirm.DEFAULTS, space.baseline(spec, "kafka-defaults"))
     kept = ", ".join(e.key for e in effects if e.beyond_noise)
-    view.note(f"as written ({kept} only): against the full configuration and Kafka's defaults, × {n} runs each")
+    if kept:
+        arms, mine = [(WRITTEN, cfg), full, defaults], WRITTEN
+        view.note(f"as written ({kept} only): against the full configuration and Kafka's defaults, × {n} runs each")
+    else:  # every key dropped: the empty files run Kafka's defaults, unless the keys help only together
+        arms, mine = [full, defaults], confirm.DEFAULTS
+        view.note(f"as written (no key: Kafka's defaults): against the full configuration, × {n} runs each")
     view.extend(len(arms) * n)
     runs = confirm.repeat(sw, "written", arms, n)
-    if not runs.get(WRITTEN):  # out of time before its first run: the confirmation's choice stays the headline
+    if not runs.get(mine):  # out of time before its first run: the confirmation's choice stays the headline
         return None
     return judge(runs, [e.key for e in effects if not e.beyond_noise] + [b.key for b in blocked])
 
@@ -97,20 +103,23 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
     beats the written one beyond noise: then they are kept as a group and the full configuration is the one
     written); and the configuration written compared with Kafka's defaults. One family of three one-sided tests
     (full over written, written over the defaults, full over the defaults), fixed before any is read, so Holm's
-    procedure holds whichever arm becomes the headline. `headline` is the label of the arm the report's rate,
-    interval and operating point are read from."""
+    procedure holds whichever arm becomes the headline. Without a WRITTEN arm the files are empty and the defaults'
+    arm is the written configuration: one test, full over the defaults. `headline` is the label of the arm the
+    report's rate, interval and operating point are read from."""
     arms = {label: confirm.candidate(label, reps) for label, reps in runs.items()}
     vals = {label: confirm.values(c) for label, c in arms.items()}
-    full, mine, dflt = (vals.get(k, []) for k in (confirm.RECOMMENDED, WRITTEN, confirm.DEFAULTS))
-    pairs = [(full, mine), (mine, dflt), (full, dflt)]
+    full, dflt = confirm.RECOMMENDED, confirm.DEFAULTS
+    mine = WRITTEN if WRITTEN in arms else dflt
+    order = [(full, mine), (mine, dflt), (full, dflt)] if mine == WRITTEN else [(full, dflt)]
+    pairs = [(vals.get(a, []), vals.get(b, [])) for a, b in order]
     tests = stats.holm(
         [stats.p_greater(a, b) if len(a) >= 2 and len(b) >= 2 else None for a, b in pairs], confirm.ALPHA
     )
-    stand_in, broke = tests[0][0], not arms[WRITTEN].eligible
-    head = confirm.RECOMMENDED if stand_in or broke else WRITTEN
-    i = 2 if head == confirm.RECOMMENDED else 1
-    vs = _comparison(*pairs[i], *tests[i])
-    if vs is not None:
+    stand_in, broke = tests[0][0], not arms[mine].eligible
+    head = full if stand_in or broke else mine
+    i = next((k for k, (a, b) in enumerate(order) if a == head and b == dflt), None)  # None: the defaults lead
+    vs = None if i is None else _comparison(*pairs[i], *tests[i])
+    if vs is not None and i is not None:
         vs = replace(vs, ratio=stats.ratio(*pairs[i], 1 - 2 * tests[i][1]))
     why_kept = (
         "without them the written configuration broke its constraints"
@@ -119,14 +128,14 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
         if stand_in
         else None
     )
-    full_head = head == confirm.RECOMMENDED
+    full_head = head == full
     return Written(
         tuple(arms.values()),
         head,
         dropped=() if full_head else tuple(dropped),
         kept_as_group=tuple(dropped) if full_head else (),
         why_kept=why_kept,
-        full_vs_written=_comparison(full, mine, *tests[0]),
+        full_vs_written=_comparison(*pairs[0], *tests[0]),
         vs_defaults=vs,
     )
 

@@ -141,10 +141,12 @@ def test_a_written_configuration_that_breaks_its_constraints_keeps_the_dropped_k
     assert w.kept_as_group == ("batch.size", "linger.ms") and "broke its constraints" in (w.why_kept or ""), w
 
 
-def test_nothing_is_measured_when_the_files_hold_the_chosen_configuration_or_nothing() -> None:
+def test_nothing_is_measured_when_the_files_hold_the_chosen_configuration() -> None:
     every = [KeyEffect(k, None, "", beyond_noise=True) for k in ("batch.size", "linger.ms", "compression.type")]
     none = [replace(e, beyond_noise=False) for e in every]
-    assert written.reduced(SPEC, TUNED, every) is None and written.reduced(SPEC, TUNED, none) is None
+    assert written.reduced(SPEC, TUNED, every) is None
+    empty = written.reduced(SPEC, TUNED, none)  # every key dropped: none of the chosen keys is left
+    assert empty is not None and not [k for k in empty if changed(empty, k)], empty
     some = [replace(e, beyond_noise=e.key == "linger.ms") for e in every]
     cfg = written.reduced(SPEC, TUNED, some)
     assert cfg is not None and {k for k in cfg if changed(cfg, k)} == {"linger.ms"}
@@ -192,3 +194,54 @@ def test_a_key_not_ablated_is_left_out_of_the_written_configuration_unless_kept_
     assert [e.key for e in judged.recommended] == ["compression.type", "batch.size", "linger.ms"]
     assert judged.recommended[2].why == "they stand in for each other" and judged.written is w
     assert not judged.no_measurable_effect and not judged.not_ablated
+
+
+def test_empty_files_are_measured_as_kafkas_defaults_and_lead_when_the_keys_did_not_help() -> None:
+    """No key changes the rate: the ablation drops all three, the files are empty, and what they describe (Kafka's
+    defaults) is measured against the full configuration in its own blocks. Not behind it beyond noise: the headline
+    (summary.json's `best`, the operating point's configuration) is the defaults', nothing is recommended and the
+    advice says so, with the blocks as its evidence."""
+    sw = Planted(lambda cfg: DEFAULTS_MB_S, seed=5)
+    effects, w, view = ablate_then_write(sw)
+    assert not [e for e in effects if e.beyond_noise], effects
+    assert w is not None and w.headline == confirm.DEFAULTS and not w.kept_as_group, w
+    assert w.dropped == ("batch.size", "compression.type", "linger.ms") and w.why_kept is None, w
+    assert {a.label for a in w.arms} == {confirm.RECOMMENDED, confirm.DEFAULTS} and w.vs_defaults is None, w
+    assert w.full_vs_written and not w.full_vs_written.distinguishable, w
+    assert w.full_vs_written.alpha == confirm.ALPHA  # a family of one test
+    n = SPEC.ablate.repeats
+    assert view.runs == 2 * n and len(sw.ran) == 4 * n + 2 * n and "no key: Kafka's defaults" in view.said[0]
+    judged = written.settle(Confirmation((), "producer#0"), effects, [], w)
+    assert not judged.recommended and len(judged.no_measurable_effect) == 3
+    best = written.best(judged)
+    assert best is not None and best.label == confirm.DEFAULTS and best.config is not None
+    assert not [k for k in best.config if changed(best.config, k)], best.config
+    head = judged.headline()
+    assert head is not None and head.label == confirm.DEFAULTS
+    s = Summary("s", confirmation=judged, recommended=(), no_measurable_effect=judged.no_measurable_effect)
+    text = "\n".join(verdict.written_lines(s))
+    assert "the files are empty: the headline is Kafka's defaults'" in text, text
+    (r,) = verdict.rule_confirmed(s)
+    assert r.action == {} and r.title.startswith("No key to apply") and r.expected_gain_mb_s is None, r
+    assert any("in their own blocks" in e and "not ahead beyond noise" in e for e in r.evidence), r.evidence
+    assert r.trials == list(head.trial_ids)
+
+
+def test_keys_that_help_only_together_are_kept_when_the_ablation_dropped_every_one() -> None:
+    """Any one of the three keys carries the whole +3 MB/s: put back alone, none costs anything and the ablation
+    drops all three; the full configuration then beats Kafka's defaults beyond noise in its own blocks, so the
+    keys are kept as a group and the headline is the full configuration's, with its ratio to the defaults."""
+
+    def truth(cfg: Mapping[str, Any]) -> float:
+        return DEFAULTS_MB_S + 3.0 * any(changed(cfg, k) for k in ("batch.size", "linger.ms", "compression.type"))
+
+    sw = Planted(truth, seed=6)
+    effects, w, _ = ablate_then_write(sw)
+    assert not [e for e in effects if e.beyond_noise], effects
+    assert w is not None and w.headline == confirm.RECOMMENDED and "stand in" in (w.why_kept or ""), w
+    assert w.kept_as_group == ("batch.size", "compression.type", "linger.ms") and not w.dropped, w
+    assert w.vs_defaults and w.vs_defaults.distinguishable and w.vs_defaults.ratio
+    assert w.vs_defaults.ratio.estimate == pytest.approx(1.3, rel=0.05)
+    judged = written.settle(Confirmation((), "producer#0"), effects, [], w)
+    assert [e.key for e in judged.recommended] == ["batch.size", "compression.type", "linger.ms"]
+    assert not judged.no_measurable_effect

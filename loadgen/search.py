@@ -258,6 +258,7 @@ def conclude(found: Sustainable, sr: Searcher) -> Sustainable:
         held = [x for x in sr.steps if x.held]
         low = min((x.rate_msg_s for x in sr.steps), default=found.probe_msg_s * sr.s.start)
         top = max((x.rate_msg_s for x in held), default=0.0)
+        found.below_mb_s = (top if held else low) * found.message_bytes / MB  # nothing this fast held twice
         found.note = (
             f"no rate held twice in {len(sr.steps)} steps (the highest held once: {top:,.0f} msg/s)"
             if held

@@ -110,6 +110,7 @@ class Sustainable:
     at_top: bool = False  # held at the search's cap: the rate may be higher
     remeasured: list[str] = field(default_factory=list)  # rates that held, then missed when measured again
     note: str = ""
+    below_mb_s: float | None = None  # no rate held twice: none at or above this rate did (search.conclude)
     probe_s: float = 0.0  # wall time of the probe run and of the search run
     ramp_s: float = 0.0
 

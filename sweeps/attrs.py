@@ -29,6 +29,7 @@ class TrialAttrs:
     probe_msg_s: float | None = None  # the max rate its search ran under
     rate_msg_s: float | None = None  # its sustainable rate's step, or the operating-point run's rate
     no_rate_held: str | None = None  # why its sustainable rate is no figure (the sampler was told 0.0)
+    below_mb_s: float | None = None  # then: no rate at or above this one held twice in its search
     windows_mb_s: tuple[float, ...] | None = None  # each measurement window's rate (a completed trial's)
     violations: tuple[str, ...] = ()  # the SLO's terms it broke (a completed trial's)
     fail_reason: str | None = None  # why it failed
@@ -64,6 +65,7 @@ def finished(
     rate_msg_s: float | None,
     no_rate_held: str | None,
     windows_mb_s: list[float] | None,
+    below_mb_s: float | None = None,
     violations: list[str] | None,
     fail_reason: str | None,
 ) -> None:
@@ -76,6 +78,8 @@ def finished(
         trial.set_user_attr("rate_msg_s", rate_msg_s)
     if no_rate_held:
         trial.set_user_attr("no_rate_held", no_rate_held)
+    if below_mb_s is not None:
+        trial.set_user_attr("below_mb_s", below_mb_s)
     if windows_mb_s is not None:
         trial.set_user_attr("windows_mb_s", windows_mb_s)
     if violations is not None:

@@ -64,6 +64,7 @@ class Repeat:
     trial_id: str
     config: Mapping[str, Any]
     rate_msg_s: float | None = None  # the rate it held, msg/s
+    below_mb_s: float | None = None  # no rate held: no rate at or above this one (MB/s) held twice in its search
 
 
 Runs = Mapping[str, list[Repeat]]  # arm label -> its repeats
@@ -194,6 +195,7 @@ def measured(st: Any) -> dict[str, list[Repeat]]:
                 trial_id=a.trial_id,
                 config=a.config,
                 rate_msg_s=a.rate_msg_s if ok else None,
+                below_mb_s=a.below_mb_s if ok and a.no_rate_held else None,
             )
         )
     return out
@@ -217,6 +219,12 @@ def candidate(label: str, reps: list[Repeat]) -> Arm:
         bool(reps) and all(r.feasible for r in reps),
         tuple(sorted({v for r in reps if not r.feasible for v in r.violations})),
     )
+
+
+def at_most(reps: list[Repeat]) -> list[float]:
+    """The repeats' rates, a run where no rate held at its bound (`below_mb_s`), a failed one left out: as high as
+    it could have scored, which understates a one-sided test's difference (in the mean) instead of dropping it."""
+    return [v for r in reps if (v := r.value if r.value is not None else r.below_mb_s) is not None]
 
 
 def values(arm: Arm) -> list[float]:
@@ -318,11 +326,12 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[KeyEffect]:
     The keys are one family: each key's one-sided test (does it help?) is Holm's, at ALPHA family-wise, and its
     interval is printed at the two-sided level whose lower bound is that test's. A key is recommended when its test
     rejects (the interval lies above 0) and its effect is at least `ablate.min_effect` of the recommended rate. A
-    key without which most runs broke a constraint is needed whatever the rates say."""
+    run without the key where no rate held counts at its bound (`at_most`), not as a missing figure. A key without
+    which most runs broke a constraint is needed whatever the rates say."""
     mine = runs.get(RECOMMENDED, [])
     ref = [r.value for r in mine if r.value is not None]
     keys = changed_keys(spec, cfg)
-    arms = [[r.value for r in runs.get(f"without:{key}", []) if r.value is not None] for key, _, _ in keys]
+    arms = [at_most(runs.get(f"without:{key}", [])) for key, _, _ in keys]  # a run with no rate held: its bound
     tests = stats.holm(
         [stats.p_greater(ref, vals) if len(vals) >= 2 and len(ref) >= 2 else None for vals in arms], ALPHA
     )
@@ -337,6 +346,8 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[KeyEffect]:
             d = stats.difference(ref, vals, 1 - 2 * alpha)
             beyond = rejected and d.estimate >= floor
             why = "" if beyond else _why(d, rejected, floor, rate, spec.ablate.min_effect)
+            if n := sum(r.value is None and r.below_mb_s is not None for r in reps):
+                why = "; ".join(x for x in (why, f"{n} run(s) without it held no rate: each counted at its bound") if x)
             row = replace(row, why=why, effect_mb_s=d.estimate, interval=d, beyond_noise=beyond)
         broke = [r for r in reps if not r.feasible]
         if len(broke) * 2 > len(reps) and not row.beyond_noise:  # needed to hold the constraints

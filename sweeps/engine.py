@@ -162,6 +162,7 @@ class Sweep:
             probe_msg_s=out.probe_msg_s,
             rate_msg_s=out.rate_msg_s,
             no_rate_held=out.no_rate_held,  # the objective's 0.0 is for the sampler: the figure does not exist
+            below_mb_s=out.below_mb_s,
             windows_mb_s=out.windows_mb_s if out.ok else None,
             violations=out.violations if out.ok else None,
             fail_reason=None if out.ok else out.fail_reason,

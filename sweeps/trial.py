@@ -66,6 +66,7 @@ class Outcome:
     probe_msg_s: float | None = None  # the max rate the search ran under (the trial's own max-rate run)
     at_top: bool = False  # the search held at its cap: that max rate was too low to bound it
     no_rate_held: str | None = None  # why the sustainable rate is not a figure (the sampler is told 0.0)
+    below_mb_s: float | None = None  # no rate held: no rate at or above this one held twice (loadgen.search)
     rate_msg_s: float | None = None  # the sustainable rate's step (msg/s), or the operating-point run's rate
     record: TrialRecord | None = None
 
@@ -322,6 +323,7 @@ class _Trial:
         out.rate_msg_s = found.rate_msg_s
         out.at_top = found.at_top
         out.no_rate_held = found.note if found.mb_s is None else None
+        out.below_mb_s = found.below_mb_s if found.mb_s is None else None
         if out.no_rate_held:  # infeasible: the samplers steer away, a confirmation repeat makes it ineligible
             out.constraints["slo"] = 1.0
             out.violations.append(f"no rate held within the SLO: {found.note}")

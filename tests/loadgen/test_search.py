@@ -132,6 +132,25 @@ def test_no_rate_that_held_gives_no_answer_and_says_how_low_it_went() -> None:
     assert found.rate_msg_s is None and len(sr.steps) == 4 and "no step held" in found.note
     assert all(not st.held for st in sr.steps)
     assert [round(st.rate_msg_s) for st in sr.steps] == [round(700 / 1.25**i) for i in range(4)]
+    # the bound an ablation counts such a run at (sweeps.confirm.at_most): the lowest rate tried, in MB/s
+    assert found.below_mb_s == pytest.approx(700 / 1.25**3 * 1024 / 1e6), found.below_mb_s
+
+
+def test_a_search_where_rates_held_once_only_is_bounded_by_the_highest_that_held() -> None:
+    """Every rate holds the first time it runs and misses the next: no rate held twice, and none at or above the
+    highest that held once did: that is the bound, not the lowest rate tried."""
+    s = Search(warmup_s=2, min_step_s=2, max_step_s=3, max_steps=6)
+    seen: dict[float, int] = {}
+
+    def once(rate: float, sec: int) -> float:
+        seen.setdefault(rate, sec)
+        return 5.0 if sec - seen[rate] < 4 else 300.0
+
+    sr = simulate(once, s)
+    found = conclude(Sustainable(Slo(), s, 1024, 1000.0, 1.024), sr)
+    held = [st.rate_msg_s for st in sr.steps if st.held]
+    assert found.rate_msg_s is None and held and "the highest held once" in found.note, (found.note, sr.steps)
+    assert found.below_mb_s == pytest.approx(max(held) * 1024 / 1e6), found.below_mb_s
 
 
 def test_a_search_without_an_answer_says_when_the_tail_is_not_load() -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
+import optuna
 import pytest
 
 from core import stats
-from sweeps import confirm
+from sweeps import attrs, confirm, storage
 from sweeps.simulate import Design, run_many
 from sweeps.spec import parse_spec
 
@@ -74,6 +76,51 @@ def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
     most = {**one, "without:partitions": [*reps("p", [7.0]), *reps("x", [6.9, 6.8], feasible=False)]}
     (row,) = confirm.effects(spec, cfg, most)
     assert row.beyond_noise and "2 of 3 runs: lost 3 > 0" in (row.why or "")
+
+
+def test_a_run_without_a_key_where_no_rate_held_counts_at_its_bound_not_as_a_missing_figure() -> None:
+    """benchmarks/written_alone.py found it: with 2 runs a side, one run without the key held no rate, the key was
+    left with one figure and filed as no measurable effect. Counted at its bound (no rate at or above it held twice
+    in its search), the key is judged, and the row says how; a run that failed outright has no bound."""
+    spec = parse_spec(BASE)
+    cfg = {"partitions": 6}
+    no_rate = confirm.Repeat(None, False, ("no rate held within the SLO",), "x-0", {}, None, below_mb_s=2.5)
+    runs = {confirm.RECOMMENDED: reps("r", [12.0, 12.6]), "without:partitions": [*reps("p", [3.72]), no_rate]}
+    (row,) = confirm.effects(spec, cfg, runs)
+    assert row.beyond_noise and row.n == 4 and row.effect_mb_s == pytest.approx(12.3 - (3.72 + 2.5) / 2), row
+    assert row.why == "1 run(s) without it held no rate: each counted at its bound", row
+    crashed = replace(no_rate, below_mb_s=None)
+    (row,) = confirm.effects(spec, cfg, {**runs, "without:partitions": [*reps("p", [3.72]), crashed]})
+    assert not row.beyond_noise and row.why == "fewer than 2 repeats each side", row
+
+
+def test_a_no_rate_runs_bound_is_read_back_from_the_studys_storage(tmp_path: Path) -> None:
+    """The bound a sweep's trial wrote (sweeps.attrs) is the one the ablation reads (confirm.measured), also after
+    a resume; a run that held a rate has none."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    st = optuna.create_study(storage=f"sqlite:///{tmp_path / 'o.db'}", study_name="a", direction="maximize")
+    for key, held in (("without:partitions@1", False), ("without:partitions@2", True)):
+        trial = st.ask()
+        assert storage.claim(st, trial, key)
+        attrs.started(trial, "host:1", {"partitions": 1}, tmp_path / "trials" / f"ablate-{trial.number:03d}")
+        attrs.finished(
+            trial,
+            restarts=0,
+            probe_msg_s=9000.0,
+            rate_msg_s=3000.0 if held else None,
+            no_rate_held=None if held else "no step held: the sustainable rate is below 2,560 msg/s",
+            windows_mb_s=[],
+            violations=[] if held else ["no rate held within the SLO"],
+            fail_reason=None,
+            below_mb_s=None if held else 2.5,
+        )
+        trial.set_constraint("slo", 0.0 if held else 1.0)
+        st.tell(trial, 2.9 if held else 0.0)
+    got = confirm.measured(optuna.load_study(study_name="a", storage=f"sqlite:///{tmp_path / 'o.db'}"))
+    (miss, hit) = got["without:partitions"]
+    assert (miss.value, miss.below_mb_s, miss.feasible) == (None, 2.5, False), miss
+    assert (hit.value, hit.below_mb_s, hit.feasible) == (2.9, None, True), hit
+    assert confirm.at_most([miss, hit]) == [2.5, 2.9]
 
 
 def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_at_its_level() -> None:

@@ -52,7 +52,9 @@ def shaped(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist)
         "--netns-prefix",
         "ktt",
         "--warm-up",
-        "30",  # a cold JIT runs several times slower: the network-bound diagnosis needs a warm cluster
+        # the brokers compile with C1 only (SUITE_JVM), quiet within a minute of load; no test here asserts a rate,
+        # and the tuned sweep's first search, on brokers still compiling, may hold none (its tests allow for it)
+        "10",
         *(f"--jvm-option={o}" for o in SUITE_JVM),
         timeout=600,
     )

@@ -21,6 +21,7 @@ TEST_BASE_PORT = int(os.environ.get("KAFKATUNE_TEST_BASE_PORT", "24090"))
 # minutes after every start and restart (docs/measurement.md), on a machine of 2 cores; C1 is quiet within a minute.
 # No test asserts a rate; the product's testbeds keep the default (benchmarks/broker_jvm.py measures both).
 SUITE_JVM = ("-XX:TieredStopAtLevel=1",)
+SUITE_HEAP = "768m"  # the heap of each of the suite's loopback brokers (-Xms and -Xmx)
 
 
 # Fixtures that start a real server (brokers, Mosquitto, Zenoh, Pulsar, PostgreSQL, Spark's JVM, sshd): a test that
@@ -99,7 +100,7 @@ def kafka_dist() -> dist.KafkaDist:
 @pytest.fixture(scope="session")
 def testbed(tmp_path_factory: pytest.TempPathFactory, kafka_dist: dist.KafkaDist) -> Iterator[Testbed]:
     tb = Testbed(
-        tmp_path_factory.mktemp("testbed"), kafka_dist, base_port=TEST_BASE_PORT, heap="768m", jvm_extra=SUITE_JVM
+        tmp_path_factory.mktemp("testbed"), kafka_dist, base_port=TEST_BASE_PORT, heap=SUITE_HEAP, jvm_extra=SUITE_JVM
     )
     tb.down(wipe=True, progress=lambda m: None)
     tb.state_dir.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,8 @@ from records.seconds import BrokerSecond
 from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
-from tests.conftest import ensure_healthy
-from tests.helpers import FAST, kafkatune, popen_sweep, records, wait_for, write_spec
+from tests.conftest import SUITE_HEAP, SUITE_JVM, ensure_healthy
+from tests.helpers import FAST, REPO, kafkatune, popen_sweep, records, wait_for, write_spec
 
 
 def configs(tb: Testbed) -> BrokerConfigs:
@@ -179,12 +179,17 @@ class Rolled:
 
 @pytest.fixture(scope="module")
 def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled:
-    """replica.fetch.max.bytes needs a rolling restart, and each restarted broker compiles under load for a minute
-    (0.5-1.1 core of JIT here): after a 2-s restart warm-up (less than the JIT watch's window, so it ends at its
-    cap, still compiling) the trial's run measures the compiler, is set aside, and runs again once the brokers are
-    quiet (jit_warmup_s: 5 at the most); the sweep rolls the brokers back at its end."""
+    """replica.fetch.max.bytes needs a rolling restart, and each broker the trial restarts runs the JVM's default
+    tiered compiler (not the suite's C1 only, SUITE_JVM), which compiles under load for minutes (0.5-1.1 core of
+    JIT here): the run after a 2-s restart warm-up (less than the JIT watch's window, so it ends at its cap, still
+    compiling) measures the compiler on every run of the test (C1 is quiet within seconds: a run after the roll
+    once found it quiet). It is set aside and runs again after a warm-up (jit_warmup_s: 5 at the most); the
+    sweep's restore at its end restarts the brokers with the suite's options again."""
     ensure_healthy(testbed)
-    tmp = tmp_path_factory.mktemp("rolled")
+    return _rolled(testbed, tmp_path_factory.mktemp("rolled"))
+
+
+def _rolled(testbed: Testbed, tmp: Path) -> Rolled:
     before = configs(testbed).snapshot()
     spec = write_spec(
         tmp / "s.yaml",
@@ -199,16 +204,33 @@ def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled
         # 2-s windows: the JIT watch stops an attempt once its window can no longer stand, which takes seconds
         measurement={**FAST, "window_s": 2, "restart_warmup_s": 2, "jit_warmup_s": 5},
     )
-    p = kafkatune("sweep", str(spec), "--state-dir", str(testbed.state_dir), "--runs-dir", str(tmp), "--json")
-    assert p.returncode == 0, p.stderr[-3000:]
+    out, log = tmp / "stdout", tmp / "stderr"
+    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(testbed.state_dir)]
+    # the testbed's state says the tiered compiler's options: the trial's restarts start its brokers with them
+    Testbed(testbed.state_dir, testbed.dist, base_port=testbed.base_port, heap=SUITE_HEAP).up(progress=print)
+    with out.open("wb") as o, log.open("wb") as e:
+        proc = subprocess.Popen([*cmd, "--runs-dir", str(tmp), "--json"], cwd=REPO, stdout=o, stderr=e)
+    try:
+        try:
+            # the trial's roll is done once its restart warm-up begins (sweeps.trial)
+            rolled_in = lambda: "warming up the brokers' JIT" in log.read_text(errors="replace")  # noqa: E731
+            wait_for(rolled_in, 300, "the trial's rolling restart", proc)
+        finally:
+            testbed.up(progress=print)  # the suite's options again, for the sweep's restore and every later start
+        assert proc.wait(timeout=900) == 0, log.read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     after = configs(testbed).snapshot()  # a new client: every broker was restarted since the first one connected
     run_dir = tmp / "roll-jit"
     (rec,) = records(run_dir)
-    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    summary = json.loads(out.read_text().strip().splitlines()[-1])
     pids = testbed.state().pids
     argv = {b: Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0") for b, pid in pids.items()}
     heaps = {b: [a for a in args if a.startswith(("-Xms", "-Xmx"))] for b, args in argv.items()}
-    return Rolled(run_dir, summary, rec, p.stderr, before, after, heaps, testbed.jvm_options[:2])
+    suite = [a for args in argv.values() for a in args if a in SUITE_JVM]
+    assert suite == list(SUITE_JVM) * 3, argv  # restored with the suite's options: C1 only, every broker
+    return Rolled(run_dir, summary, rec, log.read_text(), before, after, heaps, testbed.jvm_options[:2])
 
 
 def test_a_restart_only_key_is_rolled_in_read_back_and_rolled_back(rolled: Rolled) -> None:

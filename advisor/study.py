@@ -23,7 +23,7 @@ from advisor.rules import recommend
 from advisor.trials import chosen_trial, complete, defaults_trial, representative
 from core.acks import acks as producer_acks
 from records.analysis import AnalysisSummary, load_table, read_analysis_summary
-from records.confirmation import Arm
+from records.confirmation import DEFAULTS, Arm
 from records.profile import Limits
 from records.study import Study, open_study, spec_copy
 from records.summary import Summary, read_summary
@@ -62,7 +62,7 @@ def advise(root: Path, master: str | None = None, progress: Callable[[str], None
     an = analysis.ensure(study.root, master, progress)
     trials, params = load_table(an, "trials"), load_table(an, "params")
     sweep = read_summary(study.root)
-    defaults = candidate(sweep, "baseline:kafka-defaults")
+    defaults = candidate(sweep, DEFAULTS)
     return StudyAdvice(
         study=study,
         analysis=an,

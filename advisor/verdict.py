@@ -14,10 +14,8 @@ from advisor.recommendation import Recommendation
 from brokerconf import catalogue
 from core.acks import acks as producer_acks
 from loadgen.sustainable import Slo
-from records.confirmation import Arm, Comparison, Config, Confirmation, KeyEffect
+from records.confirmation import DEFAULTS, Arm, Comparison, Config, Confirmation, KeyEffect
 from records.summary import Summary
-
-DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults among a study's candidates and arms (sweeps.confirm)
 
 CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
 

@@ -18,6 +18,7 @@ from core.typed import from_json
 from records.tail import TailTotal
 
 Config = Mapping[str, int | str]  # a whole configuration: producer, consumer, broker and workload keys
+DEFAULTS = "baseline:kafka-defaults"  # the label of Kafka's defaults among a confirmation's candidates and arms
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from core.files import write_bytes
 from core.fmt import num
 from loadgen import tail
 from records.analysis import AnalysisSummary, load_table, trial_rows
-from records.confirmation import Confirmation
+from records.confirmation import DEFAULTS, Confirmation
 from records.profile import Machine
 from records.run import has_result, read_result
 from records.study import TRIALS, Study, latency_quantiles, secret_bearing_documents
@@ -267,7 +267,7 @@ def _confirmed_headline(sw: Summary, conf: Confirmation, b: Best, ceiling: float
     if ceiling and b.mb_s is not None:
         s += f", {b.mb_s / ceiling:.0%} of the {ceiling:.2f} MB/s ceiling"
     vs = conf.written.vs_defaults if conf.written else conf.vs_defaults  # as written, when it was measured
-    if conf.written and conf.written.headline == verdict.DEFAULTS:  # the files are empty (sweeps.written)
+    if conf.written and conf.written.headline == DEFAULTS:  # the files are empty (sweeps.written)
         s += f"; no key to change: {conf.chosen} did not beat Kafka's defaults beyond noise in their own blocks"
     if vs and vs.ratio:
         s += f"; {vs.ratio.text('{:.2f}', '×')} Kafka's defaults"

@@ -40,7 +40,7 @@ import optuna
 from brokerconf import catalogue
 from core import stats
 from core.acks import acks
-from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Noise
+from records.confirmation import DEFAULTS, Arm, Comparison, Confirmation, KeyEffect, Noise
 from records.summary import Best
 from records.trial import TrialMeta
 from sweeps import space, storage
@@ -49,7 +49,6 @@ from sweeps.spec import Spec
 from sweeps.stages import Stage
 from sweeps.trial import Outcome
 
-DEFAULTS = "baseline:kafka-defaults"  # Kafka's defaults, among the candidates
 CURRENT = "baseline:current"  # what the cluster and its clients run now (sweeps.current), when measured
 RECOMMENDED = "recommended"  # the recommended configuration, among the ablations
 

@@ -11,11 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import optuna
 import pytest
 import yaml
 
 from loadgen.tail import CAUSES
 from records.testbed import TestbedState
+from sweeps.attrs import TrialAttrs
 from testbed.lifecycle import Testbed
 from tests.helpers import kafkatune
 
@@ -86,3 +88,7 @@ def test_a_tail_that_is_not_load_is_named_and_no_rate_is_offered(
     assert causes["above_slo_s"] > 0 and causes["cause"].startswith(CAUSES["neighbour"]), causes
     assert causes["cause_share"] > 0.5 and any(f"[{p}]" in causes["cause"] for p in hogs), (hogs, causes)
     assert "no rate holds the SLO reliably" in proc.stderr
+    # each confirmation search that held no rate left its bound where an ablation reads it (sweeps.confirm.measured)
+    st = optuna.load_study(study_name="hog.confirm", storage=f"sqlite:///{tmp_path / 'hog' / 'optuna.db'}")
+    done = [TrialAttrs.of(t) for t in st.get_trials() if t.state.name == "COMPLETE"]
+    assert done and all(a.no_rate_held and (a.below_mb_s or 0) > 0 for a in done), done

@@ -136,12 +136,15 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(run_dir.glob("trials/*/trial.json"))]
 
 
-def popen_sweep(spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    """`kafkatune sweep` started in the background (SIGINT ignored, `_as_a_background_job`), its stderr in `log`."""
+def popen_sweep(
+    spec: Path, tb: Testbed, runs: Path, log: Path, *extra: str, out: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """`kafkatune sweep` started in the background (SIGINT ignored, `_as_a_background_job`), its stderr in `log` and
+    its stdout in `out` (thrown away without one)."""
     cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(tb.state_dir)]
     cmd += ["--runs-dir", str(runs), *extra]
-    with open(log, "wb") as err:  # the child keeps its own descriptor
-        return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, preexec_fn=_as_a_background_job)
+    with open(log, "wb") as err, open(out or os.devnull, "wb") as std:  # the child keeps its own descriptors
+        return subprocess.Popen(cmd, cwd=REPO, stdout=std, stderr=err, preexec_fn=_as_a_background_job)
 
 
 def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:

@@ -26,7 +26,7 @@ from records.snapshot import BrokerSnapshot
 from records.testbed import TestbedState
 from testbed.lifecycle import Testbed
 from tests.conftest import SUITE_HEAP, SUITE_JVM, ensure_healthy
-from tests.helpers import FAST, REPO, kafkatune, popen_sweep, records, wait_for, write_spec
+from tests.helpers import FAST, kafkatune, popen_sweep, records, wait_for, write_spec
 
 
 def configs(tb: Testbed) -> BrokerConfigs:
@@ -177,6 +177,9 @@ class Rolled:
     asked: list[str]  # the ones the testbed was brought up with
 
 
+ROLLED_WINDOW_S = 2  # the rolled trial's windows (FAST's are shorter)
+
+
 @pytest.fixture(scope="module")
 def rolled(testbed: Testbed, tmp_path_factory: pytest.TempPathFactory) -> Rolled:
     """replica.fetch.max.bytes needs a rolling restart, and each broker the trial restarts runs the JVM's default
@@ -202,14 +205,12 @@ def _rolled(testbed: Testbed, tmp: Path) -> Rolled:
             }
         ],
         # 2-s windows: the JIT watch stops an attempt once its window can no longer stand, which takes seconds
-        measurement={**FAST, "window_s": 2, "restart_warmup_s": 2, "jit_warmup_s": 5},
+        measurement={**FAST, "window_s": ROLLED_WINDOW_S, "restart_warmup_s": 2, "jit_warmup_s": 5},
     )
     out, log = tmp / "stdout", tmp / "stderr"
-    cmd = [sys.executable, "-m", "kafkatune", "sweep", str(spec), "--state-dir", str(testbed.state_dir)]
     # the testbed's state says the tiered compiler's options: the trial's restarts start its brokers with them
     Testbed(testbed.state_dir, testbed.dist, base_port=testbed.base_port, heap=SUITE_HEAP).up(progress=print)
-    with out.open("wb") as o, log.open("wb") as e:
-        proc = subprocess.Popen([*cmd, "--runs-dir", str(tmp), "--json"], cwd=REPO, stdout=o, stderr=e)
+    proc = popen_sweep(spec, testbed, tmp, log, "--json", out=out)
     try:
         try:
             # the trial's roll is done once its restart warm-up begins (sweeps.trial)
@@ -273,7 +274,7 @@ def test_a_run_measured_while_the_brokers_compile_is_measured_again_after_a_warm
         assert [sh["producer"]["batch.size"] for sh in w["shapes"]] == ["65536", "65536"], w["shapes"]
         assert w["shapes"][0]["rate_msg_s"] is None and w["shapes"][1]["rate_msg_s"] > 0, w["shapes"]
         # stopped once its window could no longer stand (loadgen.warmup.JitBusyWatch), or run to its end
-        assert a.get("stopped_at_s", 0) < 2 * FAST["windows"], a
+        assert a.get("stopped_at_s", 0) < ROLLED_WINDOW_S * FAST["windows"], a
     assert re.search(r"broker [123]", aside[0]["events"][0]), aside[0]["events"]
     # the measurement the optimizer was told is the last run's: quiet, or the third run, still compiling
     kept = any("brokers still compiling" in x for x in rec["measured"]["warnings"])

@@ -161,15 +161,15 @@ def test_a_headline_whose_written_configuration_is_kafkas_defaults_says_no_key_c
     """The written phase found the files empty and the chosen configuration not ahead of Kafka's defaults in their
     own blocks (sweeps.written): the headline names the defaults and says there is nothing to change."""
     from core.stats import mean_interval
-    from records.confirmation import Arm, Confirmation, Written
+    from records.confirmation import DEFAULTS, Arm, Confirmation, Written
     from records.summary import Best, Summary
     from reports.study import _confirmed_headline
 
     iv = mean_interval([9.8, 10.1, 10.3])
-    dflt = Arm("baseline:kafka-defaults", {}, (9.8, 10.1, 10.3), ("w-1", "w-3", "w-5"), interval=iv, mean_mb_s=10.1)
-    w = Written((dflt,), "baseline:kafka-defaults", dropped=("batch.size",))
+    dflt = Arm(DEFAULTS, {}, (9.8, 10.1, 10.3), ("w-1", "w-3", "w-5"), interval=iv, mean_mb_s=10.1)
+    w = Written((dflt,), DEFAULTS, dropped=("batch.size",))
     sw = Summary("s", objective="sustainable_mb_s", confirmation=Confirmation((), "producer#0", written=w))
-    best = Best(10.1, {}, "as written", "baseline:kafka-defaults", iv)
+    best = Best(10.1, {}, "as written", DEFAULTS, iv)
     (line, *_) = _confirmed_headline(sw, sw.confirmation, best, None)  # type: ignore[arg-type]
     assert line.startswith("Recommended (baseline:kafka-defaults): sustainable rate **10.07 MB/s"), line
     assert "no key to change: producer#0 did not beat Kafka's defaults beyond noise in their own blocks" in line

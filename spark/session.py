@@ -24,7 +24,23 @@ def environment() -> dict[str, str]:
     return env
 
 
-def session(master: str | None = None, app: str = "kafkatune-analyze", driver_memory: str = "4g") -> Any:
+# The driver JVM's JIT when it runs the whole job (a local master): C1 only. An analysis JVM lives for one study's
+# tables, too short for C2's compiling to pay for itself: the cold start and first analysis are quicker, a
+# million samples as quick (benchmarks/results/spark_jit.json).
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def driver_java_options(master: str | None, quick_jit: bool | None = None) -> str | None:
+    """The driver JVM's options: QUICK_JIT when `quick_jit`, or (None) when the master is local and the driver runs
+    the whole job; none for a cluster's master, whose executors do the work in JVMs of their own."""
+    local = not master or master.startswith("local")
+    return QUICK_JIT if (local if quick_jit is None else quick_jit) else None
+
+
+def session(
+    master: str | None = None, app: str = "kafkatune-analyze", driver_memory: str = "4g", quick_jit: bool | None = None
+) -> Any:
+    """A Spark session on `master` (None: local[*]); `quick_jit` as `driver_java_options` takes it."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
@@ -40,6 +56,8 @@ def session(master: str | None = None, app: str = "kafkatune-analyze", driver_me
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
     )
+    if opts := driver_java_options(master, quick_jit):
+        b = b.config("spark.driver.extraJavaOptions", opts)  # read when the JVM starts: before getOrCreate
     if master and master.startswith("spark://"):
         b = b.config("spark.executor.memory", "2g").config("spark.cores.max", "2")
     try:

@@ -61,6 +61,9 @@ def analyze(
         "started_ns", "trial_id"
     )
     trials_df.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "trials")))
+    # the tables below read the rows written, not the Python rows again: each of their queries would send those
+    # through Spark's Python workers once more
+    trials_df = spark.read.parquet(str(tables.table_path(out, "trials")))
     counts["trials"] = len(trials)
     params = params_table(spark, trials_df)
     params.coalesce(1).write.mode("overwrite").parquet(str(tables.table_path(out, "params")))

@@ -45,16 +45,8 @@ def analyze(
     meta = studies.trial_rows(study)
     n_samples = sum(runs.sample_rows(d) for d in study.trial_dirs)
     progress(f"{study.name}: {len(meta)} trials, {n_samples:,} per-second samples ({spark.sparkContext.master})")
-    series = per_second(spark, study)
     counts: dict[str, int] = {}
-    if series is not None:
-        series = series.orderBy("trial_id", "second")
-        series.write.mode("overwrite").parquet(str(tables.table_path(out, "series")))
-        series = spark.read.parquet(str(tables.table_path(out, "series")))
-        counts["series"] = series.count()
-        agg = per_trial_measure(series)
-    else:
-        agg = {}
+    agg = _series(spark, study, out, counts)
     progress(f"per-second series: {counts.get('series', 0):,} rows")
     trials = trial_table(study, meta, agg, judge)
     trials_df = spark.createDataFrame([to_json(t) for t in trials], schema=schema(TRIAL_FIELDS)).orderBy(
@@ -92,3 +84,14 @@ def analyze(
     tables.write_summary(out, summary)
     progress(f"analysis written to {out} in {summary.seconds:.1f} s")
     return summary
+
+
+def _series(spark: Any, study: studies.Study, out: Path, counts: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """series.parquet written (its rows counted in `counts`); returns each trial's measure-phase aggregates."""
+    series = per_second(spark, study)
+    if series is None:
+        return {}
+    series.orderBy("trial_id", "second").write.mode("overwrite").parquet(str(tables.table_path(out, "series")))
+    series = spark.read.parquet(str(tables.table_path(out, "series")))
+    counts["series"] = series.count()
+    return per_trial_measure(series)

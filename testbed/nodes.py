@@ -13,7 +13,7 @@ from pathlib import Path
 from cluster import metrics
 from core.errors import EnvironmentProblem
 from records.testbed import Node, TestbedState, node_config, node_dir
-from testbed import netns
+from testbed import cds, netns
 from testbed.dist import KafkaDist
 
 # Broker defaults of the testbed: synchronous replication as the product targets it. Everything else
@@ -126,6 +126,7 @@ def start(dist: KafkaDist, state_dir: Path, node: Node, jvm: Sequence[str]) -> i
     cmd = [
         *netns.exec_prefix(node.netns),
         str(dist.java),
+        *cds.options(dist),  # before `jvm`: an option of the caller's (-Xshare:off) has the last word
         *jvm,
         f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}",
         f"-javaagent:{agent}",

@@ -13,7 +13,7 @@ import pytest
 
 from cluster import admin, metrics
 from records.testbed import Node, TestbedState, load_state, save_state
-from testbed import netns, writeback
+from testbed import cds, netns, writeback
 from testbed.dist import KafkaDist
 from testbed.lifecycle import RUNNING, Testbed
 from testbed.nodes import HEAP, jvm_options
@@ -98,12 +98,15 @@ def test_kcat_lists_brokers_and_round_trips(healthy: TestbedState, unique: str) 
 
 
 def test_restart_waits_for_full_isr(healthy: TestbedState, testbed: Testbed) -> None:
+    """And the node restarted maps the brokers' class archive (testbed.cds): the one there was, or the one its own
+    clean stop wrote."""
     old = testbed.status().nodes[1].pid
     proc = kafkatune("testbed", "restart", "2", "--state-dir", str(testbed.state_dir), timeout=300)
     assert proc.returncode == 0, proc.stderr
     st = testbed.status()
     assert st.nodes[1].alive and st.nodes[1].pid != old
     assert admin.under_replicated(admin.admin_client(healthy.bootstrap_servers)) == []
+    assert str(cds.archive(testbed.dist)) in Path(f"/proc/{st.nodes[1].pid}/maps").read_text()
 
 
 def test_heal_after_a_crash_returns_once_the_node_itself_serves(healthy: TestbedState, testbed: Testbed) -> None:

@@ -1,0 +1,88 @@
+"""A class-data-sharing archive of the brokers' classes (JDK 17's dynamic CDS): a broker JVM that maps it loads
+Kafka's classes from it instead of from the jars, and serves sooner after every testbed start and rolling restart
+(benchmarks/broker_start.py measures it).
+
+The archive is made by the brokers themselves. While there is none, each broker start asks its JVM to write the
+classes it loaded to a file of its own when it exits cleanly (-XX:ArchiveClassesAtExit); a later start checks such a
+file with `java -Xshare:on` (a file still being written, or cut short by a kill, fails the check) and moves it into
+place. One archive per JDK and Kafka install (its name holds their hash): another of either makes its own. A JVM
+that cannot map an archive starts without it (-Xshare:auto, the JVM's default), so an archive can make a start
+slower than it could be, never fail. KAFKATUNE_CLASS_ARCHIVE=0 turns it off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from testbed.dist import KafkaDist
+
+# The JMX exporter is a Java agent, whose classes the JVM archives only when allowed to (a diagnostic option); the
+# JVM then warns on every start that such an archive is for testing, which a testbed is.
+AGENT_OPTIONS = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+AllowArchivingWithJavaAgent")
+STALE_S = 600  # a dump file this old that fails the check is a JVM's that was killed while writing it
+OFF = "KAFKATUNE_CLASS_ARCHIVE"
+
+
+def archive(dist: KafkaDist) -> Path:
+    """Where this JDK's archive of this Kafka install is (or will be)."""
+    release = dist.java.resolve().parent.parent / "release"
+    key = hashlib.sha256(
+        "\0".join(
+            [
+                str(dist.java.resolve()),
+                release.read_text(errors="replace") if release.exists() else "",
+                (dist.root / ".installed").read_text() if (dist.root / ".installed").exists() else "",
+                dist.classpath,
+                str(dist.jmx_agent),
+            ]
+        ).encode()
+    ).hexdigest()[:16]
+    return dist.root / f"broker-classes-{key}.jsa"
+
+
+def options(dist: KafkaDist) -> list[str]:
+    """The JVM options of a broker start: map the archive when there is one, else write a dump at exit."""
+    if os.environ.get(OFF) == "0":
+        return []
+    final = archive(dist)
+    if not final.exists():
+        promote(dist)
+    if final.exists():
+        return [*AGENT_OPTIONS, f"-XX:SharedArchiveFile={final}"]
+    return [*AGENT_OPTIONS, f"-XX:ArchiveClassesAtExit={final.with_name(f'{final.name}.dump-{uuid.uuid4().hex}')}"]
+
+
+def promote(dist: KafkaDist) -> bool:
+    """Move the first dump that the JVM maps (`-Xshare:on` fails on any it cannot) into place; remove the ones that
+    fail and are STALE_S old. Returns whether the archive is now there."""
+    final = archive(dist)
+    for dump in sorted(final.parent.glob(f"{final.name}.dump-*"), key=lambda p: p.stat().st_mtime):
+        if _maps(dist, dump):
+            dump.replace(final)  # atomic: a start either sees the whole archive or none
+            break
+        if time.time() - dump.stat().st_mtime > STALE_S:
+            with contextlib.suppress(OSError):
+                dump.unlink()
+    for dump in final.parent.glob(f"{final.name}.dump-*") if final.exists() else ():
+        with contextlib.suppress(OSError):
+            dump.unlink()
+    return final.exists()
+
+
+def _maps(dist: KafkaDist, jsa: Path) -> bool:
+    """Whether a JVM maps `jsa` (-Xshare:on: it must, or exit). One cut short dies of SIGBUS, touching pages past the
+    file's end: its crash report goes to a folder thrown away."""
+    with tempfile.TemporaryDirectory(prefix="kt-cds-") as tmp:
+        cmd = [str(dist.java), *AGENT_OPTIONS, f"-XX:SharedArchiveFile={jsa}", "-Xshare:on", "-cp", dist.classpath]
+        cmd += ["-XX:-CreateCoredumpOnCrash", f"-XX:ErrorFile={tmp}/hs_err.log", "-version"]
+        try:
+            return subprocess.run(cmd, capture_output=True, timeout=60, cwd=tmp, check=False).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False

@@ -2,12 +2,13 @@
 Kafka's classes from it instead of from the jars, and serves sooner after every testbed start and rolling restart
 (benchmarks/broker_start.py measures it).
 
-The archive is made by the brokers themselves. While there is none, each broker start asks its JVM to write the
-classes it loaded to a file of its own when it exits cleanly (-XX:ArchiveClassesAtExit); a later start checks such a
+The archive is made by the brokers themselves. While there is none, one broker start at a time asks its JVM to write
+the classes it loaded to a file of its own when it exits cleanly (-XX:ArchiveClassesAtExit; writing it slows that
+exit by seconds, so no other start asks while that JVM runs); a later start checks such a
 file with `java -Xshare:on` (a file still being written, or cut short by a kill, fails the check) and moves it into
-place. One archive per JDK and Kafka install (its name holds their hash): another of either makes its own. A JVM
-that cannot map an archive starts without it (-Xshare:auto, the JVM's default), so an archive can make a start
-slower than it could be, never fail. KAFKATUNE_CLASS_ARCHIVE=0 turns it off.
+place. One archive per JDK and Kafka install (its name holds their hash): another of either makes its own. Only a
+file a JVM has mapped with -Xshare:on becomes the archive (a JVM that maps one cut short dies of SIGBUS); a broker
+that cannot map it starts without it (-Xshare:auto, the JVM's default). KAFKATUNE_CLASS_ARCHIVE=0 turns it off.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
+
 from testbed.dist import KafkaDist
 
 # The JMX exporter is a Java agent, whose classes the JVM archives only when allowed to (a diagnostic option); the
@@ -28,6 +31,7 @@ from testbed.dist import KafkaDist
 AGENT_OPTIONS = ("-XX:+UnlockDiagnosticVMOptions", "-XX:+AllowArchivingWithJavaAgent")
 STALE_S = 600  # a dump file this old that fails the check is a JVM's that was killed while writing it
 OFF = "KAFKATUNE_CLASS_ARCHIVE"
+DUMP = "-XX:ArchiveClassesAtExit="
 
 
 def archive(dist: KafkaDist) -> Path:
@@ -52,28 +56,63 @@ def options(dist: KafkaDist) -> list[str]:
     if os.environ.get(OFF) == "0":
         return []
     final = archive(dist)
-    if not final.exists():
-        promote(dist)
-    if final.exists():
+    if final.exists() or promote(dist):
+        _clear(final)  # dumps of JVMs asked before there was an archive
         return [*AGENT_OPTIONS, f"-XX:SharedArchiveFile={final}"]
-    return [*AGENT_OPTIONS, f"-XX:ArchiveClassesAtExit={final.with_name(f'{final.name}.dump-{uuid.uuid4().hex}')}"]
+    if dumper(final) is not None:
+        return []  # a running JVM writes one at its exit
+    return [*AGENT_OPTIONS, f"{DUMP}{final.with_name(f'{final.name}.dump-{uuid.uuid4().hex}')}"]
+
+
+def started(dist: KafkaDist, opts: list[str], pid: int) -> None:
+    """Note that the JVM `pid`, started with `opts` (options'), writes a dump at its exit, when they ask it to."""
+    if any(o.startswith(DUMP) for o in opts):
+        _pending(archive(dist)).write_text(f"{pid}\n")
+
+
+def _pending(final: Path) -> Path:
+    return final.with_name(f"{final.name}.pending")
+
+
+def dumper(final: Path) -> int | None:
+    """The pid of the running JVM that was asked for a dump, if one still runs."""
+    try:
+        pid = int(_pending(final).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
 
 
 def promote(dist: KafkaDist) -> bool:
     """Move the first dump that the JVM maps (`-Xshare:on` fails on any it cannot) into place; remove the ones that
     fail and are STALE_S old. Returns whether the archive is now there."""
     final = archive(dist)
-    for dump in sorted(final.parent.glob(f"{final.name}.dump-*"), key=lambda p: p.stat().st_mtime):
+    for dump, mtime in sorted(_dumps(final), key=lambda d: d[1]):
         if _maps(dist, dump):
-            dump.replace(final)  # atomic: a start either sees the whole archive or none
+            # atomic: a start sees the whole archive or none; another start may have moved this dump already
+            with contextlib.suppress(FileNotFoundError):
+                dump.replace(final)
             break
-        if time.time() - dump.stat().st_mtime > STALE_S:
+        if time.time() - mtime > STALE_S:
             with contextlib.suppress(OSError):
                 dump.unlink()
-    for dump in final.parent.glob(f"{final.name}.dump-*") if final.exists() else ():
+    return final.exists()
+
+
+def _clear(final: Path) -> None:
+    for dump in [*(d for d, _ in _dumps(final)), _pending(final)]:
         with contextlib.suppress(OSError):
             dump.unlink()
-    return final.exists()
+
+
+def _dumps(final: Path) -> list[tuple[Path, float]]:
+    """The dump files beside `final` with their modification times (one another start removes meanwhile is left
+    out)."""
+    out = []
+    for dump in final.parent.glob(f"{final.name}.dump-*"):
+        with contextlib.suppress(FileNotFoundError):
+            out.append((dump, dump.stat().st_mtime))
+    return out
 
 
 def _maps(dist: KafkaDist, jsa: Path) -> bool:

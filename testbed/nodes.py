@@ -123,10 +123,11 @@ def start(dist: KafkaDist, state_dir: Path, node: Node, jvm: Sequence[str]) -> i
     returns its pid."""
     d = node_dir(state_dir, node.id)
     agent = f"{dist.jmx_agent}={node.host}:{node.metrics_port}:{d / 'jmx-exporter.yaml'}"
+    archive = cds.options(dist)
     cmd = [
         *netns.exec_prefix(node.netns),
         str(dist.java),
-        *cds.options(dist),  # before `jvm`: an option of the caller's (-Xshare:off) has the last word
+        *archive,  # before `jvm`: an option of the caller's (-Xshare:off) has the last word
         *jvm,
         f"-Dlog4j2.configurationFile={d / 'log4j2.xml'}",
         f"-javaagent:{agent}",
@@ -139,6 +140,7 @@ def start(dist: KafkaDist, state_dir: Path, node: Node, jvm: Sequence[str]) -> i
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d
         )
+    cds.started(dist, archive, proc.pid)  # `ip netns exec` execs the JVM: the same pid
     return proc.pid
 
 

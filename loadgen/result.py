@@ -68,15 +68,15 @@ def _phase(raw: RawRun, second: int) -> str:
     return phase_of(second, raw.workload.warmup_seconds, raw.test_s)
 
 
-def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, float]:
-    """OMB's aggregated fields for one histogram; `scale` turns µs into the field's unit."""
-    n = h.get_total_count()
-    out: dict[str, float] = {f"{prefix}Avg": (recorder.mean_std(h)[0] * scale) if n else 0.0}
+def _omb_latency(prefix: str, h: Any, scale: float) -> dict[str, float | None]:
+    """OMB's aggregated fields for one histogram; `scale` turns µs into the field's unit. None for a histogram without
+    a sample (no send time in the payload, no schedule at the maximum rate): not measured, as RunResult says."""
+    keys = [f"{prefix}Avg", *(f"{prefix}{name}" for name, _ in _OMB_PCTS), f"{prefix}Max"]
+    if not h.get_total_count():
+        return dict.fromkeys(keys)
     values = recorder.percentiles(h, [p for _, p in _OMB_PCTS])
-    for (name, _), v in zip(_OMB_PCTS, values, strict=True):
-        out[f"{prefix}{name}"] = v * scale if n else 0.0
-    out[f"{prefix}Max"] = h.get_max_value() * scale if n else 0.0
-    return out
+    figures = [recorder.mean_std(h)[0] * scale, *(v * scale for v in values), h.get_max_value() * scale]
+    return dict(zip(keys, figures, strict=True))
 
 
 def _quantiles(h: Any, scale: float) -> dict[str, float]:
@@ -229,12 +229,12 @@ def _histograms(raw: RawRun, timed: bool) -> tuple[Any, Any, Any]:
     return pub, delay, e2e
 
 
-def _series(raw: RawRun, timed: bool) -> dict[str, list[float]]:
+def _series(raw: RawRun, timed: bool) -> dict[str, list[float | None]]:
     """Per-second series over the whole run (OMB keeps them as lists), merged across workers."""
     by: defaultdict[tuple[str, int], list[Any]] = defaultdict(list)
     for t in raw.ticks:
         by[(t.role, t.second)].append(t)
-    series: dict[str, list[float]] = defaultdict(list)
+    series: dict[str, list[float | None]] = defaultdict(list)
     for s in sorted({t.second for t in raw.ticks}):
         prod, cons = by["producer", s], by["consumer", s]
         series["publishRate"].append(float(sum(t.msgs for t in prod)))

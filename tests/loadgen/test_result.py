@@ -161,3 +161,16 @@ def test_what_was_not_measured_is_null_in_the_omb_document() -> None:
     assert doc["publishRate"] == [10.0] and doc["publishLatency99pct"] == [None]
     assert doc["publishDelayLatency99pct"] == [None] and doc["aggregatedEndToEndLatency99pct"] is None
     assert doc["aggregatedPublishLatencyQuantiles"] == {}
+
+
+def test_what_was_not_measured_is_null_in_the_record_too() -> None:
+    """The same run's result.json: its OMB-named latencies and their per-second series are None, not 0.0 (RunResult:
+    None is not measured); a run with latencies has them."""
+    w = parse_workload({"name": "tiny", "testDurationMinutes": 0.05, "messageSize": 8})
+    raw = RawRun(w, ["t"], Timing(t0_ns=0, measure_start_ns=0, measure_end_ns=3_000_000_000), 0)
+    raw.ticks = [Tick("producer", 0, s, 10, 80, 0, None, 0.0, 0.0, 0, 10) for s in range(3)]
+    raw.producers = {0: _producer([1] * 30)}
+    rec = build(raw)
+    r = rec.result
+    assert r.publish_p50_ms is r.publish_p99_ms is r.publish_max_ms is r.e2e_p99_ms is r.e2e_max_ms is None
+    assert rec.omb_fields["aggregatedPublishLatencyAvg"] is None and rec.omb_fields["publishLatency99pct"][0] is None

@@ -3,7 +3,7 @@ cluster, then a clean restart of each node (stopped, started, serving, every par
 
     .venv/bin/python benchmarks/broker_start.py [--repeats 3] [--quick]
 
-The suite's broker options (C1 only, its heap: tests/conftest.py); one topic of 6 partitions, RF 3, so a restart
+The suite's broker options (C1 only, its heap); one topic of 6 partitions, RF 3, so a restart
 moves leaders and waits for the node to rejoin their ISR. The archive is made first if there is none (a start
 without it, then a clean stop). The two settings alternate, the first of each pair swapped every repeat. Printed:
 medians with their ranges and the ratio with / without; kept in benchmarks/results/broker_start.json.
@@ -25,7 +25,10 @@ from benchmarks._common import log, median, result_file
 from cluster import admin as kadmin
 from testbed import cds, dist
 from testbed.lifecycle import Testbed
-from tests.conftest import SUITE_HEAP, SUITE_JVM
+
+# the suite's broker options (tests/conftest.py: SUITE_JVM, SUITE_HEAP), whose starts the archive was made for
+SUITE_JVM = ("-XX:TieredStopAtLevel=1",)
+SUITE_HEAP = "768m"
 
 
 def cycle(root: Path, with_archive: bool) -> dict[str, float]:

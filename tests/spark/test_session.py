@@ -14,7 +14,7 @@ def test_a_local_driver_compiles_with_c1_only_and_a_clusters_keeps_its_default()
     assert driver_java_options("spark://h:7077", quick_jit=True) == QUICK_JIT
 
 
-def test_the_sessions_jvm_was_started_with_them(spark: Any) -> None:
-    """The option reaches the JVM: it is read at its start, so a session builder's config set later is ignored."""
+def test_the_local_sessions_driver_jvm_runs_with_c1_only(spark: Any) -> None:
+    """The option reaches the JVM it is meant for (read at the JVM's start, it is on its command line)."""
     bean = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     assert QUICK_JIT in list(bean.getInputArguments())

@@ -67,6 +67,29 @@ def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
+def paired_rows(
+    runs: Mapping[str, list[dict[str, float]]], a: str, b: str, fields: Mapping[str, str], header: str, width: int
+) -> dict[str, dict[str, Any]]:
+    """Two settings' repeated measurements side by side: per field (key -> its name), each setting's median and range
+    and the ratio b / a, printed as a table and returned as rows keyed by the field's name (`{a}_s_median`, …)."""
+    rows: dict[str, dict[str, Any]] = {}
+    print(f"\n{header:<{width}} {a:>16} {b:>16} {b + '/' + a:>12}")
+    for k, name in fields.items():
+        xa, xb = [x[k] for x in runs[a]], [x[k] for x in runs[b]]
+        r = rows[name] = {
+            f"{a}_s_median": round(median(xa), 2),
+            f"{a}_s_range": [round(min(xa), 2), round(max(xa), 2)],
+            f"{b}_s_median": round(median(xb), 2),
+            f"{b}_s_range": [round(min(xb), 2), round(max(xb), 2)],
+            f"ratio_{b}_{a}": round(median(xb) / median(xa), 2),
+        }
+        print(
+            f"{name:<{width}} {median(xa):>6.1f} ({min(xa):.1f}-{max(xa):.1f}) "
+            f"{median(xb):>6.1f} ({min(xb):.1f}-{max(xb):.1f}) {r[f'ratio_{b}_{a}']:>12.2f}"
+        )
+    return rows
+
+
 def run_child(
     cmd: list[str], *, stderr: int | None = None, preexec: Callable[[], None] | None = None
 ) -> subprocess.CompletedProcess[str]:

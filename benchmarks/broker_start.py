@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import log, median, result_file
+from benchmarks._common import log, paired_rows, result_file
 from cluster import admin as kadmin
 from testbed import cds, dist
 from testbed.lifecycle import Testbed
@@ -75,22 +75,8 @@ def main() -> None:
     finally:
         os.environ.pop(cds.OFF, None)
         shutil.rmtree(root, ignore_errors=True)
-    rows = {}
-    print(f"\n{'(seconds, median of ' + str(repeats) + ')':<28} {'without':>17} {'with':>17} {'with/without':>12}")
-    for k, name in (("up_s", "testbed up (3 nodes)"), *((f"restart_{n}_s", f"restart of node {n}") for n in (1, 2, 3))):
-        wo, w = [x[k] for x in runs["without"]], [x[k] for x in runs["with"]]
-        rows[name] = {
-            "without_s_median": round(median(wo), 2),
-            "without_s_range": [round(min(wo), 2), round(max(wo), 2)],
-            "with_s_median": round(median(w), 2),
-            "with_s_range": [round(min(w), 2), round(max(w), 2)],
-            "ratio_with_without": round(median(w) / median(wo), 2),
-        }
-        rr = rows[name]
-        print(
-            f"{name:<28} {rr['without_s_median']:>6.1f} ({min(wo):.1f}-{max(wo):.1f}) "
-            f"{rr['with_s_median']:>6.1f} ({min(w):.1f}-{max(w):.1f}) {rr['ratio_with_without']:>12.2f}"
-        )
+    fields = {"up_s": "testbed up (3 nodes)", **{f"restart_{n}_s": f"restart of node {n}" for n in (1, 2, 3)}}
+    rows = paired_rows(runs, "without", "with", fields, f"(seconds, median of {repeats})", 28)
     if not a.quick:
         result_file(
             "broker_start",

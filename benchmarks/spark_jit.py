@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import log, median, result_file
+from benchmarks._common import log, median, paired_rows, result_file
 
 CHILD = """
 import json, shutil, sys, time
@@ -81,22 +81,8 @@ def main() -> None:
                 log(f"repeat {r + 1}/{repeats} {label}: {time.monotonic() - t0:.1f} s {runs[label][-1]}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    rows = {}
-    print(f"\n{'(seconds, median of ' + str(repeats) + ')':<36} {'tiered':>16} {'C1 only':>16} {'C1/tiered':>9}")
-    for k, name in zip(keys, names, strict=True):
-        t, c = [x[k] for x in runs["tiered"]], [x[k] for x in runs["c1"]]
-        rows[name] = {
-            "tiered_s_median": round(median(t), 2),
-            "tiered_s_range": [round(min(t), 2), round(max(t), 2)],
-            "c1_s_median": round(median(c), 2),
-            "c1_s_range": [round(min(c), 2), round(max(c), 2)],
-            "ratio_c1_tiered": round(median(c) / median(t), 2),
-        }
-        rr = rows[name]
-        print(
-            f"{name:<36} {rr['tiered_s_median']:>6.1f} ({min(t):.1f}-{max(t):.1f}) "
-            f"{rr['c1_s_median']:>6.1f} ({min(c):.1f}-{max(c):.1f}) {rr['ratio_c1_tiered']:>9.2f}"
-        )
+    header = f"(seconds, median of {repeats})"
+    rows = paired_rows(runs, "tiered", "c1", dict(zip(keys, names, strict=True)), header, 36)
     total = {lb: [sum(x[k] for k in keys[:-1]) for x in runs[lb]] for lb in runs}
     rows["session and first analyses"] = {
         "tiered_s_median": round(median(total["tiered"]), 2),

@@ -86,8 +86,11 @@ class BrokerConfigs:
                 entries = self.admin.describe_configs([res], request_timeout=10)[res].result(timeout=15)
                 break
             except KafkaException as exc:
-                if attempt == 2 or not _retriable(exc):
-                    raise RunFailed(f"cannot read the configs of broker {broker_id}: {exc}") from None
+                gone = kadmin.down(self.admin, [broker_id]) if _retriable(exc) else []  # no use waiting again
+                if attempt == 2 or not _retriable(exc) or gone:
+                    raise RunFailed(
+                        f"cannot read the configs of broker {broker_id}: {'; '.join([*gone, str(exc)])}"
+                    ) from None
                 time.sleep(1 + attempt)
                 if self.reconnect is not None:
                     # after a rolling restart an old client can stay stuck on a dead connection
@@ -143,6 +146,8 @@ class BrokerConfigs:
         trial's record describes the whole broker state it ran with.
         """
         out = Applied()
+        if gone := kadmin.down(self.admin, self.broker_ids):  # nothing half-applied on a cluster that lost a broker
+            raise RunFailed(f"not applied: {'; '.join(gone)}")
         if self.restarts is not None:
             out.restarts = self.restarts.apply(snap.restart_overrides, restart, self.progress)
         elif restart:

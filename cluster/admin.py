@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -85,6 +86,30 @@ def partitions(admin: AdminClient, topic: str | None = None, timeout_s: float = 
 
 def live_brokers(admin: AdminClient, timeout_s: float = 5) -> list[int]:
     return sorted(admin.list_topics(timeout=timeout_s).brokers)
+
+
+def down(admin: AdminClient, broker_ids: list[int], timeout_s: float = 2) -> list[str]:
+    """What says each of `broker_ids` is down now: missing from the cluster's metadata, or its listener there refusing
+    TCP connections (a crash is seen at once, before the controller fences it). Empty when none is, or when the
+    metadata cannot be read (then a request's own error says more). A request to a down broker otherwise waits its
+    whole timeout: librdkafka keeps retrying the connection."""
+    try:
+        known = admin.list_topics(timeout=timeout_s).brokers
+    except KafkaException:
+        return []
+    out = []
+    for b in broker_ids:
+        md = known.get(b)
+        if md is None:
+            out.append(f"broker {b} is not in the cluster's metadata")
+            continue
+        try:
+            socket.create_connection((md.host, md.port), timeout=timeout_s).close()
+        except ConnectionRefusedError:
+            out.append(f"broker {b} refuses connections on {md.host}:{md.port}")
+        except OSError:
+            pass  # slow or unreachable from here: not known to be down
+    return out
 
 
 def under_replicated(admin: AdminClient, timeout_s: float = 10) -> list[PartitionState]:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +148,35 @@ def popen_sweep(
         return subprocess.Popen(cmd, cwd=REPO, stdout=std, stderr=err, preexec_fn=_as_a_background_job)
 
 
-def wait_for(pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None) -> None:
+@contextlib.contextmanager
+def ended(*procs: subprocess.Popen[Any]) -> Iterator[None]:
+    """On leaving (a failed wait or assert included), each of `procs` still running gets Ctrl-C, its clean-up (a
+    sweep restores the broker configs it changed) 60 s, then SIGKILL: none outlives its test to load the next."""
+    try:
+        yield
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def wait_for(
+    pred: Any, timeout_s: float, what: str, proc: subprocess.Popen[bytes] | None = None, every_s: float = 0.3
+) -> None:
+    """Returns once `pred()` is true, checked every `every_s`; fails when `proc` exits first or at the timeout."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if pred():
             return
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"sweep exited ({proc.returncode}) before {what}")
-        time.sleep(0.3)
+        time.sleep(every_s)
     raise AssertionError(f"timed out waiting for {what}")
 
 

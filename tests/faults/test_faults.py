@@ -28,7 +28,7 @@ from records.seconds import BrokerSecond
 from records.testbed import TestbedState
 from sweeps.spec import parse_spec
 from testbed.lifecycle import Testbed
-from tests.helpers import kafkatune, popen_sweep, records, wait_for, write_spec, write_workload
+from tests.helpers import ended, kafkatune, popen_sweep, records, wait_for, write_spec, write_workload
 
 LOAD = {
     "partitionsPerTopic": 3,
@@ -169,11 +169,12 @@ def test_a_sweep_measures_a_trial_again_when_a_broker_bounced_in_its_window(
     log = tmp_path / "sweep.log"
     proc = popen_sweep(spec, testbed, tmp_path, log, "--json")
     victim = 3
-    wait_for(lambda: "producer #1:" in log.read_text(errors="replace"), 300, "trial #1 to start", proc)
-    time.sleep(6)  # inside its 8 s of windows: the trial's apply, its workers' start, then a 2-s warm-up
-    testbed.kill(victim)
-    testbed.start(victim, progress=print)
-    assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
+    with ended(proc):
+        wait_for(lambda: "producer #1:" in log.read_text(errors="replace"), 300, "trial #1 to start", proc)
+        time.sleep(6)  # inside its 8 s of windows: the trial's apply, its workers' start, then a 2-s warm-up
+        testbed.kill(victim)
+        testbed.start(victim, progress=print)
+        assert proc.wait(timeout=600) == 0, log.read_text()[-3000:]
     recs = {r["number"]: r for r in records(tmp_path / "disturbed")}
     hit = recs[1]
     assert hit["state"] == "complete", hit.get("fail_reason")

@@ -1,5 +1,6 @@
 """Broker starts with and without the class-data-sharing archive (testbed.cds): `testbed up` of a new 3-node
-cluster, then a clean restart of each node (stopped, started, serving, every partition in sync again).
+cluster, then a clean restart of each node (stopped, started, serving, every partition in sync again), then one
+node's log dir formatted anew (testbed.nodes.format_storage: the tool's JVM maps the archive too).
 
     .venv/bin/python benchmarks/broker_start.py [--repeats 3] [--quick]
 
@@ -23,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import log, paired_rows, result_file
 from cluster import admin as kadmin
-from testbed import cds, dist
+from records.testbed import node_dir
+from testbed import cds, dist, nodes
 from testbed.lifecycle import Testbed
 
 # the suite's broker options (tests/conftest.py: SUITE_JVM, SUITE_HEAP), whose starts the archive was made for
@@ -49,6 +51,11 @@ def cycle(root: Path, with_archive: bool) -> dict[str, float]:
             t0 = time.monotonic()
             tb.restart(n, progress=lambda m: None)
             out[f"restart_{n}_s"] = time.monotonic() - t0
+        tb.stop(1)  # its log dir formatted again, as a new cluster's is before its broker starts
+        shutil.rmtree(node_dir(root, 1) / "data")
+        t0 = time.monotonic()
+        nodes.format_storage(tb.dist, root, st, st.nodes[0])
+        out["format_s"] = time.monotonic() - t0
         return out
     finally:
         tb.down(wipe=True, progress=lambda m: None)
@@ -75,7 +82,11 @@ def main() -> None:
     finally:
         os.environ.pop(cds.OFF, None)
         shutil.rmtree(root, ignore_errors=True)
-    fields = {"up_s": "testbed up (3 nodes)", **{f"restart_{n}_s": f"restart of node {n}" for n in (1, 2, 3)}}
+    fields = {
+        "up_s": "testbed up (3 nodes)",
+        **{f"restart_{n}_s": f"restart of node {n}" for n in (1, 2, 3)},
+        "format_s": "kafka-storage format (1 node)",
+    }
     rows = paired_rows(runs, "without", "with", fields, f"(seconds, median of {repeats})", 28)
     if not a.quick:
         result_file(

@@ -64,6 +64,15 @@ def options(dist: KafkaDist) -> list[str]:
     return [*AGENT_OPTIONS, f"{DUMP}{final.with_name(f'{final.name}.dump-{uuid.uuid4().hex}')}"]
 
 
+def mapped(dist: KafkaDist) -> list[str]:
+    """The JVM options of another tool on the brokers' classpath (kafka-storage): map the archive when there is one;
+    never a dump (the archive is the brokers' classes)."""
+    final = archive(dist)
+    if os.environ.get(OFF) == "0" or not final.exists():
+        return []
+    return [*AGENT_OPTIONS, f"-XX:SharedArchiveFile={final}"]
+
+
 def started(dist: KafkaDist, opts: list[str], pid: int) -> None:
     """Note that the JVM `pid`, started with `opts` (options'), writes a dump at its exit, when they ask it to."""
     if any(o.startswith(DUMP) for o in opts):

@@ -87,10 +87,21 @@ def write_files(state_dir: Path, node: Node, props: Mapping[str, str]) -> Path:
     return path
 
 
+# A one-shot tool's JVM: the quick compiler only (nothing it runs is measured), and the brokers' class archive.
+TOOL_JIT = "-XX:TieredStopAtLevel=1"
+
+
 def format_storage(dist: KafkaDist, state_dir: Path, st: TestbedState, node: Node) -> None:
-    """`kafka-storage format` of the node's log dir for the testbed's cluster id (a no-op once formatted)."""
+    """`kafka-storage format` of the node's log dir for the testbed's cluster id. A log dir that holds
+    meta.properties is formatted already: skipped without starting a JVM (a restart, a heal). The tool's JVM maps
+    the brokers' class archive and compiles with C1 only: a new testbed formats each node before its broker starts
+    (benchmarks/broker_start.py)."""
+    if (node_dir(state_dir, node.id) / "data" / "meta.properties").is_file():
+        return
     cmd = [
         str(dist.java),
+        *cds.mapped(dist),
+        TOOL_JIT,
         "-cp",
         dist.classpath,
         f"-Dlog4j2.configurationFile={node_dir(state_dir, node.id) / 'log4j2.xml'}",

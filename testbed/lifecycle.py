@@ -204,7 +204,7 @@ class Testbed:
         progress: Progress = print,
     ) -> TestbedState:
         """Start every node that is not running (a new cluster when there is none); measure the machine's profile
-        (disk, and the links when shaped) when a node was started or there is none yet.
+        (disk, and the links when shaped) for a new cluster or network, or when there is none yet.
 
         `security="sasl_ssl"`: each node also gets a SASL_SSL listener for clients (SCRAM-SHA-512 and PLAIN,
         a certificate made with keytool; brokers talk to each other over PLAINTEXT). None: what the existing
@@ -229,7 +229,8 @@ class Testbed:
         if st.security == "sasl_ssl":
             self.security.make_keystore(st)
         net = self.network(st)
-        if net is not None and not netns.exists(net):
+        built = net is not None and not netns.exists(net)
+        if net is not None and built:
             progress(f"building the shaped network: {len(net.hosts)} hosts at {net.rate_mb_s:g} MB/s each way")
             netns.create(net)
         to_start = [n for n in st.nodes if self._alive(st, n) is None]
@@ -248,7 +249,9 @@ class Testbed:
             self.security.add_scram_user(st)
             where = self.security.dir
             progress(f"SASL_SSL listener: {st.sasl_bootstrap_servers} (user {SASL_USER}, password in {where})")
-        if to_start or not self.profile_file.exists():  # not again: 384 MiB of fsynced writes (iperf3 when shaped)
+        # A new cluster or network is measured; not a node started again on the same disk and links (a heal): 384
+        # MiB of fsynced writes, iperf3 between the namespaces when shaped
+        if built or len(to_start) == NODES or not self.profile_file.exists():
             profiles.measure(self.state_dir, st, self.network(st), progress, jvm=self.jvm_options, writeback=wb)
         return st
 

@@ -70,6 +70,18 @@ def test_up_on_a_serving_testbed_measures_nothing_again(healthy: TestbedState, t
     assert not any("measuring" in m for m in said), said
 
 
+def test_up_after_a_crash_starts_the_node_and_keeps_the_profile(healthy: TestbedState, testbed: Testbed) -> None:
+    """A node killed and started again by `up` runs on the same disk and links: the profile stays as measured."""
+    before = testbed.profile_file.stat().st_mtime_ns
+    testbed.kill(2)
+    said: list[str] = []
+    testbed.up(progress=said.append)
+    assert "starting node 2 on " + healthy.nodes[1].listener in said, said
+    assert all(n.alive for n in testbed.status().nodes)
+    assert testbed.profile_file.stat().st_mtime_ns == before, said
+    assert not any("measuring" in m for m in said), said
+
+
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (make installs it)")
 def test_kcat_lists_brokers_and_round_trips(healthy: TestbedState, unique: str) -> None:
     boot = healthy.bootstrap_servers

@@ -35,7 +35,7 @@ from records.snapshot import BrokerSnapshot
 from records.study import trial_dir
 from records.summary import Baseline, Invocation, StageBest, Summary, write_summary
 from records.trial import TrialMeta, read_trial
-from sweeps import attrs, confirm, current, hold, space, storage, timing, written
+from sweeps import ablate, attrs, confirm, current, hold, space, storage, timing, written
 from sweeps.attrs import TrialAttrs
 from sweeps.spec import Spec
 from sweeps.stages import Stage
@@ -279,19 +279,20 @@ class Sweep:
         blocked: list[KeyEffect] = []
         if chosen is not None and judged.chosen != confirm.DEFAULTS:
             if spec.ablate.repeats:
-                ablate, blocked = confirm.ablations(spec, chosen)
-                if ablate:
-                    self.view.extend((len(ablate) + 1) * spec.ablate.repeats)
+                without, blocked = ablate.ablations(spec, chosen)
+                if without:
+                    self.view.extend((len(without) + 1) * spec.ablate.repeats)
                     self.view.note(
-                        f"ablations: {len(ablate)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
+                        f"ablations: {len(without)} key(s) put back one at a time, × {spec.ablate.repeats} runs, "
                         "in randomized blocks with as many of the recommended configuration (not the confirmation's)"
                     )
-                    runs = confirm.repeat(self, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], spec.ablate.repeats)
-                    effects = confirm.effects(spec, chosen, runs)
+                    arms = [(confirm.RECOMMENDED, chosen), *without]
+                    runs = confirm.repeat(self, "ablate", arms, spec.ablate.repeats)
+                    effects = ablate.effects(spec, chosen, runs)
             else:
                 blocked = [
                     KeyEffect(k, o, n, "not ablated (ablate.repeats: 0)")
-                    for k, o, n in confirm.changed_keys(spec, chosen)
+                    for k, o, n in ablate.changed_keys(spec, chosen)
                 ]
         w = written.measure(self, chosen, effects, blocked, self.view) if chosen is not None and effects else None
         judged = written.settle(judged, effects, blocked, w)  # what the files hold: beyond noise, or kept as a group

@@ -7,7 +7,7 @@ times lognormal noise (`noise`) and the search's own scatter (the highest rate i
 the limit); the two together are the between-run spread (`spread`) effects are planted in units of. The
 confirmation measures both configurations `repeats` times and chooses the higher mean, as sweeps.confirm.summary
 does; only when the tuned one is chosen does the ablation run (`ablate` runs of it and of each key put back), and
-sweeps.confirm.effects judges every key.
+sweeps.ablate.effects judges every key.
 
 Over many studies: the family-wise false-positive rate (a study that recommends any key with no effect), the power
 (the planted key recommended) and the bias of its reported effect (the runs that chose the winner, if reused, make it
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from records.confirmation import KeyEffect
-from sweeps import confirm
+from sweeps import ablate, confirm
 from sweeps.spec import Spec, parse_spec
 
 # Keys a tuned configuration may change, with a non-default value each that passes the cross-key rules together.
@@ -93,7 +93,7 @@ def _run(
 
 
 def study(truth: Truth, design: Design, rng: random.Random) -> list[KeyEffect] | None:
-    """One study judged: every key's row from sweeps.confirm.effects, or None when the defaults were chosen (no
+    """One study judged: every key's row from sweeps.ablate.effects, or None when the defaults were chosen (no
     ablation ran)."""
     k = len(truth.effects)
     spec, tuned = spec_for(k, design)
@@ -107,7 +107,7 @@ def study(truth: Truth, design: Design, rng: random.Random) -> list[KeyEffect] |
     runs = {confirm.RECOMMENDED: [_run(rng, truth.tuned_mb_s, design, "r", i) for i in range(design.ablate)]}
     for (key, _), e in zip(KEYS[:k], truth.effects, strict=True):
         runs[f"without:{key}"] = [_run(rng, truth.tuned_mb_s - e, design, key, i) for i in range(design.ablate)]
-    return confirm.effects(spec, tuned, runs)
+    return ablate.effects(spec, tuned, runs)
 
 
 @dataclass(frozen=True)

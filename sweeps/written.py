@@ -26,7 +26,7 @@ from brokerconf import catalogue
 from core import stats
 from records.confirmation import Arm, Comparison, Confirmation, KeyEffect, Written
 from records.summary import Best
-from sweeps import confirm, space
+from sweeps import ablate, confirm, space
 from sweeps.spec import Spec
 
 WRITTEN = "written"  # the configuration the recommended files hold, among this phase's arms
@@ -43,9 +43,9 @@ def reduced(
     if not drop:
         return None
     out = dict(cfg)
-    for key, old, _ in confirm.changed_keys(spec, cfg):
+    for key, old, _ in ablate.changed_keys(spec, cfg):
         if key in drop:
-            out = confirm.put_back(out, key, old)
+            out = ablate.put_back(out, key, old)
     return None if catalogue.broken_rules(out) else out
 
 

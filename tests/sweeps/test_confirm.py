@@ -12,7 +12,7 @@ import optuna
 import pytest
 
 from core import stats
-from sweeps import attrs, confirm, storage
+from sweeps import ablate, attrs, confirm, storage
 from sweeps.simulate import Design, run_many
 from sweeps.spec import parse_spec
 
@@ -57,7 +57,7 @@ def test_an_ablation_judges_each_key_on_its_own_runs_in_one_family() -> None:
         "without:partitions": reps("p", [3.6, 3.5, 3.7, 3.6]),
         "without:buffer.memory": reps("b", [6.9, 7.2, 6.8, 7.0]),
     }
-    got = {e.key: e for e in confirm.effects(spec, cfg, runs)}
+    got = {e.key: e for e in ablate.effects(spec, cfg, runs)}
     p, b = got["partitions"], got["buffer.memory"]
     assert p.beyond_noise and p.n == 8 and p.alpha == pytest.approx(0.05 / 2)  # the first of two
     assert p.interval and p.interval.level == pytest.approx(1 - 2 * 0.025) and (p.interval.low or 0) > 0
@@ -72,9 +72,9 @@ def test_one_infeasible_run_without_a_key_does_not_make_it_needed() -> None:
         confirm.RECOMMENDED: reps("r", [7.0, 7.1, 6.9]),
         "without:partitions": [*reps("p", [7.0, 7.05]), *reps("x", [6.9], feasible=False)],
     }
-    assert not confirm.effects(spec, cfg, one)[0].beyond_noise
+    assert not ablate.effects(spec, cfg, one)[0].beyond_noise
     most = {**one, "without:partitions": [*reps("p", [7.0]), *reps("x", [6.9, 6.8], feasible=False)]}
-    (row,) = confirm.effects(spec, cfg, most)
+    (row,) = ablate.effects(spec, cfg, most)
     assert row.beyond_noise and "2 of 3 runs: lost 3 > 0" in (row.why or "")
 
 
@@ -86,11 +86,11 @@ def test_a_run_without_a_key_where_no_rate_held_counts_at_its_bound_not_as_a_mis
     cfg = {"partitions": 6}
     no_rate = confirm.Repeat(None, False, ("no rate held within the SLO",), "x-0", {}, None, below_mb_s=2.5)
     runs = {confirm.RECOMMENDED: reps("r", [12.0, 12.6]), "without:partitions": [*reps("p", [3.72]), no_rate]}
-    (row,) = confirm.effects(spec, cfg, runs)
+    (row,) = ablate.effects(spec, cfg, runs)
     assert row.beyond_noise and row.n == 4 and row.effect_mb_s == pytest.approx(12.3 - (3.72 + 2.5) / 2), row
     assert row.why == "1 run(s) without it held no rate: each counted at its bound", row
     crashed = replace(no_rate, below_mb_s=None)
-    (row,) = confirm.effects(spec, cfg, {**runs, "without:partitions": [*reps("p", [3.72]), crashed]})
+    (row,) = ablate.effects(spec, cfg, {**runs, "without:partitions": [*reps("p", [3.72]), crashed]})
     assert not row.beyond_noise and row.why == "fewer than 2 repeats each side", row
 
 

@@ -20,7 +20,7 @@ from loadgen.knee import fit_knee
 from records.confirmation import Confirmation, OperatingPoint
 from reports import study as report
 from reports.properties import parse
-from sweeps import confirm, hold, storage
+from sweeps import ablate, confirm, hold, storage
 from sweeps.hold import chosen_steps
 from sweeps.spec import load_spec
 from tests.helpers import FIXTURES
@@ -57,7 +57,7 @@ def test_the_confirmation_and_the_ablation_are_recomputed_from_the_records(run: 
         assert getattr(judged, key) == getattr(wrote, key), key
     chosen = judged.arm(None)
     assert chosen is not None
-    effects = confirm.effects(load_spec(run / "spec.yaml"), chosen.config, _runs(run, "ablate"))
+    effects = ablate.effects(load_spec(run / "spec.yaml"), chosen.config, _runs(run, "ablate"))
     assert plain([e for e in effects if e.beyond_noise]) == s["recommended"]
     assert plain([e for e in effects if not e.beyond_noise]) == s["no_measurable_effect"]
 
@@ -153,10 +153,10 @@ def test_a_sweep_resumed_on_a_finished_study_measures_nothing_and_gives_its_answ
     judged = confirm.summary(confirm.repeat(sw, "confirm", todo, sw.spec.confirm.repeats))
     assert plain(judged.candidates) == s["confirmation"]["candidates"]
     chosen = dict(todo)[judged.chosen or ""]
-    ablate, blocked = confirm.ablations(sw.spec, chosen)
-    assert not blocked and {label for label, _ in ablate} == {"without:partitions", "without:buffer.memory"}
-    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, chosen), *ablate], sw.spec.ablate.repeats)
-    assert plain([e for e in confirm.effects(sw.spec, chosen, runs) if e.beyond_noise]) == s["recommended"]
+    without, blocked = ablate.ablations(sw.spec, chosen)
+    assert not blocked and {label for label, _ in without} == {"without:partitions", "without:buffer.memory"}
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, chosen), *without], sw.spec.ablate.repeats)
+    assert plain([e for e in ablate.effects(sw.spec, chosen, runs) if e.beyond_noise]) == s["recommended"]
     announced: list[int] = []
     arm = judged.arm(None)
     assert arm is not None

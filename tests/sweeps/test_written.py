@@ -19,7 +19,7 @@ from brokerconf import catalogue
 from records.confirmation import Confirmation, KeyEffect, Written
 from records.summary import Summary
 from records.trial import TrialMeta
-from sweeps import confirm, storage, written
+from sweeps import ablate, confirm, storage, written
 from sweeps.simulate import Design, spec_for
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -70,10 +70,10 @@ class View:
 
 
 def ablate_then_write(sw: Planted) -> tuple[list[KeyEffect], Written | None, View]:
-    ablate, blocked = confirm.ablations(SPEC, TUNED)
+    without, blocked = ablate.ablations(SPEC, TUNED)
     assert not blocked
-    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablate], SPEC.ablate.repeats)
-    effects = confirm.effects(SPEC, TUNED, runs)
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *without], SPEC.ablate.repeats)
+    effects = ablate.effects(SPEC, TUNED, runs)
     view = View()
     return effects, written.measure(sw, TUNED, effects, [], view), view
 
@@ -133,9 +133,9 @@ def test_a_written_configuration_that_breaks_its_constraints_keeps_the_dropped_k
         seed=3,
         broken=lambda cfg: changed(cfg, "compression.type") and not changed(cfg, "batch.size"),
     )
-    ablation = confirm.ablations(SPEC, TUNED)[0]
+    ablation = ablate.ablations(SPEC, TUNED)[0]
     runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, TUNED), *ablation], SPEC.ablate.repeats)
-    effects = [replace(e, beyond_noise=e.key == "compression.type") for e in confirm.effects(SPEC, TUNED, runs)]
+    effects = [replace(e, beyond_noise=e.key == "compression.type") for e in ablate.effects(SPEC, TUNED, runs)]
     w = written.measure(sw, TUNED, effects, [], View())
     assert w is not None and w.headline == confirm.RECOMMENDED, w
     assert w.kept_as_group == ("batch.size", "linger.ms") and "broke its constraints" in (w.why_kept or ""), w

@@ -53,9 +53,15 @@ def _vs_defaults_line(vs: Comparison, what: str = "Kafka's defaults") -> str:
     distinguishable from it."""
     r, d = vs.ratio, vs.difference
     ratio = f"{r.text('{:.2f}', '×')} {what}" if r else f"no ratio ({what} measured nothing)"
-    if vs.distinguishable:
-        return f"  {ratio}; difference {d.text(unit='MB/s')}"
-    return f"  NOT distinguishable from {what}: {ratio}; difference {d.text(unit='MB/s')}"
+    said = f"{ratio}; difference {d.text(unit='MB/s')}{bound_words(vs)}"
+    return f"  {said}" if vs.distinguishable else f"  NOT distinguishable from {what}: {said}"
+
+
+def bound_words(vs: Comparison) -> str:
+    """What a comparison whose other arm held no rate in some runs says of them (empty when none did)."""
+    if not vs.at_bound:
+        return ""
+    return f" ({vs.at_bound} of its runs held no rate: counted at their bounds, so the lead is at least this)"
 
 
 def written_lines(s: Summary) -> list[str]:
@@ -68,7 +74,7 @@ def written_lines(s: Summary) -> list[str]:
     lines += [_arm_line(a) for a in w.arms]
     if fw := w.full_vs_written:
         said = "ahead beyond noise" if fw.distinguishable else "not ahead beyond noise (one-sided, Holm)"
-        lines.append(f"  full configuration − written: {fw.difference.text(unit='MB/s')}: {said}")
+        lines.append(f"  full configuration − written: {fw.difference.text(unit='MB/s')}{bound_words(fw)}: {said}")
     if w.kept_as_group:
         lines.append(f"  kept as a group: {', '.join(w.kept_as_group)}: {w.why_kept}")
     elif w.headline == DEFAULTS:

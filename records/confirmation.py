@@ -46,6 +46,9 @@ class Comparison:
     alpha: float | None = None
     label: str | None = None  # the other arm (the written phase's comparisons name theirs by position)
     ratio: Interval | None = None
+    # The other arm's runs where no rate held, each counted at its search's bound (sweeps.confirm.at_most): as high
+    # as it could have scored, so the chosen one leads by at least the difference and ratio printed.
+    at_bound: int = 0
 
 
 @dataclass(frozen=True)

@@ -270,12 +270,13 @@ def _confirmed_headline(sw: Summary, conf: Confirmation, b: Best, ceiling: float
     if conf.written and conf.written.headline == DEFAULTS:  # the files are empty (sweeps.written)
         s += f"; no key to change: {conf.chosen} did not beat Kafka's defaults beyond noise in their own blocks"
     if vs and vs.ratio:
-        s += f"; {vs.ratio.text('{:.2f}', '×')} Kafka's defaults"
+        s += f"; {vs.ratio.text('{:.2f}', '×')} Kafka's defaults{verdict.bound_words(vs)}"
         if not vs.distinguishable:
             s += " (**not distinguishable from the defaults**)"
     cur = conf.vs_current  # the confirmation's chosen configuration against what the cluster runs now
     if cur and cur.ratio:
         s += f"; the confirmed {conf.chosen}: {cur.ratio.text('{:.2f}', '×')} {verdict.CURRENT_WORDS}"
+        s += verdict.bound_words(cur)
         s += "" if cur.distinguishable else " (**not distinguishable from it**)"
     said = [x + "." for x in verdict.operating_lines(sw)[:1]]
     return [s + ".", *said, verdict.objective_line(sw.objective, sw.slo) + "."]

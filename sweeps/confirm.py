@@ -227,6 +227,26 @@ def values(arm: Arm) -> list[float]:
     return [v for v in arm.repeats if v is not None]
 
 
+def bounded(reps: list[Repeat]) -> bool:
+    """Whether an arm can be compared with as a baseline: every repeat held its constraints, or held no rate and has
+    its bound (at_most). A run that failed outright has neither: its arm is left out of the comparisons."""
+    return bool(reps) and all(r.feasible or (r.value is None and r.below_mb_s is not None) for r in reps)
+
+
+def compared(best: list[float], reps: list[Repeat], rejected: bool, alpha: float, label: str) -> Comparison:
+    """The chosen configuration's runs `best` against another arm's `reps`, at `alpha` (Holm's level of the test that
+    `rejected` or not): difference and ratio, the other's no-rate runs at their bounds."""
+    other = at_most(reps)
+    return Comparison(
+        stats.difference(best, other, 1 - 2 * alpha),
+        rejected,
+        alpha,
+        label,
+        stats.ratio(best, other, 1 - 2 * alpha),
+        sum(r.value is None and r.below_mb_s is not None for r in reps),
+    )
+
+
 def summary(runs: Runs) -> Confirmation:
     """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
     the runner-up, with Kafka's defaults and with the `current` baseline when it was measured. Those comparisons
@@ -243,8 +263,8 @@ def summary(runs: Runs) -> Confirmation:
         "repeat an independent search, so the search's resolution is in it)",
     )
     ok = [c for c in cands if c.eligible]
-    dflt = next((c for c in ok if c.label == DEFAULTS), None)
-    cur = next((c for c in ok if c.label == CURRENT), None)
+    # a baseline is compared with when its runs held or have their bounds (a no-rate run understates the lead)
+    dflt, cur = (next((c for c in cands if c.label == b and bounded(list(runs[b]))), None) for b in (DEFAULTS, CURRENT))
     family = []
     if len(ok) >= 2:
         family.append(("runner_up", ok[1]))
@@ -252,19 +272,16 @@ def summary(runs: Runs) -> Confirmation:
         if ok and other is not None and ok[0] is not other and (len(ok) < 2 or ok[1] is not other):
             family.append((name, other))
     best = values(ok[0]) if ok else []
-    tests = stats.holm([stats.p_greater(best, values(other)) for _, other in family], ALPHA)
-    found: dict[str, Comparison] = {}
-    for (name, other), (rejected, alpha) in zip(family, tests, strict=True):
-        d = stats.difference(best, values(other), 1 - 2 * alpha)
-        found[name] = Comparison(d, rejected, alpha, other.label)
+    tests = stats.holm([stats.p_greater(best, at_most(list(runs[other.label]))) for _, other in family], ALPHA)
+    found = {
+        name: compared(best, list(runs[other.label]), rejected, alpha, other.label)
+        for (name, other), (rejected, alpha) in zip(family, tests, strict=True)
+    }
     for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
-        if other is None:
-            continue
-        if "runner_up" in found and found["runner_up"].label == other.label:
+        if other is not None and "runner_up" in found and found["runner_up"].label == other.label:
             found[name] = found["runner_up"]  # the runner-up is this baseline: one comparison
-        if name in found:
-            alpha = found[name].alpha or ALPHA
-            found[name] = replace(found[name], ratio=stats.ratio(best, values(other), 1 - 2 * alpha))
+    if "runner_up" in found:  # a ratio is said against a baseline only
+        found["runner_up"] = replace(found["runner_up"], ratio=None)
     return Confirmation(
         tuple(cands),
         ok[0].label if ok else None,

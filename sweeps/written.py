@@ -104,21 +104,23 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
     written); and the configuration written compared with Kafka's defaults. One family of three one-sided tests
     (full over written, written over the defaults, full over the defaults), fixed before any is read, so Holm's
     procedure holds whichever arm becomes the headline. Without a WRITTEN arm the files are empty and the defaults'
-    arm is the written configuration: one test, full over the defaults. `headline` is the label of the arm the
-    report's rate, interval and operating point are read from."""
+    arm is the written configuration: one test, full over the defaults. Each test's second arm counts its runs that
+    held no rate at their bounds (confirm.at_most). `headline` is the label of the arm the report's rate, interval
+    and operating point are read from."""
     arms = {label: confirm.candidate(label, reps) for label, reps in runs.items()}
     vals = {label: confirm.values(c) for label, c in arms.items()}
     full, dflt = confirm.RECOMMENDED, confirm.DEFAULTS
     mine = WRITTEN if WRITTEN in arms else dflt
     order = [(full, mine), (mine, dflt), (full, dflt)] if mine == WRITTEN else [(full, dflt)]
-    pairs = [(vals.get(a, []), vals.get(b, [])) for a, b in order]
+    # the arm each test is against at its no-rate runs' bounds, as high as they could have scored (confirm.at_most)
+    pairs = [(vals.get(a, []), confirm.at_most(list(runs.get(b, [])))) for a, b in order]
     tests = stats.holm(
         [stats.p_greater(a, b) if len(a) >= 2 and len(b) >= 2 else None for a, b in pairs], confirm.ALPHA
     )
     stand_in, broke = tests[0][0], not arms[mine].eligible
     head = full if stand_in or broke else mine
     i = next((k for k, (a, b) in enumerate(order) if a == head and b == dflt), None)  # None: the defaults lead
-    vs = None if i is None else _comparison(*pairs[i], *tests[i])
+    vs = None if i is None else _comparison(*pairs[i], *tests[i], _at_bound(runs.get(dflt, [])))
     if vs is not None and i is not None:
         vs = replace(vs, ratio=stats.ratio(*pairs[i], 1 - 2 * tests[i][1]))
     why_kept = (
@@ -135,15 +137,20 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
         dropped=() if full_head else tuple(dropped),
         kept_as_group=tuple(dropped) if full_head else (),
         why_kept=why_kept,
-        full_vs_written=_comparison(*pairs[0], *tests[0]),
+        full_vs_written=_comparison(*pairs[0], *tests[0], _at_bound(runs.get(order[0][1], []))),
         vs_defaults=vs,
     )
 
 
-def _comparison(a: list[float], b: list[float], rejected: bool, alpha: float) -> Comparison | None:
+def _comparison(a: list[float], b: list[float], rejected: bool, alpha: float, at_bound: int) -> Comparison | None:
     if len(a) < 2 or len(b) < 2:
         return None
-    return Comparison(stats.difference(a, b, 1 - 2 * alpha), rejected, alpha)
+    return Comparison(stats.difference(a, b, 1 - 2 * alpha), rejected, alpha, at_bound=at_bound)
+
+
+def _at_bound(reps: list[confirm.Repeat]) -> int:
+    """How many of `reps` held no rate and count at their bound."""
+    return sum(r.value is None and r.below_mb_s is not None for r in reps)
 
 
 def headline(judged: Confirmation | None) -> Arm | None:

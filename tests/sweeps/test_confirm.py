@@ -11,6 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from advisor import verdict
 from core import stats
 from sweeps import ablate, attrs, confirm, storage
 from sweeps.simulate import Design, run_many
@@ -139,6 +140,26 @@ def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_a
     two = confirm.summary({confirm.DEFAULTS: runs[confirm.DEFAULTS], "a": runs["a"]})
     assert two.vs_defaults and two.vs_defaults.label == confirm.DEFAULTS
     assert two.runner_up == replace(two.vs_defaults, ratio=None)  # the runner-up is the defaults: one test
+
+
+def no_rate(label: str, below: float) -> confirm.Repeat:
+    """A repeat whose search held no rate: no figure, its bound."""
+    return confirm.Repeat(None, False, ("no rate held within the SLO",), f"{label}-x", {}, None, below)
+
+
+def test_the_defaults_that_held_no_rate_in_a_run_are_compared_at_its_bound() -> None:
+    """A no-rate run of Kafka's defaults counts at its bound (as high as it could have scored), so the chosen one's
+    lead is understated, not dropped with the comparison; a run that failed outright leaves the defaults out."""
+    chosen = reps("a", [7.0, 7.2, 6.9, 7.1])
+    dflt = [*reps("d", [5.0, 5.2, 4.9]), no_rate("d", 2.0)]
+    s = confirm.summary({confirm.DEFAULTS: dflt, "a": chosen})
+    assert s.chosen == "a" and [c.eligible for c in s.candidates] == [True, False]
+    vd = s.vs_defaults
+    assert vd is not None and vd.at_bound == 1 and vd.distinguishable and vd.ratio is not None
+    assert vd.difference.n == 8 and vd.difference.estimate == pytest.approx(7.05 - 17.1 / 4)  # the bound in the mean
+    assert "1 of its runs held no rate: counted at their bounds" in verdict.bound_words(vd)
+    crashed = confirm.Repeat(None, False, ("failed: broker down",), "d-y", {})
+    assert confirm.summary({confirm.DEFAULTS: [*dflt[:3], crashed], "a": chosen}).vs_defaults is None
 
 
 def test_the_method_on_simulated_studies_holds_its_error_rates() -> None:

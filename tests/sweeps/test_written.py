@@ -245,3 +245,23 @@ def test_keys_that_help_only_together_are_kept_when_the_ablation_dropped_every_o
     judged = written.settle(Confirmation((), "producer#0"), effects, [], w)
     assert [e.key for e in judged.recommended] == ["batch.size", "compression.type", "linger.ms"]
     assert not judged.no_measurable_effect
+
+
+def test_the_defaults_runs_that_held_no_rate_count_at_their_bounds_against_the_written_one() -> None:
+    """Written against Kafka's defaults: a defaults' run with no rate held is counted at its bound (the lead is at
+    least what is said), not dropped, which would leave the defaults' mean on their lucky runs only."""
+
+    def arm(label: str, values: list[float]) -> list[confirm.Repeat]:
+        return [confirm.Repeat(v, True, (), f"{label}-{i}", {}) for i, v in enumerate(values)]
+
+    miss = confirm.Repeat(None, False, ("no rate held within the SLO",), "d-x", {}, None, 1.0)
+    runs = {
+        confirm.RECOMMENDED: arm("r", [7.0, 7.1, 6.9, 7.0]),
+        written.WRITTEN: arm("w", [7.0, 6.9, 7.1, 7.0]),
+        confirm.DEFAULTS: [*arm("d", [6.6, 6.8, 6.7]), miss],
+    }
+    w = written.judge(runs, ["compression.type"])
+    assert w.headline == written.WRITTEN and w.vs_defaults is not None
+    assert w.vs_defaults.at_bound == 1 and w.vs_defaults.difference.n == 8
+    assert w.vs_defaults.difference.estimate == pytest.approx(7.0 - (6.6 + 6.8 + 6.7 + 1.0) / 4)
+    assert w.full_vs_written is not None and w.full_vs_written.at_bound == 0

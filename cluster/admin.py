@@ -89,10 +89,10 @@ def live_brokers(admin: AdminClient, timeout_s: float = 5) -> list[int]:
 
 
 def down(admin: AdminClient, broker_ids: list[int], timeout_s: float = 2) -> list[str]:
-    """What says each of `broker_ids` is down now: missing from the cluster's metadata, or its listener there refusing
-    TCP connections (a crash is seen at once, before the controller fences it). Empty when none is, or when the
-    metadata cannot be read (then a request's own error says more). A request to a down broker otherwise waits its
-    whole timeout: librdkafka keeps retrying the connection."""
+    """Why each of `broker_ids` that is down now is down: missing from the cluster's metadata, or its listener there
+    refusing TCP connections (a crash is seen at once, before the controller fences it). Empty when none is, or
+    when the metadata cannot be read (a request's own error then says more). Asked before waiting on a request: one
+    to a down broker waits its whole timeout, as librdkafka keeps retrying the connection."""
     try:
         known = admin.list_topics(timeout=timeout_s).brokers
     except KafkaException:

@@ -87,7 +87,7 @@ def write_files(state_dir: Path, node: Node, props: Mapping[str, str]) -> Path:
     return path
 
 
-# A one-shot tool's JVM: the quick compiler only (nothing it runs is measured), and the brokers' class archive.
+# A one-shot tool's JVM compiles with C1 only: nothing it runs is measured, and it exits before C2 would pay off.
 TOOL_JIT = "-XX:TieredStopAtLevel=1"
 
 

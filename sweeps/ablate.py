@@ -17,7 +17,7 @@ from brokerconf import catalogue
 from core import stats
 from records.confirmation import KeyEffect
 from sweeps import space
-from sweeps.confirm import ALPHA, RECOMMENDED, Runs, at_most
+from sweeps.confirm import ALPHA, RECOMMENDED, Runs, at_bound, at_most
 from sweeps.spec import Spec
 
 
@@ -87,7 +87,7 @@ def effects(spec: Spec, cfg: Mapping[str, Any], runs: Runs) -> list[KeyEffect]:
             d = stats.difference(ref, vals, 1 - 2 * alpha)
             beyond = rejected and d.estimate >= floor
             why = "" if beyond else _why(d, rejected, floor, rate, spec.ablate.min_effect)
-            if n := sum(r.value is None and r.below_mb_s is not None for r in reps):
+            if n := at_bound(reps):
                 why = "; ".join(x for x in (why, f"{n} run(s) without it held no rate: each counted at its bound") if x)
             row = replace(row, why=why, effect_mb_s=d.estimate, interval=d, beyond_noise=beyond)
         broke = [r for r in reps if not r.feasible]

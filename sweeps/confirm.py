@@ -222,6 +222,11 @@ def at_most(reps: list[Repeat]) -> list[float]:
     return [v for r in reps if (v := r.value if r.value is not None else r.below_mb_s) is not None]
 
 
+def at_bound(reps: list[Repeat]) -> int:
+    """How many of the repeats held no rate and count at their bound in at_most."""
+    return sum(r.value is None and r.below_mb_s is not None for r in reps)
+
+
 def values(arm: Arm) -> list[float]:
     """The arm's measured repeats (the failed ones left out)."""
     return [v for v in arm.repeats if v is not None]
@@ -243,7 +248,7 @@ def compared(best: list[float], reps: list[Repeat], rejected: bool, alpha: float
         alpha,
         label,
         stats.ratio(best, other, 1 - 2 * alpha),
-        sum(r.value is None and r.below_mb_s is not None for r in reps),
+        at_bound(reps),
     )
 
 

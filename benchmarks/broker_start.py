@@ -34,7 +34,7 @@ SUITE_HEAP = "768m"
 
 
 def cycle(root: Path, with_archive: bool) -> dict[str, float]:
-    """One new testbed: its `up`, then each node's restart, in seconds."""
+    """One new testbed: its `up`, each node's restart, then node 1's log dir formatted anew, in seconds."""
     os.environ[cds.OFF] = "1" if with_archive else "0"
     tb = Testbed(root, dist.install(), base_port=27590, prefix="ktb", heap=SUITE_HEAP, jvm_extra=SUITE_JVM)
     tb.down(wipe=True, progress=lambda m: None)

@@ -58,7 +58,7 @@ def options(dist: KafkaDist) -> list[str]:
     final = archive(dist)
     if final.exists() or promote(dist):
         _clear(final)  # dumps of JVMs asked before there was an archive
-        return [*AGENT_OPTIONS, f"-XX:SharedArchiveFile={final}"]
+        return mapped(dist)
     if dumper(final) is not None:
         return []  # a running JVM writes one at its exit
     return [*AGENT_OPTIONS, f"{DUMP}{final.with_name(f'{final.name}.dump-{uuid.uuid4().hex}')}"]

@@ -13,7 +13,7 @@ import pytest
 
 from cluster import admin, metrics
 from records.testbed import Node, TestbedState, load_state, save_state
-from testbed import cds, netns, writeback
+from testbed import cds, netns, nodes, writeback
 from testbed.dist import KafkaDist
 from testbed.lifecycle import RUNNING, Testbed
 from testbed.nodes import HEAP, jvm_options
@@ -68,6 +68,18 @@ def test_up_on_a_serving_testbed_measures_nothing_again(healthy: TestbedState, t
     testbed.up(progress=said.append)
     assert testbed.profile_file.stat().st_mtime_ns == before, said
     assert not any("measuring" in m for m in said), said
+
+
+def test_a_formatted_log_dir_is_not_formatted_again(tmp_path: Path) -> None:
+    """A node whose log dir holds meta.properties (a restart, a heal) starts no format JVM: here one with no Kafka
+    install to run, and no Java may start in the fast tests either."""
+    data = tmp_path / "node1" / "data"
+    data.mkdir(parents=True)
+    (data / "meta.properties").write_text("version=1\n")
+    node = Node(1, "127.0.0.1", 24091, 24191, 24291, None, None)
+    st = TestbedState(1, "loopback", "id", "4.3.1", (node,))
+    nodes.format_storage(KafkaDist(tmp_path / "no-kafka"), tmp_path, st, node)
+    assert (data / "meta.properties").read_text() == "version=1\n"
 
 
 def test_up_after_a_crash_starts_the_node_and_keeps_the_profile(healthy: TestbedState, testbed: Testbed) -> None:

@@ -1,8 +1,9 @@
 """Does kafkatune tune? Scenarios whose better configuration is known by construction, and a negative control.
 
 Each scenario (SCENARIOS below, its sweep spec beside this file) is a cluster condition, a workload and a starting
-configuration. For each one asked for, this starts a private shaped testbed (25 MB/s links), warms it, sets the
-condition (a delay on every broker's link, broker configs the cluster "inherited"; both undone after), runs
+configuration. For each one asked for, this starts a private testbed (shaped, 25 MB/s links; loopback where the
+scenario says so), warms it, sets the condition (a delay on every broker's link, broker configs the cluster
+"inherited"; both undone after), runs
 `kafkatune sweep` on the scenario's spec merged onto common.yaml, and reads the study's confirmation: the
 recommended configuration, the starting one, Kafka's defaults and Confluent's throughput profile, each measured by
 independent sustainable-rate searches interleaved in rounds (sweeps.confirm).
@@ -69,6 +70,7 @@ class Scenario:
     delay_ms: float = 0.0  # added to every broker's link, each way (testbed.netns.degrade)
     broker: Mapping[str, str] = field(default_factory=dict)  # dynamic broker configs the cluster starts with
     planted: tuple[str, ...] = ()  # the keys set badly on purpose: each must be found, or its miss explained
+    shaped: bool = True  # the shaped testbed's NIC_MB_S links; False: loopback (the CPUs and disks are the limits)
 
 
 DEFAULTS, CURRENT = "baseline:kafka-defaults", "baseline:current"
@@ -85,6 +87,14 @@ SCENARIOS = {
         planted=("log.flush.interval.messages", "batch.size", "max.partition.fetch.bytes"),
     ),
     "control": Scenario("control.yaml", CURRENT, "none: the start is the demo's best (no change is the answer)"),
+    "io-threads": Scenario(
+        "io-threads.yaml",
+        CURRENT,
+        "more than one request-handler thread, if one binds here (issue 36's plant, on loopback)",
+        broker={"num.io.threads": "1"},
+        planted=("num.io.threads",),
+        shaped=False,
+    ),
 }
 
 
@@ -215,7 +225,7 @@ def run(name: str, quick: bool, keep: Path | None) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"kt-tuning-{name}-"))
     spec = spec_file(sc, work / f"{name}.yaml", quick)
     log(f"scenario {name}: {sc.known}")
-    up = {"network": "shaped", "nic_mb_s": NIC_MB_S, "subnet": "198.18.5"}
+    up = {"network": "shaped", "nic_mb_s": NIC_MB_S, "subnet": "198.18.5"} if sc.shaped else {}
     with testbed(work / "tb", warm_up_s=120, **up) as tb, condition(tb, sc):
         raw, study, wall = sweep(tb, spec, work / "runs")
     if keep:
@@ -228,7 +238,7 @@ def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None,
     if reread and s.this_invocation is not None:  # a finished study read again: the sweep's own clock
         wall = s.this_invocation.wall_s
     figures = {"scenario": name, "known": sc.known, "start": sc.start, "quick": quick, "wall_s": wall}
-    figures |= {"delay_ms": sc.delay_ms, "broker_start": dict(sc.broker), "nic_mb_s": NIC_MB_S}
+    figures |= {"delay_ms": sc.delay_ms, "broker_start": dict(sc.broker), "nic_mb_s": NIC_MB_S if sc.shaped else None}
     figures |= judge(sc, s, study)
     figures["verdict"] = verdict.lines(s)
     print(f"== {name}: {sc.known}")

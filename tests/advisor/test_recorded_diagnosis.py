@@ -207,7 +207,8 @@ def test_one_request_handler_that_never_saturated_is_not_blamed() -> None:
     pool (KIP-1207's per-pool meter, not the pool shared with the controller) was idle for more than half of every
     step, and the requests' time queued for it stayed about a millisecond, so the diagnosis does not name the
     handlers the configuration cut; it reads what rose. No recommendation writes the plant back. Whether one handler
-    costs this testbed anything is not in this run: its figures do not show it."""
+    costs this testbed anything is not in one run: measured against Kafka's 8 in interleaved searches, it does not
+    (benchmarks/tuning/run.py io-threads, benchmarks/results/tuning_io-threads.json)."""
     t, recs, res = diagnosed("io-threads-one")
     assert res["sustainable"]["mb_s"] is None and t["params"]["num.io.threads"] == "1"
     assert t["request_handler_idle"] > 0.5 and t["bound"] != "request_handlers", t["bound_reason"]

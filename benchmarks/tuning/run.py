@@ -3,10 +3,10 @@
 Each scenario (SCENARIOS below, its sweep spec beside this file) is a cluster condition, a workload and a starting
 configuration. For each one asked for, this starts a private testbed (shaped, 25 MB/s links; loopback where the
 scenario says so), warms it, sets the condition (a delay on every broker's link, broker configs the cluster
-"inherited"; both undone after), runs
-`kafkatune sweep` on the scenario's spec merged onto common.yaml, and reads the study's confirmation: the
-recommended configuration, the starting one, Kafka's defaults and Confluent's throughput profile, each measured by
-independent sustainable-rate searches interleaved in rounds (sweeps.confirm).
+"inherited"; both undone after), runs `kafkatune sweep` on the scenario's spec merged onto common.yaml, and reads
+the study's confirmation: the recommended configuration, the starting one, Kafka's defaults and Confluent's
+throughput profile (where the spec names it), each measured by independent sustainable-rate searches interleaved in
+rounds (sweeps.confirm).
 
 Per scenario it prints and writes benchmarks/results/tuning_<scenario>.json (tuning_<scenario>_quick.json with
 --quick): every arm's runs and 95 % interval; recommended / starting and recommended / Confluent as ratios with

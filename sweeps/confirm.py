@@ -26,7 +26,7 @@ killed sweep resumes where it stopped and no repeat runs twice.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -222,7 +222,7 @@ def at_most(reps: list[Repeat]) -> list[float]:
     return [v for r in reps if (v := r.value if r.value is not None else r.below_mb_s) is not None]
 
 
-def at_bound(reps: list[Repeat]) -> int:
+def at_bound(reps: Iterable[Repeat]) -> int:
     """How many of the repeats held no rate and count at their bound in at_most."""
     return sum(r.value is None and r.below_mb_s is not None for r in reps)
 

@@ -120,7 +120,7 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
     stand_in, broke = tests[0][0], not arms[mine].eligible
     head = full if stand_in or broke else mine
     i = next((k for k, (a, b) in enumerate(order) if a == head and b == dflt), None)  # None: the defaults lead
-    vs = None if i is None else _comparison(*pairs[i], *tests[i], confirm.at_bound(list(runs.get(dflt, []))))
+    vs = None if i is None else _comparison(*pairs[i], *tests[i], confirm.at_bound(runs.get(dflt, [])))
     if vs is not None and i is not None:
         vs = replace(vs, ratio=stats.ratio(*pairs[i], 1 - 2 * tests[i][1]))
     why_kept = (
@@ -137,7 +137,7 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
         dropped=() if full_head else tuple(dropped),
         kept_as_group=tuple(dropped) if full_head else (),
         why_kept=why_kept,
-        full_vs_written=_comparison(*pairs[0], *tests[0], confirm.at_bound(list(runs.get(order[0][1], [])))),
+        full_vs_written=_comparison(*pairs[0], *tests[0], confirm.at_bound(runs.get(order[0][1], []))),
         vs_defaults=vs,
     )
 

@@ -12,7 +12,10 @@ end-to-end ≤ 100 ms), warmed until the brokers' JIT is quiet:
 It prints and writes (benchmarks/results/written_alone.json): the study's headline (the written configuration's
 rate, interval and ratio to the defaults) beside the file applied alone (its rate, interval, ratio to the defaults
 measured in the same blocks), the difference between the headline's runs and the applied file's (Welch, 95 %) and
-whether it is within noise (its interval includes 0), and the control's ratio.
+whether it is within noise (its interval includes 0), and the control's ratio. The two studies run tens of minutes
+apart and the machine drifts between them (Kafka's defaults' ratio, second study / first, says by how much), so it
+also compares what drift cancels: the headline's ratio to the defaults of its own blocks over the applied file's
+ratio to the defaults of its blocks (core.stats.ratio_of_ratios; within noise when its interval includes 1).
 
     .venv/bin/python benchmarks/written_alone.py [--repeats 4] [--nic-mbps 25]
 """
@@ -33,6 +36,7 @@ from _common import REPO, log, result_file, sweep, testbed
 
 from core import stats
 from core.typed import to_json
+from records.confirmation import Confirmation
 from records.summary import Summary
 from sweeps.confirm import canonical, values
 
@@ -68,6 +72,7 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
     alone, dflt = values(same), values(arms[DEFAULTS])
     control = next((values(a) for label, a in arms.items() if label not in (CURRENT, DEFAULTS, same.label)), [])
     diff = stats.difference(values(headline), alone)
+    study_dflt = study_defaults(first.confirmation)
     out: dict[str, Any] = {
         "headline": {
             "label": headline.label,
@@ -75,6 +80,7 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
             "mb_s": values(headline),
             "interval": to_json(stats.mean_interval(values(headline))),
             "vs_defaults": to_json(first.best_vs_defaults) if first.best_vs_defaults else None,
+            "defaults_mb_s": study_dflt,
         },
         "applied_alone": {
             "config": dict(current),
@@ -87,10 +93,22 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
         },
         "headline_minus_alone": to_json(diff),
         "within_noise": diff.has_interval and not diff.excludes(0.0),
+        # the machine's drift between the two studies: Kafka's defaults in the second / in the first
+        "defaults_drift": _dict(stats.ratio(dflt, study_dflt)),
     }
+    if same.label != DEFAULTS:  # each study's ratio to the defaults of its own blocks, the drift cancelled
+        rr = stats.ratio_of_ratios(values(headline), study_dflt, alone, dflt)
+        out["headline_ratio_over_alone_ratio"] = _dict(rr)
+        out["ratio_within_noise"] = rr is not None and rr.has_interval and not rr.excludes(1.0)
     if len(control) >= 2:
         out["control_vs_defaults"] = _dict(stats.ratio(control, dflt))
     return out
+
+
+def study_defaults(c: Confirmation) -> list[float]:
+    """The runs of Kafka's defaults from the blocks the headline's arm ran in (the written phase's, when it ran)."""
+    arms = c.written.arms if c.written and c.written.arm() else c.candidates
+    return values(next(a for a in arms if a.label == DEFAULTS))
 
 
 def _dict(iv: stats.Interval | None) -> dict[str, Any] | None:
@@ -110,6 +128,13 @@ def say(f: dict[str, Any]) -> None:
     d = stats.Interval(**f["headline_minus_alone"])
     verdict = "within noise" if f["within_noise"] else "NOT within noise"
     print(f"headline - applied alone: {d.text('{:+.2f}', 'MB/s')}: {verdict}")
+    if f["defaults_drift"]:
+        drift = stats.Interval(**f["defaults_drift"]).text("{:.2f}", "×")
+        print(f"Kafka's defaults, second study / first (the machine's drift): {drift}")
+    if f.get("headline_ratio_over_alone_ratio"):
+        rr = stats.Interval(**f["headline_ratio_over_alone_ratio"]).text("{:.2f}", "×")
+        verdict = "within noise" if f["ratio_within_noise"] else "NOT within noise"
+        print(f"headline's ratio to the defaults / the applied file's: {rr}: {verdict}")
     if f.get("control_vs_defaults"):
         print(f"control (Kafka's batch.size) / defaults: {stats.Interval(**f['control_vs_defaults']).text()}")
 

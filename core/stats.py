@@ -210,18 +210,34 @@ def holm(pvalues: Sequence[float | None], alpha: float = 0.05) -> list[tuple[boo
 
 
 def ratio(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Interval | None:
-    """mean(a) / mean(b) with an interval at `level` (delta method on the log ratio); None when mean(b) is not > 0."""
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    if mb <= 0 or ma <= 0:
+    """mean(a) / mean(b) with an interval at `level` (delta method on the log ratio); None when a mean is not > 0."""
+    return _log_ratio([(a, 1), (b, -1)], level)
+
+
+def ratio_of_ratios(
+    a1: Sequence[float], b1: Sequence[float], a2: Sequence[float], b2: Sequence[float], level: float = 0.95
+) -> Interval | None:
+    """(mean(a1) / mean(b1)) / (mean(a2) / mean(b2)) with an interval at `level`: whether a ratio measured in one
+    study is the one measured in another (1 inside the interval: the same within noise). Two studies hours apart see
+    the machine drift; each ratio to a reference measured in its own study's blocks cancels that drift."""
+    return _log_ratio([(a1, 1), (b1, -1), (a2, -1), (b2, 1)], level)
+
+
+def _log_ratio(groups: Sequence[tuple[Sequence[float], int]], level: float) -> Interval | None:
+    """The product of the groups' means, each raised to its sign (±1), with Welch's interval on its log (the delta
+    method: each group adds var/n/mean² to the log's variance; Welch–Satterthwaite degrees of freedom)."""
+    means = [statistics.fmean(g) for g, _ in groups]
+    if min(means) <= 0:
         return None
-    r = ma / mb
-    if len(a) < 2 or len(b) < 2:
-        return Interval(r, None, None, len(a) + len(b), level=level)
-    va, vb = statistics.variance(a) / len(a) / ma**2, statistics.variance(b) / len(b) / mb**2
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else len(a) + len(b) - 2
-    k = math.exp(t_two_sided(level, max(1.0, df)) * se)
-    return Interval(r, r / k, r * k, len(a) + len(b), se, level)
+    r = math.prod(m**sign for m, (_, sign) in zip(means, groups, strict=True))
+    n = sum(len(g) for g, _ in groups)
+    if min(len(g) for g, _ in groups) < 2:
+        return Interval(r, None, None, n, level=level)
+    parts = [(statistics.variance(g) / len(g) / m**2, len(g) - 1) for (g, _), m in zip(groups, means, strict=True)]
+    var = sum(v for v, _ in parts)
+    df = var**2 / sum(v**2 / d for v, d in parts) if var > 0 else n - len(groups)
+    k = math.exp(t_two_sided(level, max(1.0, df)) * math.sqrt(var))
+    return Interval(r, r / k, r * k, n, math.sqrt(var), level)
 
 
 def pooled_sd(groups: Sequence[Sequence[float]]) -> tuple[float, int] | None:

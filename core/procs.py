@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import psutil
 
@@ -98,11 +100,44 @@ def kill(pid: int, timeout_s: float = 30) -> bool:
     return exited(pid, timeout_s)
 
 
+# Ports free_port hands out: below the kernel's ephemeral range (net.ipv4.ip_local_port_range), where an outgoing
+# connection picks its local port, and below the testbeds' fixed ports (base ports 24090-29090, +1 to +303).
+FREE_PORTS = range(10000, 24000)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nothing listens on now (the kernel's choice)."""
+    """A port nothing is bound to now, for a server started next. Chosen at random below the ephemeral range, not
+    by the kernel: a port from that range can be taken by any outgoing connection between this call and the
+    server's bind (it happened once, to iperf3). The kernel's choice only when that range leaves no room."""
+    low = min(FREE_PORTS.stop, ephemeral_ports().start)
+    if low > FREE_PORTS.start:
+        rng = random.SystemRandom()
+        for _ in range(100):
+            port = rng.randrange(FREE_PORTS.start, low)
+            if _bindable(port, host):
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def ephemeral_ports() -> range:
+    """The local ports the kernel gives outgoing connections (Linux's default when it cannot be read)."""
+    try:
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    return range(lo, hi + 1)
+
+
+def _bindable(port: int, host: str) -> bool:
+    """Whether a server could bind `port` now (no SO_REUSEADDR: a connection lingering there counts as taken)."""
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def port_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -141,7 +141,6 @@ REPO = Path(__file__).resolve().parent.parent
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server (Debian's package) in a temporary folder, trust auth on 127.0.0.1, without fsync."""
     import shutil
-    import socket
     import subprocess
     import tempfile
 
@@ -154,9 +153,7 @@ def postgres_url() -> Iterator[str]:
     if os.geteuid() == 0:  # initdb refuses to run as root
         shutil.chown(root, "postgres", "postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = procs.free_port()
     data = root / "data"
 
     def run(*cmd: str) -> None:

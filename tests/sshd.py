@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import procs
+
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
@@ -25,12 +27,6 @@ def fingerprint_of(pub: Path) -> str:
     """OpenSSH's own idea of the key's fingerprint (`ssh-keygen -lf`), to compare with ours."""
     out = subprocess.run(["ssh-keygen", "-lf", str(pub)], check=True, capture_output=True, text=True).stdout
     return out.split()[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -68,7 +64,7 @@ def start_sshd(
     if client_key is None:
         client_key = keygen(d / "client_key", "client")
     (d / "authorized_keys").write_text(Path(f"{client_key}.pub").read_text())
-    port = _free_port() if netns is None else 22
+    port = procs.free_port() if netns is None else 22
     cfg = d / "sshd_config"
     cfg.write_text(
         "\n".join(

@@ -6,7 +6,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -22,6 +21,7 @@ from advisor.analysis import analyze
 from advisor.context import Context
 from advisor.plan import plan
 from advisor.rules import recommend
+from core import procs
 from core.errors import UserError
 from records import synthetic
 from records.analysis import TRIAL_FIELDS, AnalysisSummary, load_table, rows
@@ -141,12 +141,6 @@ def test_generated_study_recovers_the_planted_response(generated: tuple[Path, An
 # ---- a Spark standalone cluster from the pyspark install -----------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import pyspark
@@ -162,7 +156,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "SPARK_LOG_DIR": str(work),
         "SPARK_NO_DAEMONIZE": "1",
     }
-    port, ui, wui = _free_port(), _free_port(), _free_port()
+    port, ui, wui = procs.free_port(), procs.free_port(), procs.free_port()
     cls = str(home / "bin" / "spark-class")
     master = subprocess.Popen(
         [

@@ -68,10 +68,14 @@ def searches(tb: Any, tmp: Path, reps: int, testbed_no: int, rng: random.Random)
             }
             out[name].append(row)
             log(
-                f"testbed {testbed_no} round {r} {name}: {sus['rate_msg_s']} msg/s ({sus['note']}), "
+                f"testbed {testbed_no} round {r} {name}: {_rate(sus['rate_msg_s'])} ({sus['note']}), "
                 f"{len(steps)} steps, {d['wall_s']:.0f} s"
             )
     return out
+
+
+def _rate(msg_s: float | None) -> str:
+    return "no rate held" if msg_s is None else f"{msg_s:,.0f} msg/s"
 
 
 def fixed_runs(tb: Any, tmp: Path, rates: dict[str, float], n: int, secs: float) -> dict[str, list[dict[str, Any]]]:

@@ -114,7 +114,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         rng = random.SystemRandom()
         for _ in range(100):
             port = rng.randrange(FREE_PORTS.start, low)
-            if _bindable(port, host):
+            if port_free(port, host, reuse=False):
                 return port
     with socket.socket() as s:
         s.bind((host, 0))
@@ -130,19 +130,12 @@ def ephemeral_ports() -> range:
     return range(lo, hi + 1)
 
 
-def _bindable(port: int, host: str) -> bool:
-    """Whether a server could bind `port` now (no SO_REUSEADDR: a connection lingering there counts as taken)."""
+def port_free(port: int, host: str = "127.0.0.1", reuse: bool = True) -> bool:
+    """Whether a server could bind `port` now. With `reuse` (SO_REUSEADDR, as the servers started here set it) a
+    connection lingering there in TIME_WAIT does not count as taken; without it, it does."""
     with socket.socket() as s:
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -1,5 +1,6 @@
-"""Intervals for repeated measurements: a mean, a difference and a ratio of means, each with its CI (95 % unless
-a correction for many comparisons asks for more), and Holm's step-down correction across a family of them.
+"""Intervals for repeated measurements: a mean, a difference and a ratio of means (and a ratio of two such ratios,
+measured in two studies), each with its CI (95 % unless a correction for many comparisons asks for more), and
+Holm's step-down correction across a family of them.
 
 Repeats here are few (3–5) and their spread is the run-to-run variation of a shared, noisy machine, so
 the intervals use Student's t (Welch's for two groups) rather than a normal approximation. An interval

@@ -13,7 +13,7 @@ def test_a_free_port_is_bindable_and_outside_the_range_outgoing_connections_take
     ephemeral = procs.ephemeral_ports()
     ports = [procs.free_port() for _ in range(50)]
     assert all(p in procs.FREE_PORTS and p not in ephemeral for p in ports), ports
-    assert len(set(ports)) > 40  # random, not the kernel's next port: two servers started at once do not collide
+    assert len(set(ports)) > 40  # drawn at random, not the kernel's next port
     with socket.socket() as s:
         s.bind(("127.0.0.1", ports[0]))  # a server can take it
 

@@ -93,7 +93,7 @@ def from_ablations(recommended: Sequence[KeyEffect]) -> list[Change]:
             continue
         iv = e.interval
         if iv is not None and iv.low is not None and iv.high is not None:
-            note = f"effect {iv.estimate:+.2f} MB/s, 95 % CI {iv.low:+.2f}..{iv.high:+.2f}, n={e.n}"
+            note = f"effect {iv.text('{:+.2f}', 'MB/s')}"  # at the interval's own (Holm-corrected) level
         else:
             note = e.why or "needed"
         out.append(Change(e.key, p.scope, e.old, e.new, e.effect_mb_s, note, ", ".join(e.trial_ids)))

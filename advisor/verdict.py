@@ -70,7 +70,12 @@ def written_lines(s: Summary) -> list[str]:
     w = s.confirmation.written if s.confirmation else None
     if not w:
         return []
-    lines = ["as written (what the recommended files hold), in new randomized blocks:"]
+    where = (
+        "the ablation's runs: the full configuration and, put back, Kafka's defaults, in blocks of their own"
+        if w.runs_from == "ablate"
+        else "new randomized blocks"
+    )
+    lines = [f"as written (what the recommended files hold), in {where}:"]
     lines += [_arm_line(a) for a in w.arms]
     if fw := w.full_vs_written:
         said = "ahead beyond noise" if fw.distinguishable else "not ahead beyond noise (one-sided, Holm)"

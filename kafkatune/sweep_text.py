@@ -42,7 +42,8 @@ def _confirmation_line(spec: Spec) -> str:
         f"confirmation: the best {spec.confirm.top} of each stage, the baselines and Kafka's defaults, "
         f"{spec.confirm.repeats} runs each, in randomized blocks; then each changed key put back alone "
         f"({spec.ablate.repeats} runs each), and when some are dropped the configuration as written against "
-        f"the full one and the defaults ({spec.ablate.repeats} runs each)"
+        f"the full one and the defaults ({spec.ablate.repeats} runs each; when the files are left empty by "
+        "a configuration that changes one key, the ablation's runs already measured it)"
     )
     if spec.sustainable and spec.hold.tries:
         line += (

@@ -88,6 +88,7 @@ class Written:
     why_kept: str | None = None
     full_vs_written: Comparison | None = None
     vs_defaults: Comparison | None = None
+    runs_from: str = "written"  # the phase whose runs the arms are: its own blocks, or the ablation's (same arms)
 
     def arm(self) -> Arm | None:
         """The arm the headline reads (`headline`'s)."""

@@ -277,6 +277,7 @@ class Sweep:
         chosen = dict(todo).get(judged.chosen or "")
         effects: list[KeyEffect] = []
         blocked: list[KeyEffect] = []
+        runs: confirm.Runs = {}
         if chosen is not None and judged.chosen != confirm.DEFAULTS:
             if spec.ablate.repeats:
                 without, blocked = ablate.ablations(spec, chosen)
@@ -294,7 +295,7 @@ class Sweep:
                     KeyEffect(k, o, n, "not ablated (ablate.repeats: 0)")
                     for k, o, n in ablate.changed_keys(spec, chosen)
                 ]
-        w = written.measure(self, chosen, effects, blocked, self.view) if chosen is not None and effects else None
+        w = written.measure(self, chosen, effects, blocked, self.view, runs) if chosen is not None and effects else None
         judged = written.settle(judged, effects, blocked, w)  # what the files hold: beyond noise, or kept as a group
         if (candidate := judged.headline()) is not None:
             op = hold.operating_point(self, candidate, self.view.extend)

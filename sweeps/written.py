@@ -2,8 +2,9 @@
 
 The ablation drops the keys it finds no measurable effect for, so the files hold fewer keys than the configuration
 the confirmation chose. That reduced configuration is measured here, in fresh randomized blocks with the full one
-and Kafka's defaults (`ablate.repeats` runs each, none of the earlier runs reused), and the headline (the rate, its
-interval, the ratio to the defaults and the operating point) is the configuration written, not the one chosen.
+and Kafka's defaults (`ablate.repeats` runs each, none of the confirmation's runs reused), and the headline (the
+rate, its interval, the ratio to the defaults and the operating point) is the configuration written, not the one
+chosen.
 
 Keys that can stand in for each other each look useless put back alone (the other still carries the effect), so
 the reduced configuration then loses throughput: when the full one beats it beyond noise, the dropped keys are kept
@@ -14,6 +15,9 @@ the levels they were tested at.
 When the ablation drops every key, the files are empty: what they describe is Kafka's defaults. The full
 configuration is then measured against the defaults in fresh blocks (a family of one test): ahead beyond noise, its
 keys stand in for each other and are kept as a group; not, the headline is the defaults' and nothing is recommended.
+When the chosen configuration changed one key only, its ablation arm is those defaults, already measured against the
+full configuration in blocks after the choice: that test is read from the ablation's runs, not run again
+(`from_ablation`).
 """
 
 from __future__ import annotations
@@ -58,16 +62,28 @@ class View(Protocol):
 
 
 def measure(
-    sw: confirm.Phases, chosen: space.Config, effects: list[KeyEffect], blocked: list[KeyEffect], view: View
+    sw: confirm.Phases,
+    chosen: space.Config,
+    effects: list[KeyEffect],
+    blocked: list[KeyEffect],
+    view: View,
+    ablation: confirm.Runs | None = None,
 ) -> Written | None:
     """Measure the written configuration against the full one and Kafka's defaults (randomized blocks) and judge
     them (`judge`); when the files are empty, the full configuration against the defaults alone (they are what the
-    files describe). None when the written configuration is the chosen one (`reduced`), or when the sweep's time
-    ran out before it was measured."""
+    files describe), unless the ablation's runs (`ablation`) already measured exactly that (`from_ablation`). None
+    when the written configuration is the chosen one (`reduced`), or when the sweep's time ran out before it was
+    measured."""
     spec = sw.spec
     cfg = reduced(spec, chosen, effects, blocked)
     if cfg is None:
         return None
+    if (w := from_ablation(spec, chosen, effects, blocked, ablation or {})) is not None:
+        view.note(
+            f"as written (no key: Kafka's defaults): read from the ablation's runs, which measured the full "
+            f"configuration against it in their own blocks ({w.dropped[0]} put back is Kafka's defaults)"
+        )
+        return w
     n = spec.ablate.repeats
     full, defaults = (confirm.RECOMMENDED, dict(chosen)), (confirm.DEFAULTS, space.baseline(spec, "kafka-defaults"))
     kept = ", ".join(e.key for e in effects if e.beyond_noise)
@@ -82,6 +98,30 @@ def measure(
     if not runs.get(mine):  # out of time before its first run: the confirmation's choice stays the headline
         return None
     return judge(runs, [e.key for e in effects if not e.beyond_noise] + [b.key for b in blocked])
+
+
+def from_ablation(
+    spec: Spec, chosen: space.Config, effects: list[KeyEffect], blocked: list[KeyEffect], ablation: confirm.Runs
+) -> Written | None:
+    """The written phase's judgement read from the ablation's runs, when they measured its one comparison already:
+    the chosen configuration changes one key from Kafka's defaults, the ablation dropped it (its test did not reject)
+    and could put it back, so the files are empty, and the ablation's arm without that key is Kafka's defaults,
+    measured against the full configuration in blocks of their own after the confirmation chose it. Measuring the
+    same two configurations again would test the same question on new runs (about a minute per search here, which is
+    most of `make demo`'s ablation and written phases). None when any of that does not hold: the phase then runs."""
+    keys = ablate.changed_keys(spec, chosen)
+    if blocked or len(keys) != 1 or len(effects) != 1:
+        return None
+    (e,) = effects
+    (key, old, _), label = keys[0], f"without:{keys[0][0]}"
+    tested = e.interval is not None and e.interval.low is not None
+    rejected = tested and (e.interval.low or 0.0) > 0  # beyond noise but below min_effect: `judge` would keep it
+    if e.key != key or e.beyond_noise or not tested or rejected or not ablation.get(label):
+        return None
+    if ablate.changed_keys(spec, ablate.put_back(chosen, key, old)):  # not what Kafka's defaults arm would run
+        return None
+    runs = {confirm.RECOMMENDED: list(ablation.get(confirm.RECOMMENDED, [])), confirm.DEFAULTS: list(ablation[label])}
+    return replace(judge(runs, [key]), runs_from="ablate")
 
 
 def settle(judged: Confirmation, effects: list[KeyEffect], blocked: list[KeyEffect], w: Written | None) -> Confirmation:

@@ -35,8 +35,10 @@ class Planted:
     """A sweep's phases (sweeps.confirm.Phases) over an in-memory study: each run's rate is `truth(cfg)` times
     lognormal noise (3 %); a configuration `broken` says breaks a constraint in every run."""
 
-    def __init__(self, truth: Callable[[Mapping[str, Any]], float], seed: int, broken: Any = None) -> None:
-        self.spec, self.run_dir, self.restart_now = SPEC, Path("/nonexistent"), {}
+    def __init__(
+        self, truth: Callable[[Mapping[str, Any]], float], seed: int, broken: Any = None, spec: Any = SPEC
+    ) -> None:
+        self.spec, self.run_dir, self.restart_now = spec, Path("/nonexistent"), {}
         self.storage = optuna.storages.InMemoryStorage()
         self.truth, self.rng, self.broken = truth, random.Random(seed), broken or (lambda cfg: False)
         self.ran: list[str] = []
@@ -265,3 +267,32 @@ def test_the_defaults_runs_that_held_no_rate_count_at_their_bounds_against_the_w
     assert w.vs_defaults.at_bound == 1 and w.vs_defaults.difference.n == 8
     assert w.vs_defaults.difference.estimate == pytest.approx(7.0 - (6.6 + 6.8 + 6.7 + 1.0) / 4)
     assert w.full_vs_written is not None and w.full_vs_written.at_bound == 0
+
+
+def test_one_key_without_effect_reads_the_written_check_from_the_ablations_runs_and_runs_none() -> None:
+    """The chosen configuration changes batch.size alone and it does not help: put back, it is Kafka's defaults, so
+    the ablation's blocks already measured the empty files against the full configuration. No run is added, the
+    headline is the defaults' from those runs, and the verdict says where they came from. Without the ablation's
+    runs (or with a key whose test rejected but fell below min_effect) the phase measures as before."""
+    spec, tuned = spec_for(1, Design())
+    sw = Planted(lambda cfg: DEFAULTS_MB_S, seed=7, spec=spec)
+    without, _ = ablate.ablations(spec, tuned)
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, tuned), *without], spec.ablate.repeats)
+    effects = ablate.effects(spec, tuned, runs)
+    assert [e.key for e in effects] == ["batch.size"] and not effects[0].beyond_noise, effects
+    ran, view = len(sw.ran), View()
+    w = written.measure(sw, tuned, effects, [], view, runs)
+    assert w is not None and w.runs_from == "ablate" and w.headline == confirm.DEFAULTS, w
+    assert len(sw.ran) == ran and view.runs == 0 and "read from the ablation's runs" in view.said[0], view.said
+    ids = {a.label: set(a.trial_ids) for a in w.arms}
+    assert ids[confirm.DEFAULTS] == {r.trial_id for r in runs["without:batch.size"]}, ids
+    assert ids[confirm.RECOMMENDED] == {r.trial_id for r in runs[confirm.RECOMMENDED]}, ids
+    assert w.full_vs_written and not w.full_vs_written.distinguishable and w.dropped == ("batch.size",)
+    text = "\n".join(verdict.written_lines(Summary("s", confirmation=Confirmation((), "p#0", written=w))))
+    assert "in the ablation's runs" in text and "the files are empty" in text, text
+    assert written.measure(sw, tuned, effects, [], View()) is not None and len(sw.ran) == ran + 2 * spec.ablate.repeats
+    low = effects[0].interval
+    assert low is not None
+    rejected = [replace(effects[0], interval=replace(low, low=0.1))]  # beyond noise, below min_effect
+    assert written.from_ablation(spec, tuned, rejected, [], runs) is None
+    assert written.from_ablation(SPEC, TUNED, effects, [], runs) is None  # three keys: the files are not one arm

@@ -114,9 +114,8 @@ def from_ablation(
         return None
     (e,) = effects
     (key, old, _), label = keys[0], f"without:{keys[0][0]}"
-    tested = e.interval is not None and e.interval.low is not None
-    rejected = tested and (e.interval.low or 0.0) > 0  # beyond noise but below min_effect: `judge` would keep it
-    if e.key != key or e.beyond_noise or not tested or rejected or not ablation.get(label):
+    low = e.interval.low if e.interval is not None else None  # above 0: beyond noise, below min_effect (kept)
+    if e.key != key or e.beyond_noise or low is None or low > 0 or not ablation.get(label):
         return None
     if ablate.changed_keys(spec, ablate.put_back(chosen, key, old)):  # not what Kafka's defaults arm would run
         return None

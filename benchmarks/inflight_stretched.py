@@ -1,0 +1,122 @@
+"""In-flight produce requests on a stretched cluster: the p99 latency of one fixed rate at 5, 2 and 1 per connection.
+
+A broker reads one request per connection at a time: it mutes the connection from the moment a request arrives until
+its response is sent, so requests a producer pipelines wait in the socket behind the one being served. With acks=all
+a produce request is served when the followers' next fetch has taken it, a few round trips; on a stretched cluster
+that is tens of milliseconds, and a producer that keeps `max.in.flight.requests.per.connection` requests queued
+(Kafka's default 5, which kafkatune's defaults run) makes each wait behind the others. This measures Kafka's
+defaults otherwise (1-KB records, 6 partitions, acks=all, linger.ms 5, batch.size 16 KB, one producer and one
+consumer) at `--rate` msg/s on the shaped testbed (25 MB/s links) with `--delay-ms` on every broker's link
+(testbed.netns.degrade, benchmarks/tuning/stretched.yaml's), the in-flight limits interleaved in a rotating order,
+`--rounds` times. Per run: p99 publish and end-to-end, and the producer's own request round trip (librdkafka's
+`rtt`, which counts the wait in the socket) median and p99. It prints each run and the medians, and keeps them in
+benchmarks/results/inflight_stretched.json.
+
+    .venv/bin/python benchmarks/inflight_stretched.py [--rate 1000] [--rounds 3] [--seconds 20] [--delay-ms 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import bench, demo_workload, log, median, result_file, testbed
+
+from testbed import netns
+
+IN_FLIGHT = (5, 2, 1)  # Kafka's default first
+SLO_MS = 200.0  # the stretched scenario's
+
+
+def producer_stats(out: Path) -> dict[str, Any]:
+    """The producers' own statistics from the run's result.json (records.result.ProducerStats), {} without them."""
+    doc = json.loads((out / "result.json").read_text())
+    stack: list[Any] = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if isinstance(x.get("producer_stats"), dict):
+                return dict(x["producer_stats"])
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return {}
+
+
+def one(tb: Any, tmp: Path, name: str, in_flight: int, rate: float, seconds: float) -> dict[str, Any]:
+    producer = {"acks": "all", "linger.ms": 5, "batch.size": 16384, "max.in.flight.requests.per.connection": in_flight}
+    wl = demo_workload(tmp / f"{name}.json", f"inflight-{name}", producer, rate, seconds)
+    d = bench(tb, wl, tmp / name, SLO_MS)
+    ps = producer_stats(Path(d["out"]))
+    return {
+        "p99_e2e_ms": d["end_to_end_latency_ms"]["p99"],
+        "p99_publish_ms": d["publish_latency_ms"]["p99"],
+        "consume_msg_s": d["consume_msg_s"],
+        "rtt_ms": ps.get("rtt_ms"),
+        "rtt_p99_ms": ps.get("rtt_p99_ms"),
+    }
+
+
+def spread(xs: list[float]) -> str:
+    return f"n={len(xs)}, {min(xs):.1f}-{max(xs):.1f}" if xs else "n=0"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rate", type=float, default=1000, help="msg/s, well below what the links carry")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--delay-ms", type=float, default=5, help="added to every broker's link")
+    ap.add_argument("--warm-up", type=float, default=120)
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kt-inflight-"))
+    runs: list[dict[str, Any]] = []
+    up = {"network": "shaped", "nic_mb_s": 25.0, "subnet": "198.18.6"}
+    with testbed(tmp / "tb", warm_up_s=a.warm_up, **up) as tb:
+        net = tb.network(tb.state())
+        assert net is not None
+        hosts = [f"b{n.id}" for n in tb.state().nodes]
+        for h in hosts:
+            netns.degrade(net, h, delay_ms=a.delay_ms)
+        try:
+            for r in range(a.rounds):
+                order = IN_FLIGHT[r % 3 :] + IN_FLIGHT[: r % 3]  # each limit first in turn
+                for k in order:
+                    row = {"round": r, "in_flight": k, **one(tb, tmp, f"r{r}-k{k}", k, a.rate, a.seconds)}
+                    runs.append(row)
+                    log(
+                        f"round {r}, in flight {k}: p99 publish {row['p99_publish_ms']} ms, e2e {row['p99_e2e_ms']} "
+                        f"ms, producer rtt median {row['rtt_ms']} p99 {row['rtt_p99_ms']} ms"
+                    )
+        finally:
+            for h in hosts:
+                netns.undo_degrade(net, h)
+    summary = []
+    for k in IN_FLIGHT:
+        mine = [x for x in runs if x["in_flight"] == k]
+        row: dict[str, Any] = {"in_flight": k, "n": len(mine)}
+        for f in ("p99_publish_ms", "p99_e2e_ms", "rtt_ms", "rtt_p99_ms"):
+            xs = [float(x[f]) for x in mine if x[f] is not None]
+            row[f"median_{f}"] = median(xs) if xs else None
+            row[f"range_{f}"] = [min(xs), max(xs)] if xs else None
+        summary.append(row)
+        pub = [float(x["p99_publish_ms"]) for x in mine if x["p99_publish_ms"] is not None]
+        e2e = [float(x["p99_e2e_ms"]) for x in mine if x["p99_e2e_ms"] is not None]
+        print(
+            f"in flight {k}: p99 publish median {row['median_p99_publish_ms']} ms ({spread(pub)}), e2e "
+            f"{row['median_p99_e2e_ms']} ms ({spread(e2e)}), producer rtt median {row['median_rtt_ms']} ms"
+        )
+    base = next(s for s in summary if s["in_flight"] == IN_FLIGHT[0])
+    for s in summary[1:]:
+        if base["median_p99_publish_ms"] and s["median_p99_publish_ms"]:
+            s["p99_publish_vs_default"] = s["median_p99_publish_ms"] / base["median_p99_publish_ms"]
+            print(f"in flight {s['in_flight']} / {IN_FLIGHT[0]}: p99 publish {s['p99_publish_vs_default']:.2f}x")
+    args = {"rate_msg_s": a.rate, "rounds": a.rounds, "seconds": a.seconds, "delay_ms": a.delay_ms, "nic_mb_s": 25.0}
+    result_file("inflight_stretched", {"args": args, "summary": summary, "runs": runs})
+
+
+if __name__ == "__main__":
+    main()

@@ -81,7 +81,7 @@ def measure(
     if (w := from_ablation(spec, chosen, effects, blocked, ablation or {})) is not None:
         view.note(
             f"as written (no key: Kafka's defaults): read from the ablation's runs, which measured the full "
-            f"configuration against it in their own blocks ({w.dropped[0]} put back is Kafka's defaults)"
+            f"configuration against it in their own blocks ({effects[0].key} put back is Kafka's defaults)"
         )
         return w
     n = spec.ablate.repeats

@@ -291,8 +291,38 @@ def test_one_key_without_effect_reads_the_written_check_from_the_ablations_runs_
     text = "\n".join(verdict.written_lines(Summary("s", confirmation=Confirmation((), "p#0", written=w))))
     assert "in the ablation's runs" in text and "the files are empty" in text, text
     assert written.measure(sw, tuned, effects, [], View()) is not None and len(sw.ran) == ran + 2 * spec.ablate.repeats
-    low = effects[0].interval
-    assert low is not None
-    rejected = [replace(effects[0], interval=replace(low, low=0.1))]  # beyond noise, below min_effect
+    iv = effects[0].interval
+    assert iv is not None
+    rejected = [replace(effects[0], interval=replace(iv, low=0.1))]  # beyond noise, below min_effect
     assert written.from_ablation(spec, tuned, rejected, [], runs) is None
     assert written.from_ablation(SPEC, TUNED, effects, [], runs) is None  # three keys: the files are not one arm
+
+
+def test_one_key_whose_absence_held_no_rate_in_one_run_is_kept_from_the_ablations_runs() -> None:
+    """Put back, batch.size held no rate in one of two runs (too few to need it outright, and at its bound not
+    behind beyond noise): read from the ablation's runs, the files' configuration broke its constraints, so the key
+    is kept, as a written phase of its own would keep it, and nothing is measured again."""
+    spec, tuned = spec_for(1, Design())
+
+    def rep(label: str, i: int, v: float | None) -> confirm.Repeat:
+        return confirm.Repeat(
+            v,
+            v is not None,
+            () if v else ("no rate held within the SLO",),
+            f"{label}-{i}",
+            {},
+            None,
+            None if v else 9.8,
+        )
+
+    runs = {
+        confirm.RECOMMENDED: [rep("r", 0, 10.0), rep("r", 1, 10.4)],
+        "without:batch.size": [rep("w", 0, 10.1), rep("w", 1, None)],
+    }
+    effects = ablate.effects(spec, tuned, runs)
+    assert not effects[0].beyond_noise, effects
+    sw, view = Planted(lambda cfg: DEFAULTS_MB_S, seed=8, spec=spec), View()
+    w = written.measure(sw, tuned, effects, [], view, runs)
+    assert w is not None and w.runs_from == "ablate" and not sw.ran, w
+    assert w.headline == confirm.RECOMMENDED and w.kept_as_group == ("batch.size",), w
+    assert "broke its constraints" in (w.why_kept or "") and "batch.size put back" in view.said[0], view.said

@@ -63,6 +63,28 @@ def testbed(
         tb.down(wipe=True, progress=lambda m: None)
 
 
+@contextmanager
+def broker_delay(tb: Testbed, delay_ms: float) -> Iterator[None]:
+    """`delay_ms` more on every broker's link of the shaped testbed `tb` for the block (testbed.netns.degrade), taken
+    off after it whatever happens; 0: nothing."""
+    from testbed import netns
+
+    if not delay_ms:
+        yield
+        return
+    net = tb.network(tb.state())
+    if net is None:
+        raise RuntimeError("a delay on the brokers' links needs the shaped testbed")
+    hosts = [f"b{n.id}" for n in tb.state().nodes]
+    try:
+        for h in hosts:
+            netns.degrade(net, h, delay_ms=delay_ms)
+        yield
+    finally:
+        for h in hosts:
+            netns.undo_degrade(net, h)
+
+
 def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 

@@ -19,9 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import bench, demo_workload, log, median, result_file, testbed
-
-from testbed import netns
+from _common import bench, broker_delay, demo_workload, log, median, result_file, testbed
 
 SIDES = {"nagle on (librdkafka's default)": "false", "nagle off (TCP_NODELAY, as Java)": "true"}
 SLO_MS = 100.0
@@ -51,13 +49,8 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     up = {"network": "shaped", "nic_mb_s": 25.0, "subnet": "198.18.3"}
     with testbed(tmp / "tb", warm_up_s=a.warm_up, **up) as tb:
-        net = tb.network(tb.state())
-        assert net is not None
         for delay in (0.0, a.delay_ms):
-            hosts = [f"b{n.id}" for n in tb.state().nodes] if delay else []
-            for h in hosts:
-                netns.degrade(net, h, delay_ms=delay)
-            try:
+            with broker_delay(tb, delay):
                 for pair in range(a.pairs):
                     order = list(SIDES) if pair % 2 == 0 else list(reversed(SIDES))
                     for side in order:
@@ -65,9 +58,6 @@ def main() -> None:
                         row = {"delay_ms": delay, "side": side, **one(tb, tmp, name, SIDES[side], a.rate, a.seconds)}
                         runs.append(row)
                         log(f"delay {delay:g} ms, {side}: p99 e2e {row['p99_e2e_ms']} ms, {row['p99_publish_ms']}")
-            finally:
-                for h in hosts:
-                    netns.undo_degrade(net, h)
     summary = []
     for delay in (0.0, a.delay_ms):
         for side in SIDES:

@@ -23,9 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import bench, demo_workload, log, median, result_file, testbed
-
-from testbed import netns
+from _common import bench, broker_delay, demo_workload, log, median, result_file, testbed
 
 IN_FLIGHT = (5, 2, 1)  # Kafka's default first
 SLO_MS = 200.0  # the stretched scenario's
@@ -60,8 +58,9 @@ def one(tb: Any, tmp: Path, name: str, in_flight: int, rate: float, seconds: flo
     }
 
 
-def spread(xs: list[float]) -> str:
-    return f"n={len(xs)}, {min(xs):.1f}-{max(xs):.1f}" if xs else "n=0"
+def spread(lo_hi: list[float] | None) -> str:
+    """A summary row's range in words."""
+    return f"{lo_hi[0]:.1f}-{lo_hi[1]:.1f}" if lo_hi else "none measured"
 
 
 def main() -> None:
@@ -75,25 +74,16 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="kt-inflight-"))
     runs: list[dict[str, Any]] = []
     up = {"network": "shaped", "nic_mb_s": 25.0, "subnet": "198.18.6"}
-    with testbed(tmp / "tb", warm_up_s=a.warm_up, **up) as tb:
-        net = tb.network(tb.state())
-        assert net is not None
-        hosts = [f"b{n.id}" for n in tb.state().nodes]
-        for h in hosts:
-            netns.degrade(net, h, delay_ms=a.delay_ms)
-        try:
-            for r in range(a.rounds):
-                order = IN_FLIGHT[r % 3 :] + IN_FLIGHT[: r % 3]  # each limit first in turn
-                for k in order:
-                    row = {"round": r, "in_flight": k, **one(tb, tmp, f"r{r}-k{k}", k, a.rate, a.seconds)}
-                    runs.append(row)
-                    log(
-                        f"round {r}, in flight {k}: p99 publish {row['p99_publish_ms']} ms, e2e {row['p99_e2e_ms']} "
-                        f"ms, producer rtt median {row['rtt_ms']} p99 {row['rtt_p99_ms']} ms"
-                    )
-        finally:
-            for h in hosts:
-                netns.undo_degrade(net, h)
+    with testbed(tmp / "tb", warm_up_s=a.warm_up, **up) as tb, broker_delay(tb, a.delay_ms):
+        for r in range(a.rounds):
+            order = IN_FLIGHT[r % 3 :] + IN_FLIGHT[: r % 3]  # each limit first in turn
+            for k in order:
+                row = {"round": r, "in_flight": k, **one(tb, tmp, f"r{r}-k{k}", k, a.rate, a.seconds)}
+                runs.append(row)
+                log(
+                    f"round {r}, in flight {k}: p99 publish {row['p99_publish_ms']} ms, e2e {row['p99_e2e_ms']} "
+                    f"ms, producer rtt median {row['rtt_ms']} p99 {row['rtt_p99_ms']} ms"
+                )
     summary = []
     for k in IN_FLIGHT:
         mine = [x for x in runs if x["in_flight"] == k]
@@ -103,11 +93,10 @@ def main() -> None:
             row[f"median_{f}"] = median(xs) if xs else None
             row[f"range_{f}"] = [min(xs), max(xs)] if xs else None
         summary.append(row)
-        pub = [float(x["p99_publish_ms"]) for x in mine if x["p99_publish_ms"] is not None]
-        e2e = [float(x["p99_e2e_ms"]) for x in mine if x["p99_e2e_ms"] is not None]
         print(
-            f"in flight {k}: p99 publish median {row['median_p99_publish_ms']} ms ({spread(pub)}), e2e "
-            f"{row['median_p99_e2e_ms']} ms ({spread(e2e)}), producer rtt median {row['median_rtt_ms']} ms"
+            f"in flight {k}: p99 publish median {row['median_p99_publish_ms']} ms "
+            f"({spread(row['range_p99_publish_ms'])}), e2e {row['median_p99_e2e_ms']} ms "
+            f"({spread(row['range_p99_e2e_ms'])}), producer rtt median {row['median_rtt_ms']} ms (n={len(mine)})"
         )
     base = next(s for s in summary if s["in_flight"] == IN_FLIGHT[0])
     for s in summary[1:]:

@@ -40,7 +40,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/_common, which puts the repository on the path
 
-from _common import commit, log, result_file, sweep, testbed  # noqa: E402
+from _common import broker_delay, commit, log, result_file, sweep, testbed  # noqa: E402
 
 from advisor import limit, verdict  # noqa: E402
 from brokerconf.apply import BrokerConfigs  # noqa: E402
@@ -52,7 +52,6 @@ from records.study import open_study  # noqa: E402
 from records.summary import Summary  # noqa: E402
 from records.trial import read_trial  # noqa: E402
 from sweeps.confirm import values  # noqa: E402
-from testbed import netns  # noqa: E402
 from testbed.lifecycle import Testbed  # noqa: E402
 
 NIC_MB_S = 25.0
@@ -112,22 +111,15 @@ def spec_file(sc: Scenario, out: Path, quick: bool) -> Path:
 @contextlib.contextmanager
 def condition(tb: Testbed, sc: Scenario) -> Iterator[None]:
     """The scenario's delay on every broker's link and its broker configs, for the block; both undone after."""
-    net = tb.network(tb.state())
-    hosts = [f"b{n.id}" for n in tb.state().nodes] if sc.delay_ms else []
     bc = BrokerConfigs.connect(tb.state().bootstrap_servers, testbed=tb, progress=log)
     snap = bc.snapshot()
     try:
-        for h in hosts:
-            assert net is not None, "a delay needs the shaped testbed"
-            netns.degrade(net, h, delay_ms=sc.delay_ms)
-        if sc.broker:
-            log(f"the cluster starts with {dict(sc.broker)} on every broker")
-            bc.apply(sc.broker, {}, snap)
-        yield
+        with broker_delay(tb, sc.delay_ms):
+            if sc.broker:
+                log(f"the cluster starts with {dict(sc.broker)} on every broker")
+                bc.apply(sc.broker, {}, snap)
+            yield
     finally:
-        for h in hosts:
-            assert net is not None
-            netns.undo_degrade(net, h)
         bc.restore(snap)
 
 

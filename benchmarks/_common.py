@@ -166,6 +166,21 @@ def bench(
     return d
 
 
+def producer_stats(out: Path) -> dict[str, Any]:
+    """The producers' own statistics from the run's result.json (records.result.ProducerStats), {} without them."""
+    doc = json.loads((out / "result.json").read_text())
+    stack: list[Any] = [doc]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if isinstance(x.get("producer_stats"), dict):
+                return dict(x["producer_stats"])
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return {}
+
+
 def by_cause(tail: Mapping[str, Any] | None) -> dict[str, int]:
     """A run's tail budget as its JSON line or result.json keeps it (loadgen.tail), in short: per cause that was the
     first explanation of a second over the SLO, how many such seconds, and the unexplained ones ({} without one)."""

@@ -18,30 +18,14 @@ benchmarks/results/inflight_stretched.json.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from _common import bench, broker_delay, demo_workload, log, median, result_file, testbed
+from _common import bench, broker_delay, demo_workload, log, median, producer_stats, result_file, testbed
 
 IN_FLIGHT = (5, 2, 1)  # Kafka's default first
 SLO_MS = 200.0  # the stretched scenario's
-
-
-def producer_stats(out: Path) -> dict[str, Any]:
-    """The producers' own statistics from the run's result.json (records.result.ProducerStats), {} without them."""
-    doc = json.loads((out / "result.json").read_text())
-    stack: list[Any] = [doc]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            if isinstance(x.get("producer_stats"), dict):
-                return dict(x["producer_stats"])
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return {}
 
 
 def one(tb: Any, tmp: Path, name: str, in_flight: int, rate: float, seconds: float) -> dict[str, Any]:

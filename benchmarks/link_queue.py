@@ -13,7 +13,8 @@ records (acks=all, 6 partitions, one producer and one consumer), every (configur
 order each of `--rounds` rounds. While each runs, every host's sending qdisc (`tc -n NETNS -s qdisc show dev eth0`)
 is read every `--every` s: its backlog (bytes waiting, as milliseconds of the link's rate) and its throttle events
 (tbf's `overlimits`: a packet that waited for tokens). Per run: p99 publish and end-to-end, the producer's request
-round trip p99 (librdkafka's `rtt`), and per host its mean share of the link's rate, its throttle events a second
+round trip median and p99 (librdkafka's `rtt`) and its records' queue p99 (`int_latency`), the tail budget's
+first causes (loadgen.tail), and per host its mean share of the link's rate, its throttle events a second
 and its queue's p90 and largest backlog in milliseconds. It prints each run and the medians per cell, and keeps
 them in benchmarks/results/link_queue.json.
 
@@ -34,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import bench, demo_workload, log, median, producer_stats, result_file, testbed
+from _common import bench, by_cause, demo_workload, log, median, producer_stats, result_file, testbed
 
 from cluster.hoststats import tbf_queues
 from testbed import netns
@@ -119,7 +120,10 @@ def one(tb: Any, net: netns.ShapedNetwork, tmp: Path, name: str, config: str, ra
         "p99_e2e_ms": d["end_to_end_latency_ms"]["p99"],
         "p99_publish_ms": d["publish_latency_ms"]["p99"],
         "consume_msg_s": d["consume_msg_s"],
+        "rtt_ms": ps.get("rtt_ms"),
         "rtt_p99_ms": ps.get("rtt_p99_ms"),
+        "queue_p99_ms": ps.get("queue_p99_ms"),
+        "tail": by_cause(d.get("tail")),
         "links": links,
         "deepest": busiest,
     }
@@ -129,7 +133,8 @@ def say(row: dict[str, Any]) -> None:
     q = row["links"].get(row["deepest"] or "", {})
     log(
         f"round {row['round']}, {row['config']} at {row['rate_msg_s']:,} msg/s: p99 e2e {row['p99_e2e_ms']} ms, "
-        f"producer rtt p99 {row['rtt_p99_ms']} ms; deepest sending queue {row['deepest']}: p90 "
+        f"producer rtt median {row['rtt_ms']} p99 {row['rtt_p99_ms']} ms, queue p99 {row['queue_p99_ms']} ms; "
+        f"deepest sending queue {row['deepest']}: p90 "
         f"{q.get('queue_p90_ms', 0):.1f} ms, max {q.get('queue_max_ms', 0):.1f} ms, link {q.get('share', 0):.0%}, "
         f"{q.get('throttled_per_s', 0):.0f} throttles/s"
     )
@@ -142,7 +147,7 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for rate in sorted({r["rate_msg_s"] for r in runs}):
             mine = [r for r in runs if r["config"] == config and r["rate_msg_s"] == rate]
             row: dict[str, Any] = {"config": config, "rate_msg_s": rate, "n": len(mine)}
-            for f in ("p99_e2e_ms", "p99_publish_ms", "rtt_p99_ms"):
+            for f in ("p99_e2e_ms", "p99_publish_ms", "rtt_ms", "rtt_p99_ms", "queue_p99_ms"):
                 xs = [float(r[f]) for r in mine if r[f] is not None]
                 row[f"median_{f}"] = median(xs) if xs else None
                 row[f"range_{f}"] = [min(xs), max(xs)] if xs else None
@@ -153,7 +158,8 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(row)
             print(
                 f"{config} at {rate:,} msg/s (n={len(mine)}): p99 e2e median {row['median_p99_e2e_ms']} ms, rtt p99 "
-                f"{row['median_rtt_p99_ms']} ms; sending queue p90 ms by host: "
+                f"{row['median_rtt_p99_ms']} ms, producer queue p99 {row['median_queue_p99_ms']} ms; sending queue "
+                "p90 ms by host: "
                 + ", ".join(f"{h} {v['queue_p90_ms']:.1f} ({v['share']:.0%})" for h, v in row["links"].items())
             )
     return out

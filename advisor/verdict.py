@@ -70,10 +70,9 @@ def written_lines(s: Summary) -> list[str]:
     w = s.confirmation.written if s.confirmation else None
     if not w:
         return []
-    where = (
-        "the ablation's runs: the full configuration and, put back, Kafka's defaults, in blocks of their own"
-        if w.runs_from == "ablate"
-        else "new randomized blocks"
+    ablation = "the ablation's runs: the full configuration and, put back, Kafka's defaults, in blocks of their own"
+    where = {"ablate": ablation, "ablate+written": f"{ablation}, and more of each in new randomized blocks"}.get(
+        w.runs_from, "new randomized blocks"
     )
     lines = [f"as written (what the recommended files hold), in {where}:"]
     lines += [_arm_line(a) for a in w.arms]

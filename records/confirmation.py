@@ -88,7 +88,9 @@ class Written:
     why_kept: str | None = None
     full_vs_written: Comparison | None = None
     vs_defaults: Comparison | None = None
-    runs_from: str = "written"  # the phase whose runs the arms are: its own blocks, or the ablation's (same arms)
+    # the phases whose runs the arms are: "written" (its own blocks), "ablate" (the ablation's: the same two arms),
+    # "ablate+written" (the ablation's with more of each in the written phase's blocks: sweeps.written._topped_up)
+    runs_from: str = "written"
 
     def arm(self) -> Arm | None:
         """The arm the headline reads (`headline`'s)."""

@@ -13,11 +13,13 @@ defaults) are one family, tested by Holm's procedure at sweeps.confirm.ALPHA, an
 the levels they were tested at.
 
 When the ablation drops every key, the files are empty: what they describe is Kafka's defaults. The full
-configuration is then measured against the defaults in fresh blocks (a family of one test): ahead beyond noise, its
+configuration is then measured against the defaults in fresh blocks (a family of one test, at the confirmation's
+repeats when they are more than the ablation's: `empty_files_repeats`): ahead beyond noise, its
 keys stand in for each other and are kept as a group; not, the headline is the defaults' and nothing is recommended.
 When the chosen configuration changed one key only, its ablation arm is those defaults, already measured against the
 full configuration in blocks after the choice: that test is read from the ablation's runs, not run again
-(`from_ablation`).
+(`from_ablation`), with more runs of each arm in new blocks when the ablation's are fewer than the confirmation's
+(`_topped_up`; both sets come after the choice, so pooling them adds the blocks' spread, not a bias).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from sweeps import ablate, confirm, space
 from sweeps.spec import Spec
 
 WRITTEN = "written"  # the configuration the recommended files hold, among this phase's arms
+BROKE = "without them the written configuration broke its constraints"  # why a written phase kept keys
 
 
 def reduced(
@@ -78,19 +81,16 @@ def measure(
     cfg = reduced(spec, chosen, effects, blocked)
     if cfg is None:
         return None
-    if (w := from_ablation(spec, chosen, effects, blocked, ablation or {})) is not None:
-        view.note(
-            f"as written (no key: Kafka's defaults): read from the ablation's runs, which measured the full "
-            f"configuration against it in their own blocks ({effects[0].key} put back is Kafka's defaults)"
-        )
-        return w
-    n = spec.ablate.repeats
     full, defaults = (confirm.RECOMMENDED, dict(chosen)), (confirm.DEFAULTS, space.baseline(spec, "kafka-defaults"))
+    if (w := from_ablation(spec, chosen, effects, blocked, ablation or {})) is not None:
+        return _topped_up(sw, w, [full, defaults], ablation or {}, view)
     kept = ", ".join(e.key for e in effects if e.beyond_noise)
     if kept:
+        n = spec.ablate.repeats
         arms, mine = [(WRITTEN, cfg), full, defaults], WRITTEN
         view.note(f"as written ({kept} only): against the full configuration and Kafka's defaults, × {n} runs each")
     else:  # every key dropped: the empty files run Kafka's defaults, unless the keys help only together
+        n = empty_files_repeats(spec)
         arms, mine = [full, defaults], confirm.DEFAULTS
         view.note(f"as written (no key: Kafka's defaults): against the full configuration, × {n} runs each")
     view.extend(len(arms) * n)
@@ -98,6 +98,43 @@ def measure(
     if not runs.get(mine):  # out of time before its first run: the confirmation's choice stays the headline
         return None
     return judge(runs, [e.key for e in effects if not e.beyond_noise] + [b.key for b in blocked])
+
+
+def _topped_up(
+    sw: confirm.Phases, w: Written, arms: list[tuple[str, space.Config]], ablation: confirm.Runs, view: View
+) -> Written:
+    """`w`, read from the ablation's runs (`from_ablation`), with as many more runs of each arm in new randomized
+    blocks as bring it to `empty_files_repeats`; `w` itself when it has them, or when the key is kept because the
+    files' configuration broke its constraints (more runs cannot unbreak it)."""
+    key = w.dropped[0] if w.dropped else w.kept_as_group[0]
+    said, label = f"({key} put back is Kafka's defaults)", f"without:{key}"
+    have = min(len(ablation[confirm.RECOMMENDED]), len(ablation[label]))
+    more = empty_files_repeats(sw.spec) - have
+    if more <= 0 or w.why_kept == BROKE:
+        view.note(
+            "as written (no key: Kafka's defaults): read from the ablation's runs, which measured the full "
+            f"configuration against it in their own blocks {said}"
+        )
+        return w
+    view.note(
+        f"as written (no key: Kafka's defaults): the ablation's runs {said} and {more} more of each in new blocks, "
+        f"to the confirmation's {have + more}"
+    )
+    view.extend(len(arms) * more)
+    new = confirm.repeat(sw, "written", arms, more)
+    pooled = {
+        confirm.RECOMMENDED: [*ablation[confirm.RECOMMENDED], *new.get(confirm.RECOMMENDED, [])],
+        confirm.DEFAULTS: [*ablation[label], *new.get(confirm.DEFAULTS, [])],
+    }
+    return replace(judge(pooled, [key]), runs_from="ablate+written")
+
+
+def empty_files_repeats(spec: Spec) -> int:
+    """Runs per arm when the files are empty: the one test left decides whether anything is recommended at all, and
+    it asks again what the confirmation asked (the chosen configuration against Kafka's defaults) on runs after the
+    choice, so it gets at least the confirmation's repeats: at the ablation's fewer it would be a weaker test
+    overruling a stronger one."""
+    return max(spec.ablate.repeats, spec.confirm.repeats)
 
 
 def from_ablation(
@@ -163,7 +200,7 @@ def judge(runs: confirm.Runs, dropped: list[str]) -> Written:
     if vs is not None and i is not None:
         vs = replace(vs, ratio=stats.ratio(*pairs[i], 1 - 2 * tests[i][1]))
     why_kept = (
-        "without them the written configuration broke its constraints"
+        BROKE
         if broke
         else "together they carry an effect none showed alone: they stand in for each other"
         if stand_in

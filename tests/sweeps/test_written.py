@@ -326,3 +326,41 @@ def test_one_key_whose_absence_held_no_rate_in_one_run_is_kept_from_the_ablation
     assert w is not None and w.runs_from == "ablate" and not sw.ran, w
     assert w.headline == confirm.RECOMMENDED and w.kept_as_group == ("batch.size",), w
     assert "broke its constraints" in (w.why_kept or "") and "batch.size put back" in view.said[0], view.said
+
+
+def fewer_ablation_runs(spec: Any, tuned: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """`spec` confirming 4 runs an arm and ablating 2."""
+    out = spec.model_copy(update={"confirm": spec.confirm.model_copy(update={"repeats": 4})})
+    return out.model_copy(update={"ablate": spec.ablate.model_copy(update={"repeats": 2})}), tuned
+
+
+def test_empty_files_are_checked_at_the_confirmations_repeats_when_the_ablations_are_fewer() -> None:
+    """The ablation runs 2 a side, the confirmation 4. One key dropped: the ablation's 2 runs of each arm are topped
+    up with 2 more in new blocks, pooled, and the verdict says so; three keys dropped: the check runs 4 of each arm
+    in its own blocks. A partial written phase (one key kept) stays at the ablation's repeats."""
+    spec, tuned = fewer_ablation_runs(*spec_for(1, Design()))
+    assert written.empty_files_repeats(spec) == 4
+    sw = Planted(lambda cfg: DEFAULTS_MB_S, seed=9, spec=spec)
+    without, _ = ablate.ablations(spec, tuned)
+    runs = confirm.repeat(sw, "ablate", [(confirm.RECOMMENDED, tuned), *without], 2)
+    effects = ablate.effects(spec, tuned, runs)
+    ran, view = len(sw.ran), View()
+    w = written.measure(sw, tuned, effects, [], view, runs)
+    assert w is not None and w.runs_from == "ablate+written" and w.headline == confirm.DEFAULTS, w
+    assert len(sw.ran) == ran + 4 and view.runs == 4 and "2 more of each" in view.said[0], view.said
+    ids = {a.label: set(a.trial_ids) for a in w.arms}
+    assert {r.trial_id for r in runs["without:batch.size"]} < ids[confirm.DEFAULTS] and len(ids[confirm.DEFAULTS]) == 4
+    assert w.full_vs_written is not None and w.full_vs_written.difference.n == 8, w
+    text = "\n".join(verdict.written_lines(Summary("s", confirmation=Confirmation((), "p#0", written=w))))
+    assert "and more of each in new randomized blocks" in text, text
+
+    spec3, tuned3 = fewer_ablation_runs(*spec_for(3, Design()))
+    sw3 = Planted(lambda cfg: DEFAULTS_MB_S, seed=10, spec=spec3)
+    none = [KeyEffect(k, o, n, beyond_noise=False) for k, o, n in ablate.changed_keys(spec3, tuned3)]
+    view3 = View()
+    w3 = written.measure(sw3, tuned3, none, [], view3)
+    assert w3 is not None and view3.runs == 8 and "× 4 runs each" in view3.said[0], view3.said
+    kept = [replace(none[0], beyond_noise=True), *none[1:]]
+    view4 = View()
+    assert written.measure(sw3, tuned3, kept, [], view4) is not None
+    assert view4.runs == 3 * 2 and "× 2 runs each" in view4.said[0], view4.said

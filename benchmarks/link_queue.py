@@ -2,10 +2,11 @@
 
 The tuning benchmark's LAN scenarios stop at 47-67 % of the ceiling, most runs bound by `none` (advisor.limit): from
 the step that held to the one that missed, the producers' request round trip p99 grew by tens of milliseconds while
-the brokers' own time per produce request grew by one or two. What is between the two is the network. The testbed
-shapes each host's link with a `tbf` qdisc at both ends (testbed.netns); the run's host rows read the bridge end's
-queue (what a host receives), which a sender already shaped upstream rarely fills, not the host end's (what it
-sends), inside its namespace. This reads the sending side.
+the brokers' own time per produce request grew by one or two. Between the two are the network and the wait in the
+producer's connection. The testbed shapes each host's link with a `tbf` qdisc at both ends (testbed.netns); the
+run's host rows read the bridge end's queue (what a host receives), which a sender already shaped upstream rarely
+fills, not the host end's (what it sends), inside its namespace. This reads the sending side, and the producer's
+queue and connection beside it.
 
 On the shaped testbed (25 MB/s links), Kafka's defaults (linger.ms 5, batch.size 16 KB) and the same with 128-KB
 batches (the negative control's start, benchmarks/tuning/control-producer.properties) run at `--rates` msg/s of 1-KB
@@ -14,8 +15,10 @@ order each of `--rounds` rounds. While each runs, every host's sending qdisc (`t
 is read every `--every` s: its backlog (bytes waiting, as milliseconds of the link's rate) and its throttle events
 (tbf's `overlimits`: a packet that waited for tokens). Per run: p99 publish and end-to-end, the producer's request
 round trip median and p99 (librdkafka's `rtt`) and its records' queue p99 (`int_latency`), the tail budget's
-first causes (loadgen.tail), and per host its mean share of the link's rate, its throttle events a second
-and its queue's p90 and largest backlog in milliseconds. It prints each run and the medians per cell, and keeps
+first causes (loadgen.tail), the brokers' produce requests a second and time per request (and their product: the
+share of the time the producer's connection to a broker had a request there, which it serves one at a time:
+advisor.limit.CONNECTION_BUSY), and per host its mean share of the link's rate, its throttle events a second and its
+queue's p90 and largest backlog in milliseconds. It prints each run and the medians per cell, and keeps
 them in benchmarks/results/link_queue.json.
 
     .venv/bin/python benchmarks/link_queue.py [--rates 6000,9000,12000,15000] [--rounds 2] [--seconds 20]
@@ -106,6 +109,24 @@ def link_figures(samples: list[tuple[float, dict[str, float], int]]) -> dict[str
     }
 
 
+def broker_side(out: Path) -> dict[str, float] | None:
+    """The brokers over the run's measured seconds: produce requests a second per broker, their mean time per
+    request (ms, every part of cluster.metrics.PRODUCE_TIMES) and its replication part, and their product, the
+    share of the time the producer's one connection to a broker had a request there (it serves one at a time)."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out / "broker_metrics.parquet").to_pandas()
+    t = t[t["phase"] == "measure"]
+    parts = [c for c in t.columns if c.startswith("produce_") and c.endswith("_ms_per_s") and "total" not in c]
+    requests = float(t["produce_requests_per_s"].sum())
+    if not requests or not parts:
+        return None
+    per_s = requests / len(t)
+    ms = float(sum(t[c].sum() for c in parts)) / requests
+    remote = float(t["produce_remote_ms_per_s"].sum()) / requests if "produce_remote_ms_per_s" in t else None
+    return {"requests_per_s": per_s, "ms_per_request": ms, "remote_ms": remote, "connection_busy": per_s * ms / 1000}
+
+
 def one(tb: Any, net: netns.ShapedNetwork, tmp: Path, name: str, config: str, rate: int, a: Any) -> dict[str, Any]:
     """One run of `config` at `rate` msg/s with its sending queues watched."""
     wl = demo_workload(tmp / f"{name}.json", f"linkq-{name}", CONFIGS[config], rate, a.seconds)
@@ -124,6 +145,7 @@ def one(tb: Any, net: netns.ShapedNetwork, tmp: Path, name: str, config: str, ra
         "rtt_p99_ms": ps.get("rtt_p99_ms"),
         "queue_p99_ms": ps.get("queue_p99_ms"),
         "tail": by_cause(d.get("tail")),
+        "brokers": broker_side(Path(d["out"])),
         "links": links,
         "deepest": busiest,
     }
@@ -134,7 +156,7 @@ def say(row: dict[str, Any]) -> None:
     log(
         f"round {row['round']}, {row['config']} at {row['rate_msg_s']:,} msg/s: p99 e2e {row['p99_e2e_ms']} ms, "
         f"producer rtt median {row['rtt_ms']} p99 {row['rtt_p99_ms']} ms, queue p99 {row['queue_p99_ms']} ms; "
-        f"deepest sending queue {row['deepest']}: p90 "
+        f"brokers {row['brokers']}; deepest sending queue {row['deepest']}: p90 "
         f"{q.get('queue_p90_ms', 0):.1f} ms, max {q.get('queue_max_ms', 0):.1f} ms, link {q.get('share', 0):.0%}, "
         f"{q.get('throttled_per_s', 0):.0f} throttles/s"
     )
@@ -147,8 +169,8 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for rate in sorted({r["rate_msg_s"] for r in runs}):
             mine = [r for r in runs if r["config"] == config and r["rate_msg_s"] == rate]
             row: dict[str, Any] = {"config": config, "rate_msg_s": rate, "n": len(mine)}
-            for f in ("p99_e2e_ms", "p99_publish_ms", "rtt_ms", "rtt_p99_ms", "queue_p99_ms"):
-                xs = [float(r[f]) for r in mine if r[f] is not None]
+            for f in ("p99_e2e_ms", "p99_publish_ms", "rtt_ms", "rtt_p99_ms", "queue_p99_ms", *BROKER_KEYS):
+                xs = [float(x) for r in mine if (x := r.get(f, (r.get("brokers") or {}).get(f))) is not None]
                 row[f"median_{f}"] = median(xs) if xs else None
                 row[f"range_{f}"] = [min(xs), max(xs)] if xs else None
             hosts = sorted({h for r in mine for h in r["links"]})
@@ -158,13 +180,15 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append(row)
             print(
                 f"{config} at {rate:,} msg/s (n={len(mine)}): p99 e2e median {row['median_p99_e2e_ms']} ms, rtt p99 "
-                f"{row['median_rtt_p99_ms']} ms, producer queue p99 {row['median_queue_p99_ms']} ms; sending queue "
+                f"{row['median_rtt_p99_ms']} ms, producer queue p99 {row['median_queue_p99_ms']} ms, connection busy "
+                f"{row['median_connection_busy']}; sending queue "
                 "p90 ms by host: "
                 + ", ".join(f"{h} {v['queue_p90_ms']:.1f} ({v['share']:.0%})" for h, v in row["links"].items())
             )
     return out
 
 
+BROKER_KEYS = ("requests_per_s", "ms_per_request", "remote_ms", "connection_busy")
 LINK_KEYS = ("share", "throttled_per_s", "queue_p90_ms", "queue_max_ms")
 
 

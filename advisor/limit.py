@@ -211,11 +211,13 @@ def compare(held: StepEvidence, missed: StepEvidence) -> Diagnosis:
             if held.rtt_ms is not None and missed.rtt_ms is not None
             else ""
         )
+        # the connection's busy share says how near its one-request-at-a-time limit the round trips ran
+        conn = f"; {missed.connection_words()}" if missed.connection is not None else ""
         return Diagnosis(  # "none": no broker resource saturated; round trips set the rate (advisor.rules)
             "none",
             f"{at}: the records waited in the producer (its queue p99 {held.client_queue_ms or 0:.0f} -> "
             f"{missed.client_queue_ms or 0:.0f} ms{rtt}) while {total}: no broker resource saturated, the "
-            "producer's round trips set the pace (requests in flight, batching)",
+            f"producer's round trips set the pace (requests in flight, batching){conn}",
         )
     if by >= ROSE_MS or (by > 0 and by >= 0.5 * _grew(held.broker_ms, missed.broker_ms) and by >= 1.0):
         return Diagnosis(

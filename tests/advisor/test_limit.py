@@ -81,6 +81,8 @@ def test_records_waiting_in_the_producer_while_the_brokers_stay_flat_are_round_t
     d = limit.from_steps(STEPS, Seconds.of(brokers, samples, []), None)
     assert d is not None and d.bound == "none", d
     assert "the records waited in the producer (its queue p99 5 -> 150 ms" in d.reason, d
+    # how busy each producer connection was at the missed step (a broker serves one request per connection at a time)
+    assert "connection to the busiest broker carried 100 produce requests a second of 2.7 ms each, busy 27%" in d.reason
 
 
 def test_a_producer_behind_its_schedule_with_nothing_else_rising_is_the_client() -> None:

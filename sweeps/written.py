@@ -144,8 +144,9 @@ def from_ablation(
     the chosen configuration changes one key from Kafka's defaults, the ablation dropped it (its test did not reject)
     and could put it back, so the files are empty, and the ablation's arm without that key is Kafka's defaults,
     measured against the full configuration in blocks of their own after the confirmation chose it. Measuring the
-    same two configurations again would test the same question on new runs (about a minute per search here, which is
-    most of `make demo`'s ablation and written phases). None when any of that does not hold: the phase then runs."""
+    same two configurations again from nothing would test the same question on new runs (about a minute per search
+    here); `measure` only adds what brings them to the confirmation's repeats (`_topped_up`). None when any of that
+    does not hold: the phase then runs."""
     keys = ablate.changed_keys(spec, chosen)
     if blocked or len(keys) != 1 or len(effects) != 1:
         return None

@@ -40,7 +40,9 @@ from typing import Any
 
 from _common import bench, by_cause, demo_workload, log, median, producer_stats, result_file, testbed
 
+from advisor.diagnose import TIME_PARTS
 from cluster.hoststats import tbf_queues
+from records import run as runs
 from testbed import netns
 
 SLO_MS = 100.0  # the LAN scenarios' (benchmarks/tuning/common.yaml)
@@ -110,20 +112,17 @@ def link_figures(samples: list[tuple[float, dict[str, float], int]]) -> dict[str
 
 
 def broker_side(out: Path) -> dict[str, float] | None:
-    """The brokers over the run's measured seconds: produce requests a second per broker, their mean time per
-    request (ms, every part of cluster.metrics.PRODUCE_TIMES) and its replication part, and their product, the
-    share of the time the producer's one connection to a broker had a request there (it serves one at a time)."""
-    import pyarrow.parquet as pq
-
-    t = pq.read_table(out / "broker_metrics.parquet").to_pandas()
-    t = t[t["phase"] == "measure"]
-    parts = [c for c in t.columns if c.startswith("produce_") and c.endswith("_ms_per_s") and "total" not in c]
-    requests = float(t["produce_requests_per_s"].sum())
-    if not requests or not parts:
+    """The brokers over the run's measured seconds (records.run.seconds): produce requests a second per broker, their
+    mean time per request (ms, the parts advisor.diagnose.TIME_PARTS names) and its replication part, and their
+    product, the share of the time the producer's one connection to a broker had a request there (it serves one at a
+    time: advisor.limit's connection figure, here over every broker rather than the busiest)."""
+    rows = [r for r in runs.seconds(out).brokers if r.phase == "measure"]
+    requests = sum(r.produce_requests_per_s or 0.0 for r in rows)
+    if not requests:
         return None
-    per_s = requests / len(t)
-    ms = float(sum(t[c].sum() for c in parts)) / requests
-    remote = float(t["produce_remote_ms_per_s"].sum()) / requests if "produce_remote_ms_per_s" in t else None
+    per_s = requests / len(rows)
+    ms = sum(v for r in rows for k, v in r.produce_ms_per_s.items() if k in TIME_PARTS) / requests
+    remote = sum(r.produce_ms_per_s.get("produce_remote_ms", 0.0) for r in rows) / requests
     return {"requests_per_s": per_s, "ms_per_request": ms, "remote_ms": remote, "connection_busy": per_s * ms / 1000}
 
 

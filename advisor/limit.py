@@ -18,6 +18,7 @@ from pathlib import Path
 
 from advisor.diagnose import IDLE_LOW, MACHINE_HOT, SATURATED, TIME_PARTS, Diagnosis
 from core.units import MB
+from loadgen.tail import CONNECTION_BUSY
 from records import run as runs
 from records import trial as trials
 from records.result import Step
@@ -32,11 +33,6 @@ LINK_BUSY, LINK_PEAK, LINK_BURSTS = 0.7, 0.95, 0.5
 ROSE_MS = 5.0
 # Consumers that received less than this share of what was sent in a step fell behind in it.
 RECEIVED_LOW = 0.9
-# A broker serves one request per connection at a time (Kafka's protocol guide): a producer connection with a
-# request at the broker this share of the time or more is a queue near its limit (M/M/1 at 80 % busy
-# keeps a request waiting four service times on average), and its requests wait in the socket, unseen by the
-# brokers' metrics.
-CONNECTION_BUSY = 0.8
 # Which bound each part of a produce request's time names when it is the part that grew.
 PART_BOUND = {
     "produce_queue_ms": "request_handlers",
@@ -112,11 +108,6 @@ def _links(host: Sequence[HostSecond], judged: set[int]) -> tuple[float | None, 
     return means[busiest], " ".join(busiest), bursts
 
 
-def _request_ms(r: BrokerSecond) -> float:
-    """The milliseconds the parts of a produce request's time (TIME_PARTS) took in the broker's second."""
-    return sum(ms for part, ms in r.produce_ms_per_s.items() if part in TIME_PARTS)
-
-
 def _connection(bs: Sequence[BrokerSecond], producers: int) -> tuple[float, float, float] | None:
     """StepEvidence.connection from the brokers' per-second rows and the producer processes (one connection each
     to every broker); None without produce requests."""
@@ -126,7 +117,7 @@ def _connection(bs: Sequence[BrokerSecond], producers: int) -> tuple[float, floa
         requests = sum(r.produce_requests_per_s or 0.0 for r in rows)
         if not requests:
             continue
-        ms = sum(_request_ms(r) for r in rows) / requests
+        ms = sum(r.request_ms for r in rows) / requests
         per_s = requests / len(rows) / max(1, producers)
         if busiest is None or per_s * ms > busiest[0] * busiest[1]:
             busiest = (per_s, ms, per_s * ms / 1000)

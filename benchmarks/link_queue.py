@@ -17,7 +17,7 @@ is read every `--every` s: its backlog (bytes waiting, as milliseconds of the li
 round trip median and p99 (librdkafka's `rtt`) and its records' queue p99 (`int_latency`), the tail budget's
 first causes (loadgen.tail), the brokers' produce requests a second and time per request (and their product: the
 share of the time the producer's connection to a broker had a request there, which it serves one at a time:
-advisor.limit.CONNECTION_BUSY), and per host its mean share of the link's rate, its throttle events a second and its
+loadgen.tail.CONNECTION_BUSY), and per host its mean share of the link's rate, its throttle events a second and its
 queue's p90 and largest backlog in milliseconds. It prints each run and the medians per cell, and keeps
 them in benchmarks/results/link_queue.json.
 

@@ -16,6 +16,8 @@ an SLO earlier):
                 pause ≥ GC_SHARE of the SLO, or a consumer loop away from poll ≥ STALL_SHARE of the SLO
                 (loadgen.selfwatch)
     link        a shaped link ran at ≥ LINK_PEAK of its rate for a tenth of a second, or dropped packets
+    connection  a producer's connection to a broker had a request there ≥ CONNECTION_BUSY of the second (the
+                second's produce request time at that broker over the producer processes, one connection each)
     log_flush   a broker's log flushes took ≥ STALL_SHARE of the SLO
     isr         a partition's in-sync replicas shrank or grew
     quorum      the KRaft quorum's active controller moved, or the brokers did not count exactly one (ISR changes
@@ -63,6 +65,10 @@ PRESSURE = 0.5  # some task waited for a CPU half of the second
 WAIT_CORES = 0.5  # a broker's threads together waited half a second for a CPU in one second
 LINK_PEAK = 0.95
 OTHER_CORES = 0.1  # a tenth of a core: no second of benchmarks/results/tail_budget.json's runs reached it
+# A broker serves one request per connection at a time (Kafka's protocol guide): a producer connection with a
+# request at the broker this share of the time or more is a queue near its limit (M/M/1 at 80 % busy keeps a
+# request waiting four service times on average), and its requests wait in the producer, unseen by the brokers.
+CONNECTION_BUSY = 0.8
 
 CAUSES = {
     "broker_gc": "broker GC pauses",
@@ -71,6 +77,7 @@ CAUSES = {
     "neighbour": "other processes on this machine taking CPUs",
     "harness": "the load generator's own stalls (late sends, Python GC, consumer loop)",
     "link": "a link running full (a tenth of a second at its rate, or drops)",
+    "connection": "a producer connection near its one-request-at-a-time limit (requests wait in the producer)",
     "log_flush": "broker log flushes",
     "isr": "in-sync replica changes",
     "quorum": "the active KRaft controller moving",
@@ -122,6 +129,8 @@ def _evidence(
     for s, v in _max(host_rows, lambda r: _most(*r.link_dropped.values())).items():
         if v > 0:
             link[s] = max(link[s], 1.0 + v)
+    producers = max(1, len({t.wid for t in raw.ticks if t.role == "producer"}))
+    busy = _max(broker_rows, lambda r: r.request_ms / 1000 / producers if r.produce_ms_per_s else None)
     harness: dict[int, float] = defaultdict(float)
     for t in raw.ticks:
         ev = t.evidence or Evidence()
@@ -138,6 +147,7 @@ def _evidence(
         "neighbour": other,
         "harness": dict(harness),
         "link": dict(link),
+        "connection": {s: v / CONNECTION_BUSY for s, v in busy.items()},
         "log_flush": flush,
         "isr": isr,
         "quorum": controller_moves(broker_rows),

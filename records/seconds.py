@@ -20,6 +20,7 @@ Row = dict[str, float | str | None]
 # The brokers' time per produce request is kept by part as counters of milliseconds (cluster.metrics.PRODUCE_TIMES):
 # a row carries each as "<part>_per_s", e.g. produce_queue_ms_per_s, the milliseconds that part took in the second.
 _PRODUCE_PART = ("produce_", "_ms_per_s")
+PRODUCE_TOTAL = "produce_total_ms"  # Kafka's TotalTimeMs: the parts together
 
 
 def figure(v: Any) -> float | None:
@@ -72,6 +73,12 @@ class BrokerSecond:
     under_replicated: float | None = None  # its under-replicated partitions
     active_controller: float | None = None  # this broker's ActiveControllerCount
     active_controllers: float | None = None  # every broker's added up (cluster.metrics: 1 for a healthy quorum)
+
+    @property
+    def request_ms(self) -> float:
+        """The milliseconds the second's produce requests took at this broker, their parts added (the total Kafka
+        also keeps is left out: it would count them twice); 0 in a second without the parts."""
+        return sum(ms for part, ms in self.produce_ms_per_s.items() if part != PRODUCE_TOTAL)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> BrokerSecond:

@@ -164,3 +164,34 @@ def test_a_wait_the_clients_were_configured_to_make_is_named_over_the_events_it_
         b = budget(bare, list(range(5)), 100.0, gc, [])
         assert {p.primary for p in b.per_second} == {None, "broker_gc"}, b.per_second
         assert "linger" in b.not_observed and "fetch_wait" in b.not_observed
+
+
+def _requests(second: int, broker: int, ms: float) -> dict[str, Any]:
+    """A broker's second whose produce requests took `ms` together: two parts and the total Kafka also keeps."""
+    return {
+        "second": second,
+        "broker_id": broker,
+        "produce_requests_per_s": 300.0,
+        "produce_local_ms_per_s": ms / 3,
+        "produce_remote_ms_per_s": 2 * ms / 3,
+        "produce_total_ms_per_s": ms,
+    }
+
+
+def test_a_producer_connection_near_its_limit_is_named_before_a_link_at_its_peak() -> None:
+    """Second 1: the one producer's requests were at broker 2 for 900 ms of the second (0.9 of its connection, above
+    CONNECTION_BUSY) while a link peaked at 96 % of its rate: the connection is the primary cause. Second 3: 700 ms
+    (0.7; counted with Kafka's total as well it would read 1.4): nothing. With a second producer process each
+    connection carries half of it: not near its limit."""
+    p99s = [20.0, 150.0, 20.0, 150.0]
+    brokers = [_requests(1, 2, 900.0), _requests(1, 1, 300.0), _requests(3, 2, 700.0)]
+    hosts: list[dict[str, Any]] = [{"second": 1, "link_veth1_peak_out": 0.96}]
+    raw = run(p99s, {})
+    b = budget(raw, list(range(4)), 100.0, brokers, hosts)
+    assert [(p.second, p.primary) for p in b.per_second] == [(1, "connection"), (3, None)]
+    by = {c.cause: c for c in b.causes}
+    assert by["connection"].seconds == 1 and by["link"].seconds == 1 and by["connection"].base_rate == 0.5
+    assert "a producer connection near its one-request-at-a-time limit" in "\n".join(words(b))
+    raw.ticks.append(Tick("producer", 1, 1, 1000, 0, 0, _hist(5), 0.0, 0.0, 0, 1000, None, Evidence()))
+    two = budget(raw, list(range(4)), 100.0, brokers, hosts)
+    assert [(p.second, p.primary) for p in two.per_second] == [(1, "link"), (3, None)]

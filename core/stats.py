@@ -111,10 +111,14 @@ def t_quantile(p: float, df: float) -> float:
 
 
 def t_two_sided(level: float, df: float) -> float:
-    """Student's t for a two-sided interval at `level` (0.95: the table's value, t95)."""
+    """Student's t for a two-sided interval at `level` with `df` degrees of freedom, fractional df kept (Welch's):
+    the same t p_greater's test uses, so an interval whose lower bound is a one-sided test's excludes 0 exactly when
+    that test rejects. The table (t95) only where it is that value: 0.95 at a whole df it lists."""
     if df < 1:
         raise ValueError("an interval needs at least one degree of freedom")
-    return t95(df) if level == 0.95 else t_quantile(1 - (1 - level) / 2, df)
+    if level == 0.95 and df == int(df) and df <= len(_T95):
+        return t95(df)
+    return t_quantile(1 - (1 - level) / 2, df)
 
 
 @dataclass(frozen=True)

@@ -29,3 +29,18 @@ def test_a_ratio_of_ratios_without_spread_or_with_nothing_measured_has_no_interv
     one = stats.ratio_of_ratios([12.0], [4.0, 4.2], [9.0, 9.5], [3.0, 3.1])
     assert one is not None and not one.has_interval and one.n == 7
     assert stats.ratio_of_ratios([12.0, 13.0], [0.0, 0.0], [9.0, 9.5], [3.0, 3.1]) is None  # no ratio to nothing
+
+
+def test_a_one_sided_test_and_the_interval_printed_for_it_agree_at_a_fractional_df() -> None:
+    """The lan study of tuning_lan_20261202b.json: batch.size's ablation, 2 runs a side (Welch df 1.85), tested first
+    of two keys (Holm: one-sided at 0.025, its interval at 95 %). With the table's t for df rounded down the interval
+    reached below 0 (−3.70) while the test rejected: a key called beyond noise beside an interval that includes 0."""
+    ref, without = [16.002048, 15.106816], [9.132032, 10.333568]
+    p = stats.p_greater(ref, without)
+    d = stats.difference(ref, without, 0.95)
+    assert p is not None and p < 0.025
+    assert d.low is not None and d.low > 0
+    for alpha in (0.025, 0.005, 0.001):  # at every level the test rejects exactly when the interval excludes 0
+        low = stats.difference(ref, without, 1 - 2 * alpha).low
+        assert low is not None and (p <= alpha) == (low > 0)
+    assert stats.t_two_sided(0.95, 4) == stats.t95(4) == 2.776  # a whole df: the table's value

@@ -8,6 +8,8 @@ import ast
 import io
 import json
 import re
+import subprocess
+import sys
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,3 +249,12 @@ def test_every_figure_beside_a_cited_result_file_is_that_files() -> None:
                 if m.group(1) not in exempt and not _quotes(m.group(1), values)
             ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_readmes_tuning_table_is_the_one_its_result_files_give() -> None:
+    """The README's table of benchmarks/tuning is what `run.py --table` prints from the result files, a row for each
+    run: a rerun's file that changed a verdict shows beside the first, and no row outlives its file."""
+    printed = subprocess.run(
+        [sys.executable, "benchmarks/tuning/run.py", "--table"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert printed.count("\n") > 2 and printed in (REPO / "README.md").read_text()

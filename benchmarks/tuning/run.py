@@ -8,16 +8,17 @@ the study's confirmation: the recommended configuration, the starting one, Kafka
 throughput profile (where the spec names it), each measured by independent sustainable-rate searches interleaved in
 rounds (sweeps.confirm).
 
-Per scenario it prints and writes benchmarks/results/tuning_<scenario>.json (tuning_<scenario>_quick.json with
---quick): every arm's runs and 95 % interval; recommended / starting and recommended / Confluent as ratios with
-their intervals (Welch, delta method on the log ratio: core.stats.ratio); the product's own verdict lines; the keys
-recommended and those without effect; the search trials it took to reach 95 % of the best search trial; the
-recommendation's rate as a share of the ceiling the testbed's profile gives; and the wall clock.
+Per scenario it prints and writes benchmarks/results/tuning_<scenario>.json, or for a later run of the scenario
+tuning_<scenario>_<yyyymmdd>.json beside it (tuning_<scenario>_quick.json with --quick): every arm's runs and 95 %
+interval; recommended / starting and recommended / Confluent as ratios with their intervals (Welch, delta method on
+the log ratio: core.stats.ratio); the product's own verdict lines; the keys recommended and those without effect;
+the search trials it took to reach 95 % of the best search trial; the recommendation's rate as a share of the
+ceiling the testbed's profile gives; and the wall clock.
 
     .venv/bin/python benchmarks/tuning/run.py                       # every scenario, 36-60 min each here
     .venv/bin/python benchmarks/tuning/run.py lan control --quick   # 4 search trials each: the pipeline, not a claim
     .venv/bin/python benchmarks/tuning/run.py --study runs/tuning-lan --scenario lan   # a finished study's figures
-    .venv/bin/python benchmarks/tuning/run.py --table   # the README's table, from the result files
+    .venv/bin/python benchmarks/tuning/run.py --table   # the README's table: a row per result file (every run)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,27 +258,37 @@ def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None,
     print(f"search trials to 95 % of the best: {sp.get('trials_to_95pct')} of {len(sp.get('trials_mb_s') or [])}")
     for lim in figures.get("headline_limits") or []:
         print(f"  {lim['trial']} ({lim['mb_s'] or 0:.2f} MB/s) bound by {lim['bound']}: {lim['why']}")
-    if reread:
-        keep_envelope(f"tuning_{name}" + ("_quick" if quick else ""), figures)
+    if quick:
+        result_file(f"tuning_{name}_quick", figures)
+    elif reread:
+        keep_envelope(name, figures)
     else:
-        result_file(f"tuning_{name}" + ("_quick" if quick else ""), figures)
+        result_file(new_result_name(name), figures)
     return figures
 
 
+def new_result_name(name: str) -> str:
+    """The result file a new run of the scenario writes (without .json): tuning_<name> for its first, else a name
+    dated today (UTC) with b, c, … for further runs that day, so that no earlier run's file is overwritten."""
+    results, day = HERE.parent / "results", time.strftime("%Y%m%d", time.gmtime())
+    for stem in (f"tuning_{name}", *(f"tuning_{name}_{day}{n}" for n in ("", *"bcdefghijklmnopqrstuvwxyz"))):
+        if not (results / f"{stem}.json").exists():
+            return stem
+    raise SystemExit(f"{results}: 27 result files of {name} on {day}; move some away")
+
+
 def keep_envelope(name: str, figures: dict[str, Any]) -> None:
-    """A kept study's figures read again (--study) into the result file that study wrote, under its envelope (when,
-    on what machine, at which commit it was measured): the measurement is that run's, only the reading is new. The
-    file is left alone when it is another study's (its confirmation's runs differ). The wall clock stays the file's:
-    a live run's includes the testbed and the warm-up, the study's own does not. Without a file (a run that ended
-    before writing it) one is written now, marked `read_from_study`, with the study's own wall clock."""
-    out = HERE.parent / "results" / f"{name}.json"
-    if not out.exists():  # a study whose run ended before its figures were written: the envelope is this reading's
-        result_file(name, {**figures, "read_from_study": True})
+    """A kept study's figures read again (--study) into the result file that study wrote (the scenario's file whose
+    confirmation's runs are this study's), under its envelope (when, on what machine, at which commit it was
+    measured): the measurement is that run's, only the reading is new. The wall clock stays the file's: a live
+    run's includes the testbed and the warm-up, the study's own does not. Without such a file (a run that ended
+    before writing it) one is written now under a new name, marked `read_from_study`, with the study's own clock."""
+    arms = json.loads(json.dumps(figures["arms"], default=str))
+    out = next((f for f in result_files(name) if json.loads(f.read_text()).get("arms") == arms), None)
+    if out is None:  # a study whose run ended before its figures were written: the envelope is this reading's
+        result_file(new_result_name(name), {**figures, "read_from_study": True})
         return
     old = json.loads(out.read_text())
-    if old.get("arms") != json.loads(json.dumps(figures["arms"], default=str)):
-        log(f"{out}: not this study's result file (its confirmation's runs differ); not written")
-        return
     envelope = {k: old[k] for k in ("benchmark", "measured_at", "commit", "machine") if k in old}
     doc = {**envelope, **figures, "wall_s": old.get("wall_s", figures["wall_s"]), "read_again_by": commit()}
     out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
@@ -284,7 +296,12 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
 
 
 def _interval(r: Mapping[str, Any] | None) -> str:
-    return f"{r['estimate']:.2f}× ({r['low']:.2f}–{r['high']:.2f})" if r else "—"
+    """A ratio with its interval; a ratio of single runs has none (no spread to give it), and says so."""
+    if not r:
+        return "—"
+    if r.get("low") is None:
+        return f"{r['estimate']:.2f}× (no interval: one side has a single run that held a rate)"
+    return f"{r['estimate']:.2f}× ({r['low']:.2f}–{r['high']:.2f})"
 
 
 def _vs_start(d: Mapping[str, Any]) -> str:
@@ -299,16 +316,18 @@ def _vs_start(d: Mapping[str, Any]) -> str:
     )
 
 
-def table_row(name: str, d: Mapping[str, Any]) -> str:
-    """One scenario's row of the README's table, from its result file."""
+def table_row(name: str, file: str, d: Mapping[str, Any]) -> str:
+    """One run's row of the README's table, from its result file (`file`, under benchmarks/results/)."""
     start = "Kafka's defaults" if d["start"] == DEFAULTS else "current"
     planted = d.get("planted_found") or {}
     bounds = collections.Counter(str(lim["bound"]) for lim in d.get("headline_limits") or [])
     sp = d["search"]
     cells = [
-        f"`{name}` (benchmarks/results/tuning_{name}.json)",
+        f"`{name}` (benchmarks/results/{file})",
+        str(d.get("measured_at", ""))[:10] or "—",
+        str(max((len(a["runs_mb_s"]) for a in d["arms"]), default=0) or "—"),  # the confirmation's repeats
         start,
-        "the start" if d["chosen"] == d["start"] else d["chosen"],
+        "the start" if d["chosen"] == d["start"] else d["chosen"] or "none (no arm held a rate in every run)",
         _vs_start(d),
         _interval(d["recommended_vs_confluent"]),
         _interval(d.get("best_found_vs_start")),
@@ -321,10 +340,23 @@ def table_row(name: str, d: Mapping[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def result_files(name: str) -> list[Path]:
+    """A scenario's full runs' result files: tuning_<name>.json, then the later runs kept beside it under a dated name
+    (tuning_<name>_<yyyymmdd>[b].json), oldest first; --quick's files are not runs of the benchmark."""
+    results = HERE.parent / "results"
+    later = [f for f in results.glob(f"tuning_{name}_*.json") if not f.stem.endswith("_quick")]
+    first = results / f"tuning_{name}.json"
+    dated = sorted(later, key=lambda f: str(json.loads(f.read_text()).get("measured_at", "")))
+    return ([first] if first.exists() else []) + dated
+
+
 def table() -> str:
-    """The README's table: one row per scenario with a result file, in SCENARIOS' order."""
+    """The README's table: one row per run of each scenario (every result file, so a rerun's verdict stands beside
+    the first one's), in SCENARIOS' order."""
     head = [
-        "scenario",
+        "scenario (result file)",
+        "measured",
+        "runs an arm",
         "start",
         "chosen",
         "chosen / start (95 % CI)",
@@ -336,11 +368,7 @@ def table() -> str:
         "of ceiling",
         "what bound the chosen runs (advisor.limit)",
     ]
-    rows = [
-        table_row(name, json.loads(f.read_text()))
-        for name in SCENARIOS
-        if (f := HERE.parent / "results" / f"tuning_{name}.json").exists()
-    ]
+    rows = [table_row(name, f.name, json.loads(f.read_text())) for name in SCENARIOS for f in result_files(name)]
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows])
 
 

@@ -253,7 +253,7 @@ def test_every_figure_beside_a_cited_result_file_is_that_files() -> None:
 
 def test_the_readmes_tuning_table_is_the_one_its_result_files_give() -> None:
     """The README's table of benchmarks/tuning is what `run.py --table` prints from the result files, a row for each
-    run: a rerun's file that changed a verdict shows beside the first, and no row outlives its file."""
+    run: a later run's file stands beside the first one's, and no row outlives its file."""
     printed = subprocess.run(
         [sys.executable, "benchmarks/tuning/run.py", "--table"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -296,7 +296,7 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
 
 
 def _interval(r: Mapping[str, Any] | None) -> str:
-    """A ratio with its interval; a ratio of single runs has none (no spread to give it), and says so."""
+    """A ratio with its interval; where one side has a single run that held a rate it has none, and says so."""
     if not r:
         return "—"
     if r.get("low") is None:
@@ -351,7 +351,7 @@ def result_files(name: str) -> list[Path]:
 
 
 def table() -> str:
-    """The README's table: one row per run of each scenario (every result file, so a rerun's verdict stands beside
+    """The README's table: one row per run of each scenario (every result file, so a later run's verdict stands beside
     the first one's), in SCENARIOS' order."""
     head = [
         "scenario (result file)",

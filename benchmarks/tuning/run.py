@@ -284,11 +284,11 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
     run's includes the testbed and the warm-up, the study's own does not. Without such a file (a run that ended
     before writing it) one is written now under a new name, marked `read_from_study`, with the study's own clock."""
     arms = json.loads(json.dumps(figures["arms"], default=str))
-    out = next((f for f in result_files(name) if json.loads(f.read_text()).get("arms") == arms), None)
+    docs = ((f, json.loads(f.read_text())) for f in result_files(name))
+    out, old = next(((f, d) for f, d in docs if d.get("arms") == arms), (None, {}))
     if out is None:  # a study whose run ended before its figures were written: the envelope is this reading's
         result_file(new_result_name(name), {**figures, "read_from_study": True})
         return
-    old = json.loads(out.read_text())
     envelope = {k: old[k] for k in ("benchmark", "measured_at", "commit", "machine") if k in old}
     doc = {**envelope, **figures, "wall_s": old.get("wall_s", figures["wall_s"]), "read_again_by": commit()}
     out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
@@ -344,10 +344,9 @@ def result_files(name: str) -> list[Path]:
     """A scenario's full runs' result files: tuning_<name>.json, then the later runs kept beside it under a dated name
     (tuning_<name>_<yyyymmdd>[b].json), oldest first; --quick's files are not runs of the benchmark."""
     results = HERE.parent / "results"
-    later = [f for f in results.glob(f"tuning_{name}_*.json") if not f.stem.endswith("_quick")]
+    later = sorted(f for f in results.glob(f"tuning_{name}_*.json") if not f.stem.endswith("_quick"))  # by date
     first = results / f"tuning_{name}.json"
-    dated = sorted(later, key=lambda f: str(json.loads(f.read_text()).get("measured_at", "")))
-    return ([first] if first.exists() else []) + dated
+    return ([first] if first.exists() else []) + later
 
 
 def table() -> str:

@@ -1,6 +1,6 @@
 """Intervals for repeated measurements: a mean, a difference and a ratio of means (and a ratio of two such ratios,
-measured in two studies), each with its CI (95 % unless a correction for many comparisons asks for more), and
-Holm's step-down correction across a family of them.
+measured in two studies, and one ratio pooled over several independent runs), each with its CI (95 % unless a
+correction for many comparisons asks for more), and Holm's step-down correction across a family of them.
 
 Repeats here are few (3–5) and their spread is the run-to-run variation of a shared, noisy machine, so
 the intervals use Student's t (Welch's for two groups) rather than a normal approximation. An interval
@@ -93,6 +93,37 @@ def t_sf(t: float, df: float) -> float:
     """P(T > t) for Student's t with `df` degrees of freedom (the one-sided p-value of t)."""
     tail = 0.5 * _ibeta(df / 2, 0.5, df / (df + t * t))
     return tail if t >= 0 else 1 - tail
+
+
+def chi2_sf(x: float, df: float) -> float:
+    """P(X > x) for chi-squared with `df` degrees of freedom: the upper regularized incomplete gamma Q(df/2, x/2),
+    by its series below a + 1 and its continued fraction (modified Lentz) above."""
+    a, z = df / 2, x / 2
+    if z <= 0:
+        return 1.0
+    front = math.exp(-z + a * math.log(z) - math.lgamma(a))
+    if z < a + 1:
+        term = total = 1 / a
+        for n in range(1, 1000):
+            term *= z / (a + n)
+            total += term
+            if term < total * 1e-15:
+                break
+        return max(0.0, 1 - front * total)
+    tiny, b = 1e-300, z + 1 - a
+    c, d = 1 / tiny, 1 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = 1 / (d if abs(d) > tiny else tiny)
+        c = b + an / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return front * h
 
 
 def t_quantile(p: float, df: float) -> float:
@@ -253,3 +284,36 @@ def pooled_sd(groups: Sequence[Sequence[float]]) -> tuple[float, int] | None:
             ss += statistics.variance(g) * (len(g) - 1)
             df += len(g) - 1
     return (math.sqrt(ss / df), df) if df else None
+
+
+@dataclass(frozen=True)
+class AcrossRuns:
+    """A ratio pooled over independent runs, with the spread between the runs beside the noise within each."""
+
+    interval: Interval  # the pooled ratio and its interval; n is the number of runs
+    between_sd: float  # the sd of the runs' true log ratios (0 when they agree within their own noise)
+    within_se: float  # the median of the runs' own standard errors of the log ratio
+    agree_p: float  # Cochran's Q test: the chance of a spread between the runs this large from their own noise alone
+
+
+def across_runs(runs: Sequence[tuple[float, float]], level: float = 0.95) -> AcrossRuns | None:
+    """Ratios measured in independent runs (each its estimate and the standard error of its log, as ratio() gives
+    them) pooled under a random-effects model: DerSimonian–Laird's between-run variance, and Hartung and Knapp's
+    interval on (runs − 1) df with its variance factor kept at least 1. One run's interval covers the noise within
+    it only; a machine whose speed moves by day moves a ratio between runs too, and this interval carries that.
+    None for fewer than two runs, a ratio not > 0 or a run without a standard error."""
+    if len(runs) < 2 or any(r <= 0 or se is None or se <= 0 for r, se in runs):
+        return None
+    y = [math.log(r) for r, _ in runs]
+    v = [se * se for _, se in runs]
+    k, w = len(runs), [1 / x for x in v]
+    fixed = sum(wi * yi for wi, yi in zip(w, y, strict=True)) / sum(w)
+    q = sum(wi * (yi - fixed) ** 2 for wi, yi in zip(w, y, strict=True))
+    tau2 = max(0.0, (q - (k - 1)) / (sum(w) - sum(wi * wi for wi in w) / sum(w)))
+    ws = [1 / (x + tau2) for x in v]
+    mu = sum(wi * yi for wi, yi in zip(ws, y, strict=True)) / sum(ws)
+    factor = max(1.0, sum(wi * (yi - mu) ** 2 for wi, yi in zip(ws, y, strict=True)) / (k - 1))
+    half = t_two_sided(level, k - 1) * math.sqrt(factor / sum(ws))
+    est = math.exp(mu)
+    iv = Interval(est, est * math.exp(-half), est * math.exp(half), k, math.sqrt(factor / sum(ws)), level)
+    return AcrossRuns(iv, math.sqrt(tau2), statistics.median(se for _, se in runs), chi2_sf(q, k - 1))

@@ -1,7 +1,10 @@
 """core.stats: the ratio of two studies' ratios, which says whether a ratio measured in one study reproduces in
-another while the machine drifts between them."""
+another while the machine drifts between them; and one ratio pooled over independent runs."""
 
 from __future__ import annotations
+
+import math
+import statistics
 
 import pytest
 
@@ -44,3 +47,42 @@ def test_a_one_sided_test_and_the_interval_printed_for_it_agree_at_a_fractional_
         low = stats.difference(ref, without, 1 - 2 * alpha).low
         assert low is not None and (p <= alpha) == (low > 0)
     assert stats.t_two_sided(0.95, 4) == stats.t95(4) == 2.776  # a whole df: the table's value
+
+
+def test_runs_that_disagree_beyond_their_own_noise_pool_to_the_t_interval_of_their_logs() -> None:
+    """Equal standard errors: DerSimonian–Laird's between-run variance is the logs' variance less the within-run one,
+    and Hartung–Knapp's interval is Student's t on the logs over runs − 1 df (worked out by hand for this case)."""
+    ratios, se = [1.22, 1.56, 1.07], 0.05
+    logs = [math.log(r) for r in ratios]
+    pooled = stats.across_runs([(r, se) for r in ratios])
+    assert pooled is not None
+    assert pooled.between_sd == pytest.approx(math.sqrt(statistics.variance(logs) - se * se))
+    q = sum((y - statistics.fmean(logs)) ** 2 for y in logs) / se**2  # Cochran's Q at equal weights
+    assert pooled.agree_p == pytest.approx(math.exp(-q / 2)) and pooled.agree_p < 1e-6  # chi-squared, 2 df
+    half = stats.t95(2) * statistics.stdev(logs) / math.sqrt(3)
+    iv = pooled.interval
+    assert iv.estimate == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert (iv.low, iv.high, iv.n) == (
+        pytest.approx(iv.estimate / math.exp(half)),
+        pytest.approx(iv.estimate * math.exp(half)),
+        3,
+    )
+    one_run = stats.t95(6) * se  # the widest a single run's own half-interval (on the log) is at 6 + 6 repeats
+    assert math.log(iv.high / iv.estimate) > 2 * one_run  # what the runs' own intervals leave out
+
+
+def test_runs_that_agree_pool_with_no_between_run_spread_and_fewer_runs_pool_to_nothing() -> None:
+    pooled = stats.across_runs([(1.3, 0.05)] * 3)
+    assert pooled is not None and pooled.between_sd == 0 and pooled.within_se == 0.05 and pooled.agree_p == 1.0
+    assert pooled.interval.high == pytest.approx(1.3 * math.exp(stats.t95(2) * 0.05 / math.sqrt(3)))
+    assert stats.across_runs([(1.3, 0.05)]) is None
+    assert stats.across_runs([(1.3, 0.05), (1.2, 0.0)]) is None  # a run without its own spread cannot be weighed
+
+
+def test_chi_squared_tail_probabilities_are_the_known_ones() -> None:
+    """Two df: exactly exp(−x/2); one and five df: the 5 % points every table lists (series and fraction both)."""
+    for x in (0.5, 2.0, 5.991, 30.0):
+        assert stats.chi2_sf(x, 2) == pytest.approx(math.exp(-x / 2), rel=1e-9)
+    assert stats.chi2_sf(3.841459, 1) == pytest.approx(0.05, abs=1e-6)
+    assert stats.chi2_sf(11.070498, 5) == pytest.approx(0.05, abs=1e-6)
+    assert stats.chi2_sf(0.0, 3) == 1.0

@@ -5,6 +5,7 @@ the README and the docs cite exists. The layers themselves are import-linter's (
 from __future__ import annotations
 
 import ast
+import collections
 import io
 import json
 import re
@@ -260,3 +261,21 @@ def test_the_readmes_tuning_table_is_the_one_its_result_files_give() -> None:
     assert printed in (REPO / "README.md").read_text()
     runs = [f for f in (REPO / "benchmarks/results").glob("tuning_*.json") if not f.stem.endswith("_quick")]
     assert printed.count("\n") - 1 == len(runs) > 1  # header, rule, then a row for each run's file
+
+
+def test_the_readmes_across_runs_table_pools_every_design_run_twice_or_more() -> None:
+    """The README's second table is what `run.py --across` prints: a row for each scenario and design (searches an
+    arm, search trials) with two runs or more, a verdict for each of its runs, and "yes" only where they are one."""
+    printed = subprocess.run(
+        [sys.executable, "benchmarks/tuning/run.py", "--across"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert printed in (REPO / "README.md").read_text()
+    designs = collections.Counter()
+    for f in (REPO / "benchmarks/results").glob("tuning_*.json"):
+        d = json.loads(f.read_text())
+        if not f.stem.endswith("_quick"):
+            n = max(len(a["runs_mb_s"]) for a in d["arms"])
+            designs[(f"`{d['scenario']}`", f"{n}, {len(d['search']['trials_mb_s'])}")] += 1
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in printed.splitlines()[2:]]
+    assert {(r[0], r[1]): len(r[2].split("; ")) for r in rows} == {k: v for k, v in designs.items() if v > 1}
+    assert all((r[3] == "yes") == (len(set(r[2].split("; "))) == 1) for r in rows)

@@ -19,12 +19,12 @@ ceiling the testbed's profile gives; and the wall clock.
     .venv/bin/python benchmarks/tuning/run.py lan control --quick   # 4 search trials each: the pipeline, not a claim
     .venv/bin/python benchmarks/tuning/run.py --study runs/tuning-lan --scenario lan   # a finished study's figures
     .venv/bin/python benchmarks/tuning/run.py --table   # the README's table: a row per result file (every run)
+    .venv/bin/python benchmarks/tuning/run.py --across  # its second: each scenario's runs pooled (same design)
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import json
 import statistics
@@ -43,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/_common, which puts the repository on the path
 
 from _common import broker_delay, commit, log, result_file, sweep, testbed  # noqa: E402
+from tables import CURRENT, DEFAULTS, across_table, result_files, table  # noqa: E402
 
 from advisor import limit, verdict  # noqa: E402
 from brokerconf.apply import BrokerConfigs  # noqa: E402
@@ -74,7 +75,6 @@ class Scenario:
     shaped: bool = True  # the shaped testbed's NIC_MB_S links; False: loopback (the CPUs and disks are the limits)
 
 
-DEFAULTS, CURRENT = "baseline:kafka-defaults", "baseline:current"
 SCENARIOS = {
     "lan": Scenario("lan.yaml", DEFAULTS, "batches larger than Kafka's 16 KB"),
     "lan-text": Scenario("lan-text.yaml", DEFAULTS, "compression of a payload lz4 halves, larger batches"),
@@ -295,82 +295,6 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
     log(f"results: {out} (read again from the study)")
 
 
-def _interval(r: Mapping[str, Any] | None) -> str:
-    """A ratio with its interval; where one side has a single run that held a rate it has none, and says so."""
-    if not r:
-        return "—"
-    if r.get("low") is None:
-        return f"{r['estimate']:.2f}× (no interval: one side has a single run that held a rate)"
-    return f"{r['estimate']:.2f}× ({r['low']:.2f}–{r['high']:.2f})"
-
-
-def _vs_start(d: Mapping[str, Any]) -> str:
-    """The chosen / start cell: the ratio over the runs that held a rate, else the study's own comparison with the
-    start's no-rate runs at their bounds (at least that much, at the level its Holm test used)."""
-    r, b = d["recommended_vs_start"], d.get("recommended_vs_start_at_bounds")
-    if r or not b or b.get("low") is None:
-        return _interval(r)
-    return (
-        f"at least {b['estimate']:.2f}× ({b['level']:.0%} CI {b['low']:.2f}–{b['high']:.2f}; "
-        f"{b['start_runs_at_bounds']} start runs with no rate held, at their bounds)"
-    )
-
-
-def table_row(name: str, file: str, d: Mapping[str, Any]) -> str:
-    """One run's row of the README's table, from its result file (`file`, under benchmarks/results/)."""
-    start = "Kafka's defaults" if d["start"] == DEFAULTS else "current"
-    planted = d.get("planted_found") or {}
-    bounds = collections.Counter(str(lim["bound"]) for lim in d.get("headline_limits") or [])
-    sp = d["search"]
-    cells = [
-        f"`{name}` (benchmarks/results/{file})",
-        str(d.get("measured_at", ""))[:10] or "—",
-        str(max((len(a["runs_mb_s"]) for a in d["arms"]), default=0) or "—"),  # the confirmation's repeats
-        start,
-        "the start" if d["chosen"] == d["start"] else d["chosen"] or "none (no arm held a rate in every run)",
-        _vs_start(d),
-        _interval(d["recommended_vs_confluent"]),
-        _interval(d.get("best_found_vs_start")),
-        ", ".join(k["key"] for k in d["recommended"]) or "none",
-        f"{sum(planted.values())} of {len(planted)}" if planted else "—",
-        f"{sp['trials_to_95pct']} of {len(sp['trials_mb_s'])}",
-        f"{d['headline_of_ceiling'] * 100:.0f} %" if d.get("headline_of_ceiling") else "—",
-        ", ".join(f"{b} {n}" for b, n in bounds.most_common()) or "—",
-    ]
-    return "| " + " | ".join(cells) + " |"
-
-
-def result_files(name: str) -> list[Path]:
-    """A scenario's full runs' result files: tuning_<name>.json, then the later runs kept beside it under a dated name
-    (tuning_<name>_<yyyymmdd>[b].json), oldest first; --quick's files are not runs of the benchmark."""
-    results = HERE.parent / "results"
-    later = sorted(f for f in results.glob(f"tuning_{name}_*.json") if not f.stem.endswith("_quick"))  # by date
-    first = results / f"tuning_{name}.json"
-    return ([first] if first.exists() else []) + later
-
-
-def table() -> str:
-    """The README's table: one row per run of each scenario (every result file, so a later run's verdict stands beside
-    the first one's), in SCENARIOS' order."""
-    head = [
-        "scenario (result file)",
-        "measured",
-        "runs an arm",
-        "start",
-        "chosen",
-        "chosen / start (95 % CI)",
-        "chosen / Confluent (95 % CI)",
-        "search's best / start (95 % CI)",
-        "keys beyond noise",
-        "planted keys changed",
-        "search trials to 95 % of best",
-        "of ceiling",
-        "what bound the chosen runs (advisor.limit)",
-    ]
-    rows = [table_row(name, f.name, json.loads(f.read_text())) for name in SCENARIOS for f in result_files(name)]
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="*", help=f"which to run (default: all): {', '.join(SCENARIOS)}")
@@ -379,9 +303,10 @@ def main() -> None:
     ap.add_argument("--study", type=Path, default=None, help="print a finished study's figures; run nothing")
     ap.add_argument("--scenario", default=None, help="with --study: the scenario it ran")
     ap.add_argument("--table", action="store_true", help="print the README's table from the result files; run nothing")
+    ap.add_argument("--across", action="store_true", help="print the README's table pooling each scenario's runs")
     a = ap.parse_args()
-    if a.table:
-        print(table())
+    if a.table or a.across:
+        print(table(list(SCENARIOS)) if a.table else across_table(list(SCENARIOS)))
         return
     unknown = sorted(set(a.scenarios) - set(SCENARIOS))
     if unknown:

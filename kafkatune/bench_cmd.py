@@ -14,7 +14,7 @@ from advisor import links as links_judge
 from cluster import target
 from cluster.inventory import load_inventory
 from core import paths
-from core.errors import RunFailed, UserError
+from core.errors import RunFailed, UserError, validated
 from core.typed import to_json
 from drivers.api import load_driver
 from faults.inject import Injector
@@ -27,13 +27,14 @@ from kafkatune.options import testbed as open_testbed
 from loadgen import bench
 from loadgen.omb_driver import DriverFile, load_driver_file, with_driver_file
 from loadgen.runner import chain
-from loadgen.sustainable import Slo
+from loadgen.sustainable import Search, Slo
 from loadgen.workload import Workload, load_workload, with_overrides
 from records import run as runs
 from records.result import DriverFileUsed, Link, RunResult, RunSummary
 from records.run import RunRecord
 from records.study import with_links
 from records.trialrow import TrialRow
+from sweeps.settings import SearchSpec
 
 
 def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: Path | None) -> list[Fault]:
@@ -51,6 +52,25 @@ def _faults(specs: tuple[str, ...], w: Workload, elsewhere: object, state_dir: P
     st = open_testbed(state_dir).state()
     check_schedule(faults, w.test_seconds, bool(st.client_netns), [n.id for n in st.nodes])
     return faults
+
+
+def _search(settings: tuple[str, ...], w: Workload) -> Search | None:
+    """--search FIELD=VALUE…: the search as a sweep spec's `search:` section sets it, each field checked as there, so a
+    bench can search as a sweep does (its own max-rate probe stays: a sweep's is the trial's max-rate run). None: the
+    bench's defaults. Checked before any cluster is contacted."""
+    if not settings:
+        return None
+    fields = ", ".join(SearchSpec.model_fields)
+    if not w.discovers_rate:
+        raise UserError("--search: only with producerRate 0, the run that searches for the sustainable rate")
+    kv: dict[str, str] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UserError(f"--search {item!r}: expected FIELD=VALUE, e.g. max_step_s=8 (fields: {fields})")
+        kv[key.strip()] = value.strip()
+    spec = validated(SearchSpec, kv, "--search", "FIELD=VALUE settings", allowed=list(SearchSpec.model_fields))
+    return Search(**spec.model_dump())
 
 
 def _measure(
@@ -143,10 +163,15 @@ def _name_driver_file(rec: RunRecord, df: DriverFile, notes: list[str]) -> RunRe
     return rec._replace(result=replace(rec.result, driver_file=DriverFileUsed(str(df.path), df.name, tuple(notes))))
 
 
-def _dry_run(w: Workload, workload: Path, where: str, run_dir: Path) -> None:
+def _dry_run(w: Workload, workload: Path, where: str, run_dir: Path, how: Search | None) -> None:
     """Check the client configs (the client library checks them, which needs no server) and say what would run."""
     load_driver(w.driver)({}).validate(w.str_map("producerConfig"), w.str_map("consumerConfig"))
     say(bench.describe(w, f"{where} (not contacted: --dry-run)"))
+    if how is not None:
+        say(
+            f"search: steps of {how.min_step_s}-{how.max_step_s} judged s, warm-up {how.warmup_s} s, "
+            f"resolution {how.resolution:g}, first step at {how.start:g}× the probe"
+        )
     click.echo(f"valid: {workload} (run folder {run_dir})")
 
 
@@ -213,6 +238,15 @@ def _dry_run(w: Workload, workload: Path, where: str, run_dir: Path) -> None:
     "the cluster was whole again; the testbed is healed after the run.",
 )
 @click.option(
+    "--search",
+    "search_settings",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="With producerRate 0: a setting of the search, as a sweep spec's `search:` section takes it (repeatable), "
+    "e.g. --search min_step_s=3 --search max_step_s=8 --search resolution=0.1 to search as benchmarks/tuning's "
+    "sweeps do. Fields: " + ", ".join(SearchSpec.model_fields) + ".",
+)
+@click.option(
     "--no-scale-out",
     is_flag=True,
     help="At max rate, keep the workload's producer processes even when their send loops were the limit (by "
@@ -239,6 +273,7 @@ def command(
     warmup_minutes: float | None,
     backlog_gb: float | None,
     fault_specs: tuple[str, ...],
+    search_settings: tuple[str, ...],
     no_scale_out: bool,
     dry_run: bool,
 ) -> None:
@@ -263,17 +298,19 @@ def command(
     testbed_logs = None if bootstrap or inventory else (state_dir or paths.state_dir())
     bench.refuse_what_cannot_run(w, testbed_logs)  # an unknown driver is refused here too
     faults = _faults(fault_specs, w, bootstrap or inventory, state_dir)
+    how = _search(search_settings, w)
     if dry_run:
         where = bootstrap or (f"the inventory {inventory}" if inventory else "the testbed")
-        _dry_run(w, workload, where, out or runs_dir / w.slug)
+        _dry_run(w, workload, where, out or runs_dir / w.slug, how)
         return
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
         slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
         span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
         with LiveView(span) as view:
+            scale_out = not (no_scale_out or faults)
             rec = _measure(
-                w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo, scale_out=not (no_scale_out or faults)
+                w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo, how=how, scale_out=scale_out
             )
     d = out or runs.new_run_dir(runs_dir, w.slug)
     if df is not None:

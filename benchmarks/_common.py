@@ -7,7 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -151,12 +151,17 @@ def sweep(tb: Testbed, spec: Path, runs_dir: Path) -> tuple[dict[str, Any], Path
 
 
 def bench(
-    tb: Testbed, workload: Path, out: Path, slo_ms: float, preexec: Callable[[], None] | None = None
+    tb: Testbed,
+    workload: Path,
+    out: Path,
+    slo_ms: float,
+    preexec: Callable[[], None] | None = None,
+    extra: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """`kafkatune bench WORKLOAD --json` against `tb` with the SLO `slo_ms` (`preexec`: run_child's): its JSON line,
-    with its wall clock (`wall_s`). Exits the benchmark when the run fails."""
+    """`kafkatune bench WORKLOAD --json` against `tb` with the SLO `slo_ms` (`preexec`: run_child's; `extra`: more
+    of its options): its JSON line, with its wall clock (`wall_s`). Exits the benchmark when the run fails."""
     cmd = [sys.executable, "-m", "kafkatune", "bench", str(workload), "--state-dir", str(tb.state_dir)]
-    cmd += ["--out", str(out), "--json", "--slo-p99-e2e-ms", str(slo_ms)]
+    cmd += ["--out", str(out), "--json", "--slo-p99-e2e-ms", str(slo_ms), *extra]
     t0 = time.monotonic()
     proc = run_child(cmd, stderr=subprocess.PIPE, preexec=preexec)
     if proc.returncode != 0:

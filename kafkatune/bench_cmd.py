@@ -305,10 +305,8 @@ def command(
         return
     with _target(bootstrap, inventory, state_dir, w.driver, accept_new_host_keys) as t:
         say(bench.describe(w, t.bootstrap))
-        slo = Slo(p99_e2e_ms=slo_p99_e2e_ms)
-        span = w.warmup_seconds + w.test_seconds if not (w.discovers_rate or w.builds_backlog) else None
-        with LiveView(span) as view:
-            scale_out = not (no_scale_out or faults)
+        slo, scale_out = Slo(p99_e2e_ms=slo_p99_e2e_ms), not (no_scale_out or faults)
+        with LiveView(None if w.discovers_rate or w.builds_backlog else w.warmup_seconds + w.test_seconds) as view:
             rec = _measure(
                 w, t, view, faults, state_dir, keep_topics=keep_topics, slo=slo, how=how, scale_out=scale_out
             )

@@ -18,6 +18,12 @@ from records.confirmation import DEFAULTS, Arm, Comparison, Config, Confirmation
 from records.summary import Summary
 
 CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
+# What every interval below covers: a study's runs share one cluster and one stretch of time, so what moves between
+# days (a shared machine's speed, another tenant) is not in them; said once beside them so no one reads them as more.
+SCOPE = (
+    "the intervals are this study's own: its runs, on one cluster over one stretch of time; a study on another day "
+    'may differ by more (kafkatune diff compares two; docs/measurement.md, "Between studies")'
+)
 
 
 def objective_line(objective: str, slo: Mapping[str, float | None] | None) -> str:
@@ -37,7 +43,7 @@ def candidate_lines(s: Summary) -> list[str]:
     noise = conf.noise
     if noise and noise.between_run_sd_mb_s is not None:
         lines.append(f"between-run noise: sd {noise.between_run_sd_mb_s:.2f} MB/s ({noise.how}, df {noise.df})")
-    return lines
+    return [*lines, SCOPE]
 
 
 def _arm_line(c: Arm) -> str:

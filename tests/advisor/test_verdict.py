@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.verdict import choice_lines, current_changes, key_lines, objective_line, rule_confirmed
+from advisor.verdict import (
+    SCOPE,
+    candidate_lines,
+    choice_lines,
+    current_changes,
+    key_lines,
+    objective_line,
+    rule_confirmed,
+)
 from loadgen.sustainable import Slo
 from records.summary import Summary
 
@@ -148,3 +156,10 @@ def test_an_older_study_whose_repeats_shared_a_rate_grid_says_its_resolution() -
     sw["confirmation"]["resolution"] = {"step": 0.06}  # records.confirmation.Resolution
     said = "\n".join(choice_lines(_typed(sw)))
     assert "intervals include the search's resolution: a sustainable rate is known to within 6%" in said, said
+
+
+def test_a_confirmations_intervals_say_they_are_its_own_runs_not_another_days() -> None:
+    """Runs of one study share a cluster and a stretch of time; what moves between days is not in their intervals."""
+    said = candidate_lines(_typed(_sweep([], [], [])))
+    assert said[-1] == SCOPE and "another day" in SCOPE
+    assert SCOPE not in candidate_lines(_typed({"study": "s"}))  # no confirmation: no intervals to qualify

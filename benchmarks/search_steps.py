@@ -2,8 +2,9 @@
 
 benchmarks/tuning's `lan` scenario measured the recommendation against Kafka's defaults at 1.07–1.56× by run, while
 benchmarks/reproducibility.py, on the same shaped condition and day, found the demo's best within a few per cent of
-the defaults. The two measure differently: the tuning sweeps search with short steps (benchmarks/tuning/common.yaml:
-3-8 judged seconds, resolution 0.1), a bench's search with long ones (5-30 s, 0.06; loadgen.sustainable.Search).
+the client's own defaults (librdkafka's 1-MB batches, not Kafka's 16-KB ones). Besides the defaults, the two
+measure differently: the tuning sweeps search with short steps (benchmarks/tuning/common.yaml: 3-8 judged seconds,
+resolution 0.1), a bench's search with long ones (5-30 s, 0.06; loadgen.sustainable.Search).
 
 This starts one shaped testbed (25 MB/s links, warmed until the brokers' JIT is quiet) and runs `--blocks` blocks,
 each one `kafkatune bench` search (producerRate 0, p99 end-to-end SLO 100 ms, the demo's workload: 1-KB records,

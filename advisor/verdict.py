@@ -16,6 +16,7 @@ from core.acks import acks as producer_acks
 from loadgen.sustainable import Slo
 from records.confirmation import DEFAULTS, Arm, Comparison, Config, Confirmation, KeyEffect
 from records.summary import Summary
+from sweeps import confirm
 
 CURRENT_WORDS = "the current configuration"  # the `current` baseline (sweeps.current): what the cluster runs now
 # What every interval below covers: a study's runs share one cluster and one stretch of time, so what moves between
@@ -151,17 +152,20 @@ def _current_lines(s: Summary, conf: Confirmation) -> list[str]:
     why it was not compared."""
     if conf.vs_current:
         return [_vs_defaults_line(conf.vs_current, CURRENT_WORDS), *_changes_line(conf, conf.vs_current)]
-    if conf.chosen == "baseline:current":
-        return [f"  {CURRENT_WORDS} measured best: no change is recommended"]
     cur = s.baselines.get("current")
+    same = confirm.arm_as(conf, "baseline:current", cur.config) if cur else conf.arm("baseline:current")
+    if same is not None and same.label == conf.chosen:
+        alias = "" if same.label == "baseline:current" else f" ({same.label}'s configuration)"
+        return [f"  {CURRENT_WORDS}{alias} measured best: no change is recommended"]
     if cur is None or conf.arm("baseline:current") is not None:
         return []
     acks = producer_acks(cur.config)
-    why = (
-        "it is the same configuration as another candidate above"
-        if acks == "all"
-        else f"it runs acks={acks} (the confirmation holds acks=all only)"
-    )
+    if same is not None:
+        why = f"it is {same.label}'s configuration above, measured as that candidate"
+    elif acks != "all":
+        why = f"it runs acks={acks} (the confirmation holds acks=all only)"
+    else:
+        why = "it is not among the confirmation's candidates"
     return [f"  {CURRENT_WORDS} was not confirmed on its own: {why}"]
 
 

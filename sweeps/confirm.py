@@ -88,6 +88,13 @@ def canonical(cfg: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in cfg.items() if str(v) != str(catalogue.param(k).default)))
 
 
+def arm_as(conf: Confirmation, label: str, config: Mapping[str, Any]) -> Arm | None:
+    """The candidate `label`, else the one confirmed with the same configuration (`candidates` measures none twice,
+    so a baseline equal to a search's best runs under that label); None when neither was confirmed."""
+    key = canonical(config)
+    return conf.arm(label) or next((a for a in conf.candidates if canonical(a.config) == key), None)
+
+
 def acks_all(cfg: Mapping[str, Any]) -> bool:
     return acks(cfg) == "all"
 

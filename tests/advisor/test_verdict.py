@@ -146,8 +146,13 @@ def test_the_choice_is_stated_against_the_current_configuration_or_says_why_not(
     assert "not confirmed on its own: it runs acks=1 (the confirmation holds acks=all only)" in "\n".join(
         choice_lines(_typed(sw))
     )
-    sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "all"}}}
-    assert "the same configuration as another candidate" in "\n".join(choice_lines(_typed(sw)))
+    sw["confirmation"]["candidates"][0]["config"] = {"batch.size": 140000}
+    sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "all"}}}  # Kafka's defaults' arm, not chosen
+    said = "\n".join(choice_lines(_typed(sw)))
+    assert "not confirmed on its own: it is baseline:kafka-defaults's configuration above" in said, said
+    sw["baselines"] = {"current": {"mb_s": 9.0, "config": {"acks": "all", "batch.size": "140000"}}}
+    said = "\n".join(choice_lines(_typed(sw)))  # the search's best is the current configuration
+    assert "the current configuration (producer#0's configuration) measured best: no change is recommended" in said
 
 
 def test_an_older_study_whose_repeats_shared_a_rate_grid_says_its_resolution() -> None:

@@ -39,7 +39,7 @@ from core import stats
 from core.typed import to_json
 from records.confirmation import Confirmation
 from records.summary import Summary
-from sweeps.confirm import canonical, values
+from sweeps.confirm import arm_as, values
 
 DEFAULTS = "baseline:kafka-defaults"
 CURRENT = "baseline:current"
@@ -67,11 +67,11 @@ def figures(first: Summary, second: Summary) -> dict[str, Any]:
     assert first.confirmation is not None and second.confirmation is not None, "a sweep without a confirmation"
     headline = first.confirmation.headline()  # the written phase's, else the chosen arm: what the files hold
     assert headline is not None, "a study that chose no configuration"
-    arms = {a.label: a for a in second.confirmation.candidates}
     current = second.baselines[CURRENT.removeprefix("baseline:")].config
     # the confirmation measures no configuration twice: a file that changes nothing is Kafka's defaults' arm
-    same = arms.get(CURRENT) or next(a for a in arms.values() if canonical(a.config) == canonical(current))
-    alone, dflt = values(same), values(arms[DEFAULTS])
+    same, dflt_arm = arm_as(second.confirmation, CURRENT, current), second.confirmation.arm(DEFAULTS)
+    assert same is not None and dflt_arm is not None, "the second study confirmed neither the files nor the defaults"
+    alone, dflt = values(same), values(dflt_arm)
     diff = stats.difference(values(headline), alone)
     study_dflt = study_defaults(first.confirmation)
     out: dict[str, Any] = {

@@ -54,7 +54,7 @@ from records.profile import Limits  # noqa: E402
 from records.study import open_study  # noqa: E402
 from records.summary import Summary  # noqa: E402
 from records.trial import read_trial  # noqa: E402
-from sweeps.confirm import values  # noqa: E402
+from sweeps.confirm import arm_as, values  # noqa: E402
 from testbed.lifecycle import Testbed  # noqa: E402
 
 NIC_MB_S = 25.0
@@ -180,7 +180,8 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     conf: Confirmation | None = s.confirmation
     if conf is None:
         return {"error": "the study has no confirmation"}
-    chosen, start = conf.arm(None), conf.arm(sc.start)
+    base = s.baselines.get(sc.start.removeprefix("baseline:"))  # the start's arm, under a search label if it was one
+    chosen, start = conf.arm(None), arm_as(conf, sc.start, base.config) if base else conf.arm(sc.start)
     confluent = conf.arm("baseline:confluent-throughput")
     head = conf.headline()
     head_mean = statistics.fmean(values(head)) if head and values(head) else None
@@ -198,6 +199,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
     bounded = chosen is not None and chosen != start and vs_start is not None and vs_start.at_bound
     return {
         "chosen": conf.chosen,
+        "start_arm": start.label if start else None,  # the label the start's configuration was confirmed under
         "arms": [arm_figures(a) for a in conf.candidates],
         # None when the start itself was chosen: a ratio of one arm's runs with themselves says nothing
         "recommended_vs_start": None if chosen is None or chosen == start else ratio(chosen, start),

@@ -50,7 +50,7 @@ def table_row(name: str, file: str, d: Mapping[str, Any]) -> str:
         str(d.get("measured_at", ""))[:10] or "—",
         str(max((len(a["runs_mb_s"]) for a in d["arms"]), default=0) or "—"),  # the confirmation's repeats
         start,
-        "the start" if d["chosen"] == d["start"] else d["chosen"] or "none (no arm held a rate in every run)",
+        "the start" if _kept(d) else d["chosen"] or "none (no arm held a rate in every run)",
         _vs_start(d),
         _interval(d["recommended_vs_confluent"]),
         _interval(d.get("best_found_vs_start")),
@@ -112,12 +112,17 @@ def _pooled_cell(p: stats.AcrossRuns | None) -> str:
     return f"{iv.estimate:.2f}× ({iv.low:.2f}–{iv.high:.2f}, {iv.n} runs)"
 
 
+def _kept(d: Mapping[str, Any]) -> bool:
+    """Whether the run chose its start: by label, or the start's configuration confirmed under a search's label."""
+    return d["chosen"] is not None and d["chosen"] in (d["start"], d.get("start_arm"))
+
+
 def run_verdict(d: Mapping[str, Any]) -> str:
     """One run's verdict on chosen / start, in the words the across-runs table compares between runs."""
     r = d.get("recommended_vs_start")
     if d["chosen"] is None:
         return "no arm held"
-    if d["chosen"] == d["start"]:
+    if _kept(d):
         return "start kept"
     if d["start"] in (d.get("held_no_rate") or []):  # in none of its runs: no ratio to it
         return "start held no rate"

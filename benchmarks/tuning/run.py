@@ -209,7 +209,7 @@ def judge(sc: Scenario, s: Summary, study: Path) -> dict[str, Any]:
             else None
         ),
         "best_found": found.label if found else None,
-        "best_found_vs_start": ratio(found, start),
+        "best_found_vs_start": None if found is start else ratio(found, start),  # no ratio of an arm with itself
         "recommended_vs_confluent": ratio(chosen, confluent),
         "recommended": [{"key": k.key, "old": k.old, "new": k.new} for k in conf.recommended],
         "no_measurable_effect": [k.key for k in conf.no_measurable_effect],

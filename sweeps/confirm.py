@@ -100,7 +100,8 @@ def acks_all(cfg: Mapping[str, Any]) -> bool:
 
 
 def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
-    """Kafka's defaults first, then the best of each stage, then the baselines; acks=all only, no config twice."""
+    """Kafka's defaults first, then the best of each stage, then every measured baseline (the feasible ones best
+    first); acks=all only, no config twice."""
     spec = sw.spec
     out: list[tuple[str, space.Config]] = []
     seen: set[tuple[tuple[str, str], ...]] = set()
@@ -116,7 +117,11 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
         best = [t for t in storage.ranked(sw.study(stage.name)) if acks_all(TrialAttrs.of(t).config)]
         for t in best[: spec.confirm.top]:
             add(f"{stage.name}#{t.number}", TrialAttrs.of(t).config)
-    for t in storage.ranked(sw.study("baselines")):
+    # a baseline that held no rate is confirmed too: it is what the user runs, and its no-rate runs count at their
+    # bounds in the comparisons (at_most), where leaving it out would leave the user's question unanswered
+    base = sw.study("baselines")
+    done = [t for t in base.get_trials(deepcopy=False) if t.state == optuna.trial.TrialState.COMPLETE]
+    for t in [*storage.ranked(base), *(t for t in done if not storage.feasible(t))]:
         a = TrialAttrs.of(t)
         add(f"baseline:{a.key}", a.config)
     return out

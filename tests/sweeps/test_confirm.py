@@ -124,6 +124,42 @@ def test_a_no_rate_runs_bound_is_read_back_from_the_studys_storage(tmp_path: Pat
     assert confirm.at_most([miss, hit]) == [2.5, 2.9]
 
 
+class _Studies:
+    """What confirm.candidates reads of a sweep (sweeps.confirm.Phases): its spec and its studies by suffix."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.spec, self.url = parse_spec(BASE), f"sqlite:///{tmp_path / 'o.db'}"
+
+    def study(self, suffix: str, stage: object = None) -> optuna.Study:
+        return optuna.create_study(storage=self.url, study_name=suffix, direction="maximize", load_if_exists=True)
+
+
+def test_a_baseline_that_held_no_rate_is_still_confirmed(tmp_path: Path) -> None:
+    """The current configuration's baseline trial held no rate (the io-threads run of 2026-12-07): it is confirmed
+    like every baseline, so the recommendation is still stated against it."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sw = _Studies(tmp_path)
+    st = sw.study("baselines")
+    trial = st.ask()
+    assert storage.claim(st, trial, "current")
+    attrs.started(trial, "host:1", {"num.io.threads": 1}, tmp_path / "trials" / "baseline-000")
+    attrs.finished(
+        trial,
+        restarts=0,
+        probe_msg_s=9000.0,
+        rate_msg_s=None,
+        no_rate_held="no step held: the sustainable rate is below 2,560 msg/s",
+        windows_mb_s=[],
+        violations=["no rate held within the SLO"],
+        fail_reason=None,
+        below_mb_s=2.5,
+    )
+    trial.set_constraint("slo", 1.0)
+    st.tell(trial, 0.0)
+    todo = dict(confirm.candidates(sw))  # type: ignore[arg-type]  # candidates reads only spec and study
+    assert todo.get("baseline:current") == {"num.io.threads": 1}, todo
+
+
 def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_at_its_level() -> None:
     runs = {
         confirm.DEFAULTS: reps("d", [5.0, 5.2, 4.9, 5.1]),

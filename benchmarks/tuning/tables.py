@@ -126,6 +126,8 @@ def run_verdict(d: Mapping[str, Any]) -> str:
         return "start kept"
     if d["start"] in (d.get("held_no_rate") or []):  # in none of its runs: no ratio to it
         return "start held no rate"
+    if "start_arm" in d and d["start_arm"] is None:  # left out of the confirmation (before sweeps.confirm ed24a8e)
+        return "start not confirmed"
     if not r or r.get("low") is None:
         return "no interval"
     if r["high"] < 1:

@@ -137,7 +137,7 @@ def current_changes(chosen: Config, current: Config) -> list[tuple[str, str, str
 
 def _changes_line(conf: Confirmation, vs: Comparison) -> list[str]:
     """What the chosen configuration changes from the current one, judged as a whole by `vs`."""
-    chosen, cur = conf.arm(None), conf.arm("baseline:current")
+    chosen, cur = conf.arm(None), conf.arm(vs.label)
     changes = current_changes(chosen.config, cur.config) if chosen and cur else []
     if not changes:
         return []
@@ -150,8 +150,9 @@ def _changes_line(conf: Confirmation, vs: Comparison) -> list[str]:
 def _current_lines(s: Summary, conf: Confirmation) -> list[str]:
     """The chosen configuration against what the cluster runs now (sweeps.current) and what it changes from it, or
     why it was not compared."""
-    if conf.vs_current:
-        return [_vs_defaults_line(conf.vs_current, CURRENT_WORDS), *_changes_line(conf, conf.vs_current)]
+    if (vs := conf.vs_current) is not None:
+        alias = "" if vs.label == "baseline:current" else f" (measured as {vs.label})"
+        return [_vs_defaults_line(vs, CURRENT_WORDS + alias), *_changes_line(conf, vs)]
     cur = s.baselines.get("current")
     same = confirm.arm_as(conf, "baseline:current", cur.config) if cur else conf.arm("baseline:current")
     if same is not None and same.label == conf.chosen:

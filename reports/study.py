@@ -154,7 +154,7 @@ def _from_current(a: advice.StudyAdvice) -> list[properties.Change]:
     conf = s.confirmation if s else None
     if s is None or conf is None or conf.vs_current is None or not conf.vs_current.distinguishable:
         return []
-    chosen, cur = conf.arm(None), conf.arm("baseline:current")
+    chosen, cur = conf.arm(None), conf.arm(conf.vs_current.label)  # its own label, or the one it ran as
     if chosen is None or cur is None:
         return []
     dropped = {e.key for e in (*s.no_measurable_effect, *conf.not_ablated)}
@@ -162,9 +162,8 @@ def _from_current(a: advice.StudyAdvice) -> list[properties.Change]:
 
 
 def _current_config(a: advice.StudyAdvice) -> Mapping[str, Any]:
-    """What the study's `current` baseline ran ({} when it has none)."""
-    conf = a.sweep.confirmation if a.sweep else None
-    cur = conf.arm("baseline:current") if conf else None
+    """What the study's `current` baseline ran ({} when it has none), whatever label it was confirmed under."""
+    cur = a.sweep.baselines.get("current") if a.sweep else None
     return cur.config if cur else {}
 
 

@@ -127,6 +127,15 @@ def candidates(sw: Phases) -> list[tuple[str, space.Config]]:
     return out
 
 
+def current_as(sw: Phases, todo: list[tuple[str, space.Config]]) -> str:
+    """The label the current configuration is confirmed under among `todo`: its own, or that of the candidate with
+    its configuration (candidates measures none twice); CURRENT when it was not measured."""
+    base = sw.study("baselines").get_trials(deepcopy=False)
+    cur = [a for t in base if t.state == optuna.trial.TrialState.COMPLETE and (a := TrialAttrs.of(t)).key == "current"]
+    key = canonical(cur[0].config) if cur else None
+    return next((label for label, cfg in todo if canonical(cfg) == key), CURRENT)
+
+
 def repeat(sw: Phases, phase: str, todo: list[tuple[str, space.Config]], repeats: int) -> dict[str, list[Repeat]]:
     """Measure each configuration of `todo` `repeats` times in randomized blocks; every repeat measured so far."""
     st = sw.study(phase)
@@ -264,12 +273,12 @@ def compared(best: list[float], reps: list[Repeat], rejected: bool, alpha: float
     )
 
 
-def summary(runs: Runs) -> Confirmation:
+def summary(runs: Runs, current: str = CURRENT) -> Confirmation:
     """Per candidate its repeats and interval; the between-run noise; the chosen one (the best mean), compared with
-    the runner-up, with Kafka's defaults and with the `current` baseline when it was measured. Those comparisons
-    are one family: each is one-sided (is the chosen one better?) and tested by Holm's procedure at ALPHA, and its
-    difference and ratio are printed at the two-sided level whose lower bound is that test's (so "distinguishable"
-    is the interval lying above 0, said once)."""
+    the runner-up, with Kafka's defaults and with the current configuration (the arm `current`, see current_as)
+    when it was measured. Those comparisons are one family, an arm in it once: each is one-sided (is the chosen one
+    better?) and tested by Holm's procedure at ALPHA, and its difference and ratio are printed at the two-sided
+    level whose lower bound is that test's (so "distinguishable" is the interval lying above 0, said once)."""
     cands = [candidate(label, reps) for label, reps in runs.items()]
     cands.sort(key=lambda c: -(c.mean_mb_s if c.eligible and c.mean_mb_s is not None else -1))
     pooled = stats.pooled_sd([values(c) for c in cands if c.eligible and None not in c.repeats])
@@ -281,12 +290,12 @@ def summary(runs: Runs) -> Confirmation:
     )
     ok = [c for c in cands if c.eligible]
     # a baseline is compared with when its runs held or have their bounds (a no-rate run understates the lead)
-    dflt, cur = (next((c for c in cands if c.label == b and bounded(list(runs[b]))), None) for b in (DEFAULTS, CURRENT))
-    family = []
+    dflt, cur = (next((c for c in cands if c.label == b and bounded(list(runs[b]))), None) for b in (DEFAULTS, current))
+    family: list[tuple[str, Arm]] = []
     if len(ok) >= 2:
         family.append(("runner_up", ok[1]))
     for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
-        if ok and other is not None and ok[0] is not other and (len(ok) < 2 or ok[1] is not other):
+        if ok and other is not None and ok[0] is not other and all(o is not other for _, o in family):
             family.append((name, other))
     best = values(ok[0]) if ok else []
     tests = stats.holm([stats.p_greater(best, at_most(list(runs[other.label]))) for _, other in family], ALPHA)
@@ -295,8 +304,8 @@ def summary(runs: Runs) -> Confirmation:
         for (name, other), (rejected, alpha) in zip(family, tests, strict=True)
     }
     for name, other in (("vs_defaults", dflt), ("vs_current", cur)):
-        if other is not None and "runner_up" in found and found["runner_up"].label == other.label:
-            found[name] = found["runner_up"]  # the runner-up is this baseline: one comparison
+        if name not in found and other is not None and (same := next((n for n, o in family if o is other), None)):
+            found[name] = found[same]  # the runner-up (or the defaults) is this baseline: one comparison
     if "runner_up" in found:  # a ratio is said against a baseline only
         found["runner_up"] = replace(found["runner_up"], ratio=None)
     return Confirmation(

@@ -273,7 +273,7 @@ class Sweep:
             + ", ".join(label for label, _ in todo)
         )
         confirmed = confirm.repeat(self, "confirm", todo, spec.confirm.repeats)
-        judged = confirm.summary(confirmed)
+        judged = confirm.summary(confirmed, confirm.current_as(self, todo))
         chosen = dict(todo).get(judged.chosen or "")
         effects: list[KeyEffect] = []
         blocked: list[KeyEffect] = []

@@ -79,6 +79,23 @@ def test_what_the_choice_changes_from_the_current_configuration_is_listed_and_ju
     assert "no change from the current configuration is shown to help; the chosen one would change: batch" in said
 
 
+def test_the_current_configuration_measured_under_a_search_label_is_still_compared_and_diffed() -> None:
+    """The confirmation measures no configuration twice, so a current configuration equal to a search's best runs
+    as that candidate (sweeps.confirm.current_as); when another is chosen, the comparison and the changes are still
+    stated against it, naming the label it ran as."""
+    sw = _sweep([], [], [])
+    sw["confirmation"]["candidates"][0]["config"] = {"batch.size": 131072}
+    same = {"label": "broker#2", "config": {"num.io.threads": 1}, "repeats": [], "trial_ids": ["confirm-003"]}
+    sw["confirmation"]["candidates"].append(same)
+    diff = {"estimate": 4.0, "low": 3.0, "high": 5.0, "n": 6, "sd": 0.6, "level": 0.9}
+    ratio = {"estimate": 1.3, "low": 1.2, "high": 1.4, "n": 6, "sd": None, "level": 0.9}
+    vs = {"label": "broker#2", "difference": diff, "distinguishable": True, "ratio": ratio}
+    sw["confirmation"]["vs_current"] = vs
+    said = "\n".join(choice_lines(_typed(sw)))
+    assert "1.30 × (90 % CI 1.20–1.40, n=6) the current configuration (measured as broker#2)" in said, said
+    assert "the recommended one changes (judged as a whole): batch.size 16384 -> 131072" in said, said
+
+
 def test_a_winner_whose_keys_made_no_difference_promises_no_gain() -> None:
     (r,) = rule_confirmed(_typed(_sweep([], [_key("batch.size")], [])))
     assert r.title == "No key to apply: batch.size put back alone made no difference beyond noise", r.title

@@ -134,11 +134,9 @@ class _Studies:
         return optuna.create_study(storage=self.url, study_name=suffix, direction="maximize", load_if_exists=True)
 
 
-def test_a_baseline_that_held_no_rate_is_still_confirmed(tmp_path: Path) -> None:
-    """The current configuration's baseline trial held no rate (the io-threads run of 2026-12-07): it is confirmed
-    like every baseline, so the recommendation is still stated against it."""
+def _current_held_no_rate(sw: _Studies, tmp_path: Path) -> None:
+    """The baselines study with one trial: the current configuration (one request handler), which held no rate."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sw = _Studies(tmp_path)
     st = sw.study("baselines")
     trial = st.ask()
     assert storage.claim(st, trial, "current")
@@ -156,8 +154,44 @@ def test_a_baseline_that_held_no_rate_is_still_confirmed(tmp_path: Path) -> None
     )
     trial.set_constraint("slo", 1.0)
     st.tell(trial, 0.0)
+
+
+def test_a_baseline_that_held_no_rate_is_still_confirmed(tmp_path: Path) -> None:
+    """The current configuration's baseline trial held no rate (the io-threads run of 2026-12-07): it is confirmed
+    like every baseline, so the recommendation is still stated against it."""
+    sw = _Studies(tmp_path)
+    _current_held_no_rate(sw, tmp_path)
     todo = dict(confirm.candidates(sw))  # type: ignore[arg-type]  # candidates reads only spec and study
     assert todo.get("baseline:current") == {"num.io.threads": 1}, todo
+
+
+def test_the_current_configuration_is_found_under_the_label_it_was_confirmed_as(tmp_path: Path) -> None:
+    """candidates measures no configuration twice: the current one equal to a search's best runs under that label,
+    and current_as names it (settings at Kafka's defaults do not make two configurations differ)."""
+    sw = _Studies(tmp_path)
+    assert confirm.current_as(sw, [("broker#2", {"num.io.threads": 1})]) == confirm.CURRENT  # type: ignore[arg-type]
+    _current_held_no_rate(sw, tmp_path)
+    todo = [(confirm.DEFAULTS, {}), ("broker#2", {"num.io.threads": "1", "num.network.threads": 3})]
+    assert confirm.current_as(sw, todo) == "broker#2"  # type: ignore[arg-type]
+    assert confirm.current_as(sw, todo[:1]) == confirm.CURRENT  # type: ignore[arg-type]
+
+
+def test_the_current_configuration_is_compared_under_the_label_it_ran_as() -> None:
+    """A current configuration confirmed as a search's candidate (broker#2) that is not chosen is still compared with,
+    in the same family; one equal to Kafka's defaults is that one comparison, not a second test of the same arm."""
+    runs = {
+        confirm.DEFAULTS: reps("d", [5.0, 5.2, 4.9, 5.1]),
+        "a": reps("a", [7.0, 7.2, 6.9, 7.1]),
+        "b": reps("b", [6.9, 7.1, 7.0, 6.8]),
+        "broker#2": reps("c", [5.5, 5.7, 5.4, 5.6]),
+    }
+    s = confirm.summary(runs, "broker#2")
+    assert s.chosen == "a" and s.vs_current and s.vs_current.label == "broker#2" and s.vs_current.distinguishable
+    assert s.vs_current.ratio and (s.vs_current.ratio.low or 0) > 1
+    assert confirm.summary(runs).vs_current is None  # no arm under the current label: nothing to compare with
+    del runs["broker#2"]  # two tests in the family (runner-up, defaults), not three
+    same = confirm.summary(runs, confirm.DEFAULTS)
+    assert same.vs_current == same.vs_defaults and same.vs_defaults and same.vs_defaults.alpha == pytest.approx(0.025)
 
 
 def test_the_confirmations_comparisons_are_one_family_and_the_ratio_is_printed_at_its_level() -> None:

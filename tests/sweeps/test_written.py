@@ -269,6 +269,22 @@ def test_the_defaults_runs_that_held_no_rate_count_at_their_bounds_against_the_w
     assert w.full_vs_written is not None and w.full_vs_written.at_bound == 0
 
 
+def test_dropped_keys_are_kept_when_the_full_configuration_held_a_rate_once_and_the_test_cannot_be_made() -> None:
+    """The stretched run of 2026-12-07: the ablation dropped batch.size and lz4 at n=4, the full configuration held a
+    rate in one of its two written-phase runs (2.80 MB/s) and the reduced one 0.75 and 0.79: with one run the
+    stand-in test cannot be made, so the files keep the chosen configuration instead of a reduction never tested."""
+    held = [confirm.Repeat(2.80, True, (), "r-0", {})]
+    miss = confirm.Repeat(None, False, ("no rate held within the SLO",), "r-x", {}, None, 2.76)
+    written_runs = [confirm.Repeat(v, True, (), f"w-{i}", {}) for i, v in enumerate([0.75, 0.79])]
+    dflt = [confirm.Repeat(0.28, True, (), "d-0", {}), replace(miss, trial_id="d-x", below_mb_s=0.27)]
+    runs = {confirm.RECOMMENDED: [*held, miss], written.WRITTEN: written_runs, confirm.DEFAULTS: dflt}
+    w = written.judge(runs, ["batch.size", "compression.type"])
+    assert w.headline == confirm.RECOMMENDED and w.kept_as_group == ("batch.size", "compression.type"), w
+    assert w.why_kept == written.UNTESTED and w.dropped == () and w.full_vs_written is None
+    runs[confirm.RECOMMENDED] = [miss, replace(miss, trial_id="r-y")]  # it held no rate here at all: the reduction
+    assert written.judge(runs, ["batch.size", "compression.type"]).headline == written.WRITTEN
+
+
 def test_one_key_without_effect_reads_the_written_check_from_the_ablations_runs_and_runs_none() -> None:
     """The chosen configuration changes batch.size alone and it does not help: put back, it is Kafka's defaults, so
     the ablation's blocks already measured the empty files against the full configuration. No run is added, the

@@ -231,6 +231,16 @@ def commit() -> str:
     return head + ("+dirty" if dirty else "")
 
 
+def new_result_name(stem: str) -> str:
+    """The result file a new run writes (without .json): `stem` for its first, else `stem` dated today (UTC) with b,
+    c, … for further runs that day, so that a run measured again on a fresh testbed keeps the earlier run's file."""
+    results, day = REPO / "benchmarks" / "results", time.strftime("%Y%m%d", time.gmtime())
+    for name in (stem, *(f"{stem}_{day}{n}" for n in ("", *"bcdefghijklmnopqrstuvwxyz"))):
+        if not (results / f"{name}.json").exists():
+            return name
+    raise SystemExit(f"{results}: 27 result files of {stem} on {day}; move some away")
+
+
 def result_file(name: str, figures: dict[str, Any]) -> Path:
     """benchmarks/results/NAME.json: the figures with when, on what machine and at which commit they were measured."""
     out = REPO / "benchmarks" / "results" / f"{name}.json"

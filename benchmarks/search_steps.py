@@ -11,9 +11,9 @@ each one `kafkatune bench` search (producerRate 0, p99 end-to-end SLO 100 ms, th
 6 partitions, acks=all, one producer and one consumer) of each of the four cells in a new random order: Kafka's
 defaults as a sweep's baseline sets them (16-KB batches) and the demo's best (the same with batch.size 140000),
 each searched with the tuning sweeps' steps (`--search`, as in common.yaml) and with the bench's own. It prints and
-writes (benchmarks/results/search_steps.json) each cell's runs and 95 % interval, the best / defaults ratio under
-each search, and their ratio of ratios (core.stats): 1 inside its interval means the gain does not depend on the
-step length.
+writes (benchmarks/results/search_steps.json; a later run search_steps_<yyyymmdd>.json, _common.new_result_name)
+each cell's runs and 95 % interval, the best / defaults ratio under each search, and their ratio of ratios
+(core.stats): 1 inside its interval means the gain does not depend on the step length.
 
     .venv/bin/python benchmarks/search_steps.py [--blocks 5] [--quick]
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import REPO, bench, demo_workload, log, result_file, testbed
+from _common import REPO, bench, demo_workload, log, new_result_name, result_file, testbed
 
 from brokerconf import catalogue
 from core import stats
@@ -148,7 +148,7 @@ def main() -> None:
             rows += block(tb, Path(td), b, rng)
     f = figures(rows)
     show(f)
-    name = "search_steps_quick" if a.quick else "search_steps"
+    name = "search_steps_quick" if a.quick else new_result_name("search_steps")
     result_file(
         name,
         {

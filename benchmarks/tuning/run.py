@@ -31,7 +31,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/_common, which puts the repository on the path
 
-from _common import broker_delay, commit, log, result_file, sweep, testbed  # noqa: E402
+from _common import broker_delay, commit, log, new_result_name, result_file, sweep, testbed  # noqa: E402
 from tables import CURRENT, DEFAULTS, across_table, result_files, table  # noqa: E402
 
 from advisor import limit, verdict  # noqa: E402
@@ -265,18 +264,8 @@ def report(name: str, sc: Scenario, s: Summary, study: Path, wall: float | None,
     elif reread:
         keep_envelope(name, figures)
     else:
-        result_file(new_result_name(name), figures)
+        result_file(new_result_name(f"tuning_{name}"), figures)
     return figures
-
-
-def new_result_name(name: str) -> str:
-    """The result file a new run of the scenario writes (without .json): tuning_<name> for its first, else a name
-    dated today (UTC) with b, c, … for further runs that day, so that no earlier run's file is overwritten."""
-    results, day = HERE.parent / "results", time.strftime("%Y%m%d", time.gmtime())
-    for stem in (f"tuning_{name}", *(f"tuning_{name}_{day}{n}" for n in ("", *"bcdefghijklmnopqrstuvwxyz"))):
-        if not (results / f"{stem}.json").exists():
-            return stem
-    raise SystemExit(f"{results}: 27 result files of {name} on {day}; move some away")
 
 
 def keep_envelope(name: str, figures: dict[str, Any]) -> None:
@@ -289,7 +278,7 @@ def keep_envelope(name: str, figures: dict[str, Any]) -> None:
     docs = ((f, json.loads(f.read_text())) for f in result_files(name))
     out, old = next(((f, d) for f, d in docs if d.get("arms") == arms), (None, {}))
     if out is None:  # a study whose run ended before its figures were written: the envelope is this reading's
-        result_file(new_result_name(name), {**figures, "read_from_study": True})
+        result_file(new_result_name(f"tuning_{name}"), {**figures, "read_from_study": True})
         return
     envelope = {k: old[k] for k in ("benchmark", "measured_at", "commit", "machine") if k in old}
     doc = {**envelope, **figures, "wall_s": old.get("wall_s", figures["wall_s"]), "read_again_by": commit()}

@@ -41,7 +41,7 @@ from typing import Any
 from _common import bench, by_cause, demo_workload, log, median, producer_stats, result_file, testbed
 
 from advisor.diagnose import TIME_PARTS
-from cluster.hoststats import tbf_queues
+from cluster.hoststats import link_bytes, tbf_queues
 from records import run as runs
 from testbed import netns
 
@@ -50,15 +50,6 @@ CONFIGS = {
     "kafka-defaults": {"acks": "all", "linger.ms": 5, "batch.size": 16384},
     "batch-128k": {"acks": "all", "linger.ms": 5, "batch.size": 131072},
 }
-SYS_NET = Path("/sys/class/net")
-
-
-def _sent_bytes(dev: str) -> int | None:
-    """Bytes the host behind bridge-end `dev` sent (the bridge end receives them)."""
-    try:
-        return int((SYS_NET / dev / "statistics" / "rx_bytes").read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _send_queue(ns: str) -> dict[str, float]:
@@ -79,9 +70,10 @@ def watch(net: netns.ShapedNetwork, every_s: float) -> Iterator[dict[str, list[t
     def loop() -> None:
         while not stop.wait(every_s):
             for h in net.hosts:
-                q, b = _send_queue(h.netns), _sent_bytes(f"{net.prefix}{h.name}")
+                # what the host behind the bridge end sent is what that end received
+                q, b = _send_queue(h.netns), link_bytes(f"{net.prefix}{h.name}")
                 if q and b is not None:
-                    seen[h.name].append((time.monotonic(), q, b))
+                    seen[h.name].append((time.monotonic(), q, b[0]))
 
     t = threading.Thread(target=loop, daemon=True)
     t.start()

@@ -205,7 +205,7 @@ def _tc(args: list[str]) -> str:
         return ""
 
 
-def _link_bytes(dev: str) -> tuple[int, int] | None:
+def link_bytes(dev: str) -> tuple[int, int] | None:
     """(received, transmitted) bytes of `dev` in this namespace."""
     try:
         rx = int((SYS_NET / dev / "statistics" / "rx_bytes").read_text())
@@ -254,7 +254,7 @@ class HostSampler:
             self.brokers = local_brokers(self.urls)
         queues = tbf_queues() if self.links else {}
         self._devs = {d: q["rate"] for d, q in queues.items() if q["rate"] > 0}
-        links = {d: b for d in queues if (b := _link_bytes(d)) is not None}
+        links = {d: b for d in queues if (b := link_bytes(d)) is not None}
         others = other_ticks([self.own, *self.brokers.values()])
         return HostSample(
             self.clock(), cpu_busy_jiffies(), cpu_pressure_us(), brokers, links, queues, dict(peaks or {}), others
@@ -285,11 +285,11 @@ class HostSampler:
     def _peaks(self, until: float) -> dict[str, tuple[float, float]]:
         """Until monotonic time `until` (or stop): each link's fullest LINK_EVERY_S each way, share of its rate."""
         peaks: dict[str, tuple[float, float]] = {}
-        last = {d: (time.monotonic(), b) for d in self._devs if (b := _link_bytes(d)) is not None}
+        last = {d: (time.monotonic(), b) for d in self._devs if (b := link_bytes(d)) is not None}
         while not self._stop.wait(max(0.0, min(LINK_EVERY_S, until - time.monotonic()))):
             now = time.monotonic()
             for d, (t0, (rx0, tx0)) in list(last.items()):
-                b = _link_bytes(d)
+                b = link_bytes(d)
                 if b is None or now - t0 <= 0:
                     continue
                 dt, rate = now - t0, self._devs[d]

@@ -33,6 +33,17 @@ class Knee(Fit):
             return None
         return math.exp((math.log(p99_ms) - self.a - z * self.sigma) / self.b)
 
+    def below_range(self, rate: float) -> str | None:
+        """Why `rate` is no prediction, in words, when it lies below every step the fit was made from (the law is
+        measured between `low` and `high` only, and a wide spread pushes a margin's rate far under them); else None."""
+        if rate >= self.low:
+            return None
+        return (
+            f"the fit's margin puts the rate at {rate:,.0f} msg/s, below the lowest step it was made from "
+            f"({self.low:,.0f} msg/s; p99 ∝ rate^{self.b:.2f}, between-run spread ×{math.exp(self.sigma):.2f}): "
+            "no measured rate is predicted to hold run after run"
+        )
+
     def not_load(self) -> str | None:
         """Why the tail is not load, in words, when the p99 does not grow with the rate (b < LOAD_SLOPE); else None."""
         if self.b >= LOAD_SLOPE:

@@ -10,13 +10,16 @@ the rate is picked from the p99 measured against the rate, with the spread measu
             search's max_step_s: the ones near the knee, as long as an operator's check), so it is the
             between-run spread of a p99 over that length, not the within-run one.
     pick    the highest rate whose predicted p99 plus `hold.z` spreads is within the SLO (`rate_for`), at most the
-            lowest rate a repeat confirmed: with z 2.33 one run in a hundred misses, if the fit is right.
+            lowest rate a repeat confirmed: with z 2.33 one run in a hundred misses, if the fit is right. A rate
+            below every step the fit was made from is no prediction (the law is measured over the steps only):
+            refused, not checked.
     check   one run at that rate for `hold.run_s` seconds, judged like a search step on all of them against the
             SLO times `hold.headroom` (1: the fit's margin is the headroom); a miss goes `hold.step` lower, at most
             `hold.tries` runs. The first rate that held is the answer.
     refuse  when the p99 does not grow with the rate (b < LOAD_SLOPE), or nothing held at all, lowering the rate
-            cannot find one that holds: the sweep says so, with the causes the searches' tail budgets give for
-            their seconds over the SLO (loadgen.tail), instead of trying rates until the tries run out.
+            cannot find one that holds; when the margin's rate is below every step, the steps cannot say which
+            would: the sweep says so, with the causes the searches' tail budgets give for their seconds over the
+            SLO (loadgen.tail), instead of trying rates until the tries run out.
 
 Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep resumes without running one twice.
 """
@@ -88,19 +91,28 @@ def _fit(knee: Knee | None) -> Fit | None:
     return Fit(**asdict(knee)) if knee else None
 
 
+def pick(knee: Knee | None, rates: Sequence[float], slo_ms: float, z: float) -> tuple[float | None, str]:
+    """The first rate to check from the fit and the repeats' sustainable `rates` (None: none to look for), and why
+    there is none: no repeat held, the tail is not load, or the margin's rate lies below every measured step."""
+    if not rates:
+        return None, "no repeat of the recommended configuration held a rate"
+    if knee is None:
+        return min(rates), ""
+    rate = knee.rate_for(slo_ms, z)
+    if rate is None:
+        return None, knee.not_load() or "no rate is predicted to hold"
+    if why := knee.below_range(rate):
+        return None, why
+    return min(rate, min(rates)), ""
+
+
 def start(sw: Phases, chosen: Arm) -> tuple[float | None, Knee | None, str]:
-    """The first rate to check (None: none to look for), the fit, and why there is none."""
+    """The first rate to check (None: none to look for), the fit, and why there is none (`pick`)."""
     spec = sw.spec
     rates = [r for r in chosen.rates_msg_s if r is not None]
     knee = fit_knee(chosen_steps(sw.run_dir, chosen.trial_ids), spec.search.max_step_s // 2)
-    if not rates:
-        return None, knee, "no repeat of the recommended configuration held a rate"
-    if knee is None:
-        return min(rates), None, ""
-    rate = knee.rate_for(spec.slo.p99_e2e_ms or math.inf, spec.hold.z)
-    if rate is None:
-        return None, knee, knee.not_load() or "no rate is predicted to hold"
-    return min(rate, min(rates)), knee, ""
+    first, why = pick(knee, rates, spec.slo.p99_e2e_ms or math.inf, spec.hold.z)
+    return first, knee, why
 
 
 def operating_point(sw: Phases, chosen: Arm, extend: Callable[[int], None]) -> OperatingPoint | None:

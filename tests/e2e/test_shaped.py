@@ -22,7 +22,7 @@ from records.analysis import load_table, rows
 from records.profile import ClusterProfile
 from records.summary import Summary
 from reports.properties import parse
-from sweeps.hold import chosen_steps
+from sweeps.hold import chosen_steps, pick
 from sweeps.settings import Hold
 from testbed import dist, netns
 from testbed.lifecycle import Testbed
@@ -237,9 +237,9 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
     """The rate the sweep offers an operator (sweeps.hold), checked for what holds on every run: the fit of p99
     against rate recomputed from the records the sweep wrote; its first run at that rate (3 spreads within the SLO,
     at most the lowest rate a repeat confirmed), or a refusal that says why (no configuration chosen, no repeat
-    held a rate, or the p99 does not grow with the rate); the runs judged on their own
-    figures; the report and `advise --json` saying the same. Whether the next run at that rate holds too depends on
-    the machine: benchmarks/p99_between_runs.py measures how far a fixed rate's p99 moves between runs."""
+    held a rate, the p99 does not grow with the rate, or the margin's rate is below every step); the runs judged on
+    their own figures; the report and `advise --json` saying the same. Whether the next run at that rate holds too
+    depends on the machine: benchmarks/p99_between_runs.py measures how far a fixed rate's p99 moves between runs."""
     s = json.loads((tuned / "summary.json").read_text())
     assert s["objective"] == "sustainable_mb_s" and s["slo"]["p99_e2e_ms"] == SLO_MS
     op, spec = s["operating_point"], yaml.safe_load((tuned.parent / "s.yaml").read_text())
@@ -252,14 +252,16 @@ def test_the_operating_point_is_picked_from_the_fit_and_judged_on_its_own_runs(t
     rates = [r for r in chosen["rates_msg_s"] if r is not None]
     knee = fit_knee(chosen_steps(tuned, chosen["trial_ids"]), s["search"]["max_step_s"] // 2)
     assert op["fit"] == (pytest.approx(asdict(knee)) if knee else None), (op["fit"], knee)
-    pick = knee.rate_for(SLO_MS, spec["hold"]["z"]) if knee else (min(rates) if rates else None)
-    if not rates or pick is None:  # refused: lowering the rate cannot find one that holds, and the sweep says why
+    first, why = pick(knee, rates, SLO_MS, spec["hold"]["z"])
+    if first is None:  # refused: no rate is predicted to hold, and the sweep says why
         assert op["not_load_driven"] and not op["tries"] and op["rate_msg_s"] is None, op
-        assert rates or "no repeat" in op["not_load_driven"], op
-        assert not rates or (knee is not None and knee.b < LOAD_SLOPE and "slope" in op["not_load_driven"]), op
+        assert op["not_load_driven"].startswith(why), (why, op)
+        assert rates or "no repeat" in why, op
+        slope = knee is not None and knee.b < LOAD_SLOPE and "slope" in why
+        assert not rates or slope or "below the lowest step" in why, op
     else:
         assert op["not_load_driven"] is None, op
-        check_tries(op, min(pick, min(rates)), spec["hold"].get("step", Hold().step), spec["hold"]["tries"])
+        check_tries(op, first, spec["hold"].get("step", Hold().step), spec["hold"]["tries"])
     # one computation, shown twice: the report's headline and `advise --json` say the same operating point
     assert operating_lines(Summary.from_json(s))[0] in (tuned / "report" / "report.md").read_text()
     if op["held"]:

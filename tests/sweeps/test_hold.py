@@ -1,5 +1,6 @@
 """The operating point's choice (sweeps.hold) on search steps whose p99 law is known: the fit recovers it, the rate
-it picks keeps z spreads of margin, and a tail that does not grow with the rate is refused, with its cause."""
+it picks keeps z spreads of margin, and a tail that does not grow with the rate, or a margin that reaches below every
+measured step, is refused, with its cause."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from loadgen.knee import LOAD_SLOPE, fit_knee
 from loadgen.tail import CAUSES
 from records.result import Step
 from records.summary import Summary
-from sweeps.hold import refused, tail_causes
+from sweeps.hold import pick, refused, tail_causes
 from tests.helpers import trial_doc
 
 
@@ -51,6 +52,25 @@ def test_the_fit_recovers_a_known_law_and_its_spread() -> None:
     r = knee.rate_for(100.0, 2.33)
     assert r is not None and knee.p99(r) == pytest.approx(100 * math.exp(-2.33 * knee.sigma), rel=1e-6)
     assert r < 10_000 and knee.rate_for(100.0, 0.0) == pytest.approx(10_000, rel=0.1)
+
+
+def test_a_margin_below_every_measured_step_is_refused_not_extrapolated() -> None:
+    # a shallow law with a wide spread between runs: z spreads of margin put the rate under every step, where the
+    # fit says nothing; a steep law with a narrow spread keeps it among them
+    law = {"a": 100 / 12_000**1.5, "b": 1.5}
+    rates = [8000 + 500 * i for i in range(24)]
+    wide = fit_knee(steps(law, rates, sigma=0.35, seed=4), long_s=15)
+    assert wide is not None and wide.b >= LOAD_SLOPE
+    low = wide.rate_for(100.0, 2.33)
+    assert low is not None and low < wide.low  # what an extrapolation would have checked
+    first, why = pick(wide, [11_000.0, 12_000.0], 100.0, 2.33)
+    assert first is None and f"{wide.low:,.0f} msg/s" in why and "below the lowest step" in why
+    steep = {"a": 100 / 12_000**3.0, "b": 3.0}
+    narrow = fit_knee(steps(steep, rates, sigma=0.05, seed=4), long_s=15)
+    assert narrow is not None
+    first, why = pick(narrow, [11_000.0, 12_000.0], 100.0, 2.33)
+    assert why == "" and first is not None and narrow.low <= first <= 11_000.0, (first, narrow)
+    assert pick(narrow, [], 100.0, 2.33) == (None, "no repeat of the recommended configuration held a rate")
 
 
 def test_the_spread_comes_from_the_long_steps() -> None:

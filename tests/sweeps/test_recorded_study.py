@@ -97,8 +97,8 @@ def test_the_operating_points_first_try_is_the_fit_of_the_chosen_searches(run: P
     knee = fit_knee(chosen_steps(run, chosen["trial_ids"]), s["search"]["max_step_s"] // 2)
     assert knee is not None and op["fit"] == pytest.approx(asdict(knee))
     z = load_spec(run / "spec.yaml").hold.z
-    first = min(knee.rate_for(s["slo"]["p99_e2e_ms"], z) or 0.0, min(chosen["rates_msg_s"]))
-    assert op["tries"][0]["rate_msg_s"] == pytest.approx(first), (first, op["tries"])
+    first, why = hold.pick(knee, chosen["rates_msg_s"], s["slo"]["p99_e2e_ms"], z)
+    assert first is not None and op["tries"][0]["rate_msg_s"] == pytest.approx(first), (first, why, op["tries"])
     assert op["rate_msg_s"] <= min(chosen["rates_msg_s"])
 
 

@@ -33,15 +33,20 @@ class Knee(Fit):
             return None
         return math.exp((math.log(p99_ms) - self.a - z * self.sigma) / self.b)
 
+    def floor(self) -> float:
+        """The lowest rate the fit predicts at: as far below its lowest step as its steps span (`high` / `low`), a
+        law measured over a range being carried no further than that range's own width."""
+        return self.low * self.low / self.high
+
     def below_range(self, rate: float) -> str | None:
-        """Why `rate` is no prediction, in words, when it lies below every step the fit was made from (the law is
-        measured between `low` and `high` only, and a wide spread pushes a margin's rate far under them); else None."""
-        if rate >= self.low:
+        """Why `rate` is no prediction, in words, when it lies under `floor` (a shallow law with a wide spread pushes
+        a margin's rate far under the steps); else None."""
+        if rate >= self.floor():
             return None
         return (
-            f"the fit's margin puts the rate at {rate:,.0f} msg/s, below the lowest step it was made from "
-            f"({self.low:,.0f} msg/s; p99 ∝ rate^{self.b:.2f}, between-run spread ×{math.exp(self.sigma):.2f}): "
-            "no measured rate is predicted to hold run after run"
+            f"the fit's margin puts the rate at {rate:,.0f} msg/s, further below the lowest step it was made from "
+            f"({self.low:,.0f} msg/s) than its steps span (to {self.high:,.0f}; p99 ∝ rate^{self.b:.2f}, "
+            f"between-run spread ×{math.exp(self.sigma):.2f}): no measured rate is predicted to hold run after run"
         )
 
     def not_load(self) -> str | None:

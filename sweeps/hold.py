@@ -11,14 +11,13 @@ the rate is picked from the p99 measured against the rate, with the spread measu
             between-run spread of a p99 over that length, not the within-run one.
     pick    the highest rate whose predicted p99 plus `hold.z` spreads is within the SLO (`rate_for`), at most the
             lowest rate a repeat confirmed: with z 2.33 one run in a hundred misses, if the fit is right. A rate
-            below every step the fit was made from is no prediction (the law is measured over the steps only):
-            refused, not checked.
+            further below the lowest step than the steps span (Knee.floor) is no prediction: refused, not checked.
     check   one run at that rate for `hold.run_s` seconds, judged like a search step on all of them against the
             SLO times `hold.headroom` (1: the fit's margin is the headroom); a miss goes `hold.step` lower, at most
             `hold.tries` runs. The first rate that held is the answer.
     refuse  when the p99 does not grow with the rate (b < LOAD_SLOPE), or nothing held at all, lowering the rate
-            cannot find one that holds; when the margin's rate is below every step, the steps cannot say which
-            would: the sweep says so, with the causes the searches' tail budgets give for their seconds over the
+            cannot find one that holds; when the margin's rate is under the fit's floor, the steps cannot say
+            which would: the sweep says so, with the causes the searches' tail budgets give for their seconds over the
             SLO (loadgen.tail), instead of trying rates until the tries run out.
 
 Runs are Optuna trials of `<study>.hold` keyed `hold@<try>`, so a killed sweep resumes without running one twice.
@@ -93,7 +92,7 @@ def _fit(knee: Knee | None) -> Fit | None:
 
 def pick(knee: Knee | None, rates: Sequence[float], slo_ms: float, z: float) -> tuple[float | None, str]:
     """The first rate to check from the fit and the repeats' sustainable `rates` (None: none to look for), and why
-    there is none: no repeat held, the tail is not load, or the margin's rate lies below every measured step."""
+    there is none: no repeat held, the tail is not load, or the margin's rate lies under the fit's floor."""
     if not rates:
         return None, "no repeat of the recommended configuration held a rate"
     if knee is None:

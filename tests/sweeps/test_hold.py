@@ -1,6 +1,6 @@
 """The operating point's choice (sweeps.hold) on search steps whose p99 law is known: the fit recovers it, the rate
-it picks keeps z spreads of margin, and a tail that does not grow with the rate, or a margin that reaches below every
-measured step, is refused, with its cause."""
+it picks keeps z spreads of margin, and a tail that does not grow with the rate, or a margin that reaches further
+below the steps than they span, is refused, with its cause."""
 
 from __future__ import annotations
 
